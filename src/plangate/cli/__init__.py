@@ -1,0 +1,1 @@
+"""The ``plangate`` command line (typer + rich). Interfaces only: every command calls an engine or a service."""
