@@ -1,9 +1,14 @@
-"""Test-wide settings: hypothesis profiles (CI runs the big one)."""
+"""Test-wide settings: hypothesis profiles (CI runs the big one) and a guard against real network calls."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=300, deadline=None)
@@ -11,3 +16,29 @@ settings.register_profile(
     "ci", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def _is_local(address: Any) -> bool:
+    if not isinstance(address, tuple) or not address:
+        return True  # unix sockets and the like never leave the machine
+    host = str(address[0])
+    if host in {"localhost", ""}:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail any test that tries to reach a real network model or service beyond loopback."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        if not _is_local(address):
+            raise AssertionError(f"test tried to reach the network: {address!r}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    yield

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _conditions
+from plangate.cli import _conditions, _formula, _runs
 from plangate.cli._console import err
 from plangate.errors import UserError
 
@@ -39,6 +39,8 @@ def _root(
 
 
 _conditions.register(app)
+_formula.register(app)
+_runs.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,219 @@
+"""``plangate formula check | show | cook``: look at a formula before running it.
+
+For: printing issues, the step DAG (a tree and a Mermaid graph) and the cooked plan, as rich text or JSON.
+Not for: running formulas (``plangate run``) or any formula logic (``plangate.formulas``).
+
+Exit codes: 0 fine (warnings allowed); 1 error-level issues (``check`` and ``show`` report a formula that
+cannot be cooked as issues); 2 the file cannot be loaded, or ``cook`` fails: one line naming the file and the
+path, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from plangate.cli._console import fail, out, parse_vars, print_json
+from plangate.errors import FormulaError
+from plangate.formulas import Formula, Issue, Plan, PlanStep, check_formula, cook, has_errors, load_formula
+from plangate.formulas.loader import FormulaLoader
+
+NameArg = Annotated[str, typer.Argument(help="A formula name, or a path to a .formula.toml / .formula.json.")]
+PathOpt = Annotated[
+    list[Path] | None, typer.Option("--path", "-p", help="A directory to search first (repeatable).")
+]
+VarOpt = Annotated[list[str] | None, typer.Option("--var", help="A var value, NAME=VALUE (repeatable).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``formula`` command group to ``app``."""
+    group = typer.Typer(name="formula", help="Check, show and cook formulas.", no_args_is_help=True)
+    group.command("check")(_check)
+    group.command("show")(_show)
+    group.command("cook")(_cook)
+    app.add_typer(group, name="formula")
+
+
+def _check(name: NameArg, path: PathOpt = None, var: VarOpt = None, json: JsonOpt = False) -> None:
+    """Check a formula: unknown steps, cycles, bad conditions, vars, tools. Exit 1 on any error."""
+    formula = _load(name, path)
+    plan, issues = check_formula(formula, parse_vars(var), search_paths=path)
+    failed = has_errors(issues)
+    if json:
+        print_json(
+            {
+                "formula": formula.formula,
+                "ok": not failed,
+                "steps": len(plan.steps) if plan is not None else None,
+                "issues": [issue.model_dump() for issue in issues],
+            }
+        )
+    else:
+        _print_issues(formula, plan, issues)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _show(name: NameArg, path: PathOpt = None, var: VarOpt = None, json: JsonOpt = False) -> None:
+    """Show the steps of a formula as a tree and as a Mermaid graph (missing vars get stand-ins)."""
+    formula = _load(name, path)
+    plan, issues = check_formula(formula, parse_vars(var), search_paths=path)
+    if plan is None:
+        _print_issues(formula, plan, issues)
+        raise typer.Exit(1)
+    graph = mermaid(plan)
+    if json:
+        steps = [
+            {
+                "id": s.id,
+                "title": s.title,
+                "needs": s.needs,
+                "parent": s.parent,
+                "children": s.children,
+                "executor": s.executor.type,
+            }
+            for s in plan.steps
+        ]
+        print_json({"formula": plan.formula, "steps": steps, "mermaid": graph})
+        return
+    out.print(tree(plan))
+    out.print()
+    print(graph)
+
+
+def _cook(name: NameArg, path: PathOpt = None, var: VarOpt = None, json: JsonOpt = False) -> None:
+    """Cook a formula with its vars into a plan and print it (every var must be valid)."""
+    formula = _load(name, path)
+    try:
+        plan = cook(formula, parse_vars(var), loader=FormulaLoader.beside(formula, path))
+    except FormulaError as exc:
+        fail(str(exc))
+        return
+    if json:
+        print_json(plan.to_dict())
+        return
+    table = Table(title=f"{plan.formula}: {len(plan.steps)} steps", title_justify="left")
+    for column in ("id", "title", "needs", "executor", "gate"):
+        table.add_column(column)
+    for step in plan.steps:
+        table.add_row(
+            escape(step.id),
+            escape(step.title),
+            escape(", ".join(own_needs(plan, step))),
+            escape(_executor_text(step)),
+            escape(_gate_text(step)),
+        )
+    out.print(table)
+
+
+def _load(name: str, path: list[Path] | None) -> Formula:
+    try:
+        return load_formula(name, path)
+    except FormulaError as exc:
+        fail(str(exc))
+        raise  # fail() leaves; this keeps the type checker informed
+
+
+def _print_issues(formula: Formula, plan: Plan | None, issues: list[Issue]) -> None:
+    where = escape(formula.source or formula.formula)
+    if not issues and plan is not None:
+        out.print(f"[green]ok[/] {where}: {len(plan.steps)} steps, no issues")
+        return
+    for issue in issues:
+        colour = "red" if issue.level == "error" else "yellow"
+        at = f"{escape(issue.path)}: " if issue.path else ""
+        out.print(f"[{colour}]{issue.level}[/] {at}{escape(issue.message)} [dim]({issue.code})[/]")
+    errors = sum(1 for issue in issues if issue.level == "error")
+    warnings = len(issues) - errors
+    out.print(f"{where}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}")
+
+
+def own_needs(plan: Plan, step: PlanStep) -> list[str]:
+    """A step's needs without those it only inherits from its parent (what the formula says)."""
+    if step.parent is None or step.parent not in plan.index:
+        return list(step.needs)
+    inherited = set(plan.index[step.parent].needs)
+    return [need for need in step.needs if need not in inherited]
+
+
+def tree(plan: Plan) -> Tree:
+    """The plan as a rich tree: parents hold their children; each line shows executor, needs and gate."""
+    root = Tree(f"[bold]{escape(plan.formula)}[/]")
+    nodes: dict[str, Tree] = {}
+    for step in plan.steps:
+        label = f"[bold]{escape(step.id)}[/]"
+        if step.title != step.id:
+            label += f" {escape(step.title)}"
+        label += f" [dim]{escape(_executor_text(step))}[/]"
+        needs = own_needs(plan, step)
+        if needs:
+            label += f" [cyan]needs {escape(', '.join(needs))}[/]"
+        gate = _gate_text(step)
+        if gate:
+            label += f" [yellow]gate {escape(gate)}[/]"
+        parent = nodes.get(step.parent) if step.parent is not None else None
+        nodes[step.id] = (parent or root).add(label)
+    return root
+
+
+def mermaid(plan: Plan) -> str:
+    """The plan as a Mermaid flowchart: ``graph TD``, parents as subgraphs, an edge from each need."""
+    names = {step.id: f"s{i}" for i, step in enumerate(plan.steps)}
+    lines = ["graph TD"]
+
+    def emit(step: PlanStep, depth: int) -> None:
+        pad = "  " * depth
+        label = _mermaid_label(step.id if step.title == step.id else f"{step.id}: {step.title}")
+        if step.children:
+            lines.append(f'{pad}subgraph {names[step.id]} ["{label}"]')
+            for child in step.children:
+                if child in plan.index:
+                    emit(plan.index[child], depth + 1)
+            lines.append(f"{pad}end")
+        else:
+            lines.append(f'{pad}{names[step.id]}["{label}"]')
+
+    for step in plan.steps:
+        if step.parent is None or step.parent not in plan.index:
+            emit(step, 1)
+    for step in plan.steps:
+        for need in own_needs(plan, step):
+            if need in names:
+                lines.append(f"  {names[need]} --> {names[step.id]}")
+    return "\n".join(lines)
+
+
+def _mermaid_label(text: str) -> str:
+    return text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+
+def _executor_text(step: PlanStep) -> str:
+    executor = step.executor
+    if executor.type in ("tool", "formula"):
+        return f"{executor.type}: {getattr(executor, 'name', '')}"
+    return executor.type
+
+
+def _gate_text(step: PlanStep) -> str:
+    gate = step.gate
+    if gate is None:
+        return ""
+    parts = []
+    if gate.condition:
+        parts.append(gate.condition)
+    if gate.timer:
+        parts.append(f"timer {gate.timer}s")
+    if gate.human is not None:
+        parts.append("human approval")
+    if gate.timeout:
+        parts.append(f"timeout {gate.timeout}s")
+    return "; ".join(parts)
+
+
+__all__ = ["mermaid", "own_needs", "register", "tree"]

@@ -1,0 +1,98 @@
+"""Finding what a command needs from the user's project: the store and the tools.
+
+For: ``--store`` / ``PLANGATE_STORE`` and ``--tools module:attr`` / ``path.py:attr`` / ``PLANGATE_TOOLS``.
+Not for: the store or the registry themselves.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from plangate.errors import ConfigError
+from plangate.store import Store, open_store
+from plangate.tools import Tool, ToolRegistry
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", help="Store URL (sqlite:///path.db); default $PLANGATE_STORE or .plangate/plangate.db."
+    ),
+]
+ToolsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tools",
+        help="Tools to offer, as module:attr or file.py:attr (a ToolRegistry, a Tool, or a list of them); "
+        "repeatable; default $PLANGATE_TOOLS (comma-separated).",
+    ),
+]
+
+
+def store_from(url: str | None) -> Store:
+    """Open the store named on the command line (or the default one)."""
+    return open_store(url)
+
+
+def _import_target(spec: str) -> object:
+    module_part, sep, attr = spec.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise ConfigError(f"--tools expects module:attr or file.py:attr, got {spec!r}")
+    if module_part.endswith(".py") or "/" in module_part:
+        path = Path(module_part)
+        if not path.is_file():
+            raise ConfigError(f"--tools {spec}: no such file {module_part!r}")
+        name = f"plangate_user_tools_{abs(hash(path.resolve()))}"
+        loaded = importlib.util.spec_from_file_location(name, path)
+        if loaded is None or loaded.loader is None:
+            raise ConfigError(f"--tools {spec}: cannot import {module_part!r}")
+        module = importlib.util.module_from_spec(loaded)
+        sys.modules[name] = module
+        loaded.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise ConfigError(f"--tools {spec}: cannot import {module_part!r}: {exc}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"--tools {spec}: {module_part!r} has no attribute {attr!r}") from None
+
+
+def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
+    """A registry with every tool the ``--tools`` specs name."""
+    given = list(specs or [])
+    if not given and os.environ.get("PLANGATE_TOOLS"):
+        given = [s.strip() for s in os.environ["PLANGATE_TOOLS"].split(",") if s.strip()]
+    registry = ToolRegistry()
+    for spec in given:
+        target = _import_target(spec)
+        items: Iterable[object]
+        if isinstance(target, ToolRegistry):
+            items = target.tools()
+        elif isinstance(target, Tool):
+            items = [target]
+        elif isinstance(target, list | tuple):
+            items = target
+        else:
+            raise ConfigError(
+                f"--tools {spec}: expected a ToolRegistry, a Tool or a list of tools, "
+                f"got {type(target).__name__}"
+            )
+        for item in items:
+            if not isinstance(item, Tool):
+                raise ConfigError(f"--tools {spec}: {item!r} is not a tool (decorate it with @tool)")
+            if item.name not in registry:
+                registry.register(item)
+    return registry
+
+
+__all__ = ["StoreOpt", "ToolsOpt", "store_from", "tools_from"]

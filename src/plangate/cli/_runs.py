@@ -1,0 +1,448 @@
+"""``plangate run | resume | status | runs | events | approve | reject | answer | complete | cancel``.
+
+For: driving formula runs from a terminal: live progress (each step's state, gates with their reasons),
+questions asked in the terminal unless ``--detach``, and ``--json`` for scripts. Not for: any run logic
+(``plangate.formulas.runtime``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.live import Live
+from rich.markup import escape
+from rich.prompt import Prompt
+from rich.table import Table
+
+from plangate.cli._console import err, fail, out, parse_vars, print_json
+from plangate.cli._loading import StoreOpt, ToolsOpt, store_from, tools_from
+from plangate.errors import UserError
+from plangate.events import (
+    Event,
+    GateEvent,
+    InteractionOpenedEvent,
+    StatusEvent,
+    StepStateEvent,
+    event_to_dict,
+)
+from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.interactions import Answer, Approve, Reject
+from plangate.store import TERMINAL_STATUSES, Commit, Interaction, Store
+
+PathOpt = Annotated[
+    list[Path] | None, typer.Option("--path", "-p", help="A directory to search first (repeatable).")
+]
+VarOpt = Annotated[list[str] | None, typer.Option("--var", help="A var value, NAME=VALUE (repeatable).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+DetachOpt = Annotated[
+    bool, typer.Option("--detach", help="Leave the run waiting when a person is needed; don't ask here.")
+]
+
+_STYLE = {
+    "complete": "green",
+    "failed": "red",
+    "skipped": "dim",
+    "cancelled": "dim",
+    "running": "cyan",
+    "waiting": "yellow",
+    "ready": "blue",
+    "pending": "white",
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the run commands to ``app``."""
+    app.command("run")(run_command)
+    app.command("resume")(resume_command)
+    app.command("status")(status_command)
+    app.command("runs")(runs_command)
+    app.command("events")(events_command)
+    app.command("approve")(approve_command)
+    app.command("reject")(reject_command)
+    app.command("answer")(answer_command)
+    app.command("complete")(complete_command)
+    app.command("cancel")(cancel_command)
+
+
+# -- live progress ----------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """A live table of a run's steps, fed by the store's commits."""
+
+    def __init__(self, store: Store, steps: list[str] | None = None) -> None:
+        self.store = store
+        self.rows: dict[str, tuple[str, str]] = {step: ("pending", "") for step in steps or []}
+        self.gates: dict[str, str] = {}
+        self.live = Live(self._table(), console=out, refresh_per_second=8, transient=False)
+
+    current: _Progress | None = None
+
+    def __enter__(self) -> _Progress:
+        self.unsubscribe = self.store.subscribe(self._on_commit)
+        if sys.stdout.isatty():
+            self.live.start()
+        _Progress.current = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _Progress.current = None
+        self.unsubscribe()
+        if self.live.is_started:
+            self.live.stop()
+        else:
+            out.print(self._table())
+
+    @staticmethod
+    @contextmanager
+    def paused() -> Iterator[None]:
+        """Stop redrawing while the terminal asks a question (a live display would overwrite it)."""
+        progress = _Progress.current
+        live = progress.live if progress is not None and progress.live.is_started else None
+        if live is not None:
+            live.stop()
+        try:
+            yield
+        finally:
+            if live is not None:
+                live.start()
+
+    def _on_commit(self, commit: Commit) -> None:
+        for event in commit.events:
+            if isinstance(event, StepStateEvent):
+                self.rows[event.step_id] = (event.status, event.reason)
+            elif isinstance(event, GateEvent):
+                self.gates[event.step_id] = event.reason
+        if self.live.is_started:
+            self.live.update(self._table())
+
+    def _table(self) -> Table:
+        table = Table(show_header=True, header_style="bold", expand=False)
+        table.add_column("step")
+        table.add_column("state")
+        table.add_column("why")
+        for step_id, (status, reason) in self.rows.items():
+            style = _STYLE.get(status, "white")
+            why = reason or self.gates.get(step_id, "")
+            table.add_row(escape(step_id), f"[{style}]{status}[/]", escape(why))
+        return table
+
+
+def _ask(interaction: Interaction) -> Approve | Reject | Answer:
+    """Ask the person at the terminal; approve/reject for consent, free text for a question."""
+    out.print(f"\n[bold yellow]?[/] {escape(interaction.prompt)}")
+    if interaction.kind == "ask_user":
+        return Answer(text=Prompt.ask("your answer", console=out))
+    choice = Prompt.ask("approve?", choices=["y", "n"], default="y", console=out)
+    if choice == "y":
+        return Approve()
+    return Reject(reason=Prompt.ask("reason (optional)", default="", console=out))
+
+
+def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> RunResult:
+    """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on."""
+    ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
+    result: RunResult = asyncio.run(first)
+    while result.status == "waiting" and result.interaction is not None and ask_here:
+        with _Progress.paused():
+            resolution = _ask(result.interaction)
+        runner.resolve(result.interaction.id, resolution, by="terminal")
+        result = asyncio.run(runner.resume(result.run_id))
+    return result
+
+
+def _report(result: RunResult, json: bool) -> None:
+    if json:
+        print_json(
+            {
+                "run_id": result.run_id,
+                "status": result.status,
+                "reason": result.reason,
+                "steps": {
+                    sid: {"status": s.status, "reason": s.reason, "output": s.output}
+                    for sid, s in result.steps.items()
+                },
+                "interaction": result.interaction.model_dump(mode="json") if result.interaction else None,
+            }
+        )
+    else:
+        style = _STYLE.get({"completed": "complete"}.get(result.status, result.status), "white")
+        out.print(f"run [bold]{result.run_id}[/] [{style}]{result.status}[/]: {escape(result.reason)}")
+        if result.interaction is not None:
+            out.print(
+                f"waiting on interaction [bold]{result.interaction.id}[/]: "
+                f"{escape(result.interaction.prompt)}\n"
+                f"  answer with: plangate approve|reject|answer {result.interaction.id}"
+            )
+    if result.status == "failed":
+        raise typer.Exit(1)
+
+
+InteractiveOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--interactive/--no-interactive", help="Ask in the terminal (default: when stdin is a TTY)."
+    ),
+]
+
+
+def run_command(
+    name: Annotated[str, typer.Argument(help="A formula name, or a path to a formula file.")],
+    var: VarOpt = None,
+    path: PathOpt = None,
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    detach: DetachOpt = False,
+    interactive: InteractiveOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Run a formula: live progress, and questions asked here when a person is needed."""
+    try:
+        runner = FormulaRunner(store_from(store), tools_from(tools), search_paths=path)
+        plan = runner.plan(name, parse_vars(var))
+        with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
+            result = _drive(runner, runner.start(plan), detach=detach, interactive=interactive)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    _report(result, json)
+
+
+def resume_command(
+    run_id: Annotated[str, typer.Argument(help="The run to continue.")],
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    detach: DetachOpt = False,
+    interactive: InteractiveOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Continue a run from its last committed transition (after a crash, or once a person answered)."""
+    try:
+        runner = FormulaRunner(store_from(store), tools_from(tools))
+        with _Progress(runner.store) if not json else nullcontext():
+            result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    _report(result, json)
+
+
+def status_command(
+    run_id: Annotated[str, typer.Argument(help="The run to show.")],
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Show a run: its status and each step's state with the reason."""
+    try:
+        opened = store_from(store)
+        run = opened.get_run(run_id)
+        state = FormulaRunner(opened).load(run_id) if run.kind == "formula" else None
+        interactions = opened.list_interactions(status="open", run_id=run_id)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if json:
+        print_json(
+            {
+                "run": run.model_dump(mode="json"),
+                "steps": {sid: s.to_json() for sid, s in state.steps.items()} if state else None,
+                "interactions": [i.model_dump(mode="json") for i in interactions],
+            }
+        )
+        return
+    out.print(f"run [bold]{run.id}[/] ({run.kind} {escape(run.name)}): {run.status}")
+    if state is not None:
+        table = Table("step", "state", "why")
+        for sid, s in state.steps.items():
+            table.add_row(escape(sid), f"[{_STYLE.get(s.status, 'white')}]{s.status}[/]", escape(s.reason))
+        out.print(table)
+    for interaction in interactions:
+        out.print(
+            f"open interaction [bold]{interaction.id}[/] ({interaction.kind}): {escape(interaction.prompt)}"
+        )
+
+
+def runs_command(
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 20,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """List runs, newest first."""
+    try:
+        page = store_from(store).list_runs(status=status, limit=limit)  # type: ignore[arg-type]
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if json:
+        print_json([r.model_dump(mode="json") for r in page.items])
+        return
+    table = Table("run", "kind", "name", "status", "updated")
+    for r in page.items:
+        table.add_row(
+            r.id,
+            r.kind,
+            escape(r.name),
+            r.status,
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated_at)),
+        )
+    out.print(table)
+
+
+def _event_line(event: Event) -> str:
+    data = event_to_dict(event)
+    for key in ("run_id", "seq", "at", "type"):
+        data.pop(key, None)
+    if isinstance(event, StepStateEvent):
+        return f"{event.step_id} → {event.status}" + (f": {event.reason}" if event.reason else "")
+    if isinstance(event, GateEvent):
+        return f"gate {event.step_id}: {'open' if event.satisfied else 'closed'} ({event.reason})"
+    if isinstance(event, StatusEvent):
+        return f"[{event.stage}] {event.code}" + (f": {event.text}" if event.text else "")
+    if isinstance(event, InteractionOpenedEvent):
+        return f"asks ({event.kind}, {event.interaction_id}): {event.prompt}"
+    return jsonlib.dumps(data, ensure_ascii=False, default=str)
+
+
+def events_command(
+    run_id: Annotated[str, typer.Argument(help="The run whose events to print.")],
+    after: Annotated[int, typer.Option(help="Only events with a seq above this.")] = 0,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new events until the run ends.")
+    ] = False,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Print a run's events (one JSON object per line with --json)."""
+    try:
+        opened = store_from(store)
+        opened.get_run(run_id)
+        while True:
+            for event in opened.events(run_id, after=after):
+                after = event.seq
+                if json:
+                    print(jsonlib.dumps(event_to_dict(event), ensure_ascii=False, default=str), flush=True)
+                else:
+                    out.print(f"[dim]{event.seq:>4}[/] [bold]{event.type}[/] {escape(_event_line(event))}")
+            run = opened.get_run(run_id)
+            if not follow or run.status in TERMINAL_STATUSES:
+                return
+            time.sleep(0.2)
+    except UserError as exc:
+        fail(str(exc))
+
+
+def _resolve(
+    interaction_id: str,
+    resolution: Approve | Reject | Answer,
+    store: str | None,
+    tools: list[str] | None,
+    resume: bool,
+    json: bool,
+) -> None:
+    try:
+        runner = FormulaRunner(store_from(store), tools_from(tools))
+        run_id = runner.resolve(interaction_id, resolution, by="cli")
+        root = run_id
+        while (parent := runner.store.get_run(root).parent_run_id) is not None:
+            root = parent
+        if not resume:
+            out.print(f"resolved {interaction_id}; run {root} continues with: plangate resume {root}")
+            return
+        result = asyncio.run(runner.resume(root))
+    except UserError as exc:
+        fail(str(exc))
+        return
+    _report(result, json)
+
+
+ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue the run here afterwards.")]
+IdArg = Annotated[str, typer.Argument(help="The interaction id.")]
+
+
+def approve_command(
+    interaction: IdArg,
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    resume: ResumeOpt = True,
+    json: JsonOpt = False,
+) -> None:
+    """Approve an open interaction (a consent request or an approval gate)."""
+    _resolve(interaction, Approve(), store, tools, resume, json)
+
+
+def reject_command(
+    interaction: IdArg,
+    reason: Annotated[str, typer.Option(help="Why.")] = "",
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    resume: ResumeOpt = True,
+    json: JsonOpt = False,
+) -> None:
+    """Reject an open interaction, with a reason."""
+    _resolve(interaction, Reject(reason=reason), store, tools, resume, json)
+
+
+def answer_command(
+    interaction: IdArg,
+    text: Annotated[str, typer.Argument(help="The answer.")],
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    resume: ResumeOpt = True,
+    json: JsonOpt = False,
+) -> None:
+    """Answer an open question."""
+    _resolve(interaction, Answer(text=text), store, tools, resume, json)
+
+
+def complete_command(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    step: Annotated[str, typer.Argument(help="The manual step to complete.")],
+    output: Annotated[str, typer.Option(help="The step's output, a JSON object.")] = "{}",
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    resume: ResumeOpt = True,
+    json: JsonOpt = False,
+) -> None:
+    """Complete a manual step with an output, then continue the run."""
+    try:
+        value = jsonlib.loads(output)
+    except jsonlib.JSONDecodeError as exc:
+        fail(f"--output: not JSON: {exc.msg} at column {exc.colno}")
+        return
+    if not isinstance(value, dict):
+        fail(f"--output: expected a JSON object, got {type(value).__name__}")
+        return
+    try:
+        runner = FormulaRunner(store_from(store), tools_from(tools))
+        runner.complete_step(run_id, step, value)
+        if not resume:
+            out.print(f"completed {step}; continue with: plangate resume {run_id}")
+            return
+        result = asyncio.run(runner.resume(run_id))
+    except UserError as exc:
+        fail(str(exc))
+        return
+    _report(result, json)
+
+
+def cancel_command(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    reason: Annotated[str, typer.Option(help="Why.")] = "cancelled from the command line",
+    store: StoreOpt = None,
+) -> None:
+    """Cancel a run that has not ended."""
+    try:
+        FormulaRunner(store_from(store)).cancel(run_id, reason)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    err.print(f"cancelled {run_id}")

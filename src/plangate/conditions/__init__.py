@@ -1,0 +1,32 @@
+"""The condition language: a small, safe expression language for gates, loop exits and step filters.
+
+``compile_condition(text)`` parses once into a typed tree (``plangate.conditions.ast``) and compiles it to
+closures; ``Condition.evaluate(ctx)`` returns a ``ConditionResult`` with a verdict and a reason. It cannot run
+code, read files outside the context's root, or print environment values. Running formulas, and deciding what
+a gate's result means for a run, belong to ``plangate.formulas``.
+"""
+
+from __future__ import annotations
+
+from plangate.conditions._parser import MAX_DEPTH, MAX_LENGTH, MAX_NODES, parse
+from plangate.conditions.condition import CACHE_SIZE, Condition, clear_cache, compile_condition, evaluate
+from plangate.conditions.context import ConditionContext, StepState, default_env
+from plangate.conditions.errors import ConditionSyntaxError
+from plangate.conditions.result import ConditionResult
+
+__all__ = [
+    "CACHE_SIZE",
+    "MAX_DEPTH",
+    "MAX_LENGTH",
+    "MAX_NODES",
+    "Condition",
+    "ConditionContext",
+    "ConditionResult",
+    "ConditionSyntaxError",
+    "StepState",
+    "clear_cache",
+    "compile_condition",
+    "default_env",
+    "evaluate",
+    "parse",
+]

@@ -1,0 +1,331 @@
+"""The typed syntax tree of a condition, and the ways to print it.
+
+Nodes are frozen dataclasses built by the parser; the compiler turns them into closures. This module only
+describes and prints expressions (``to_source`` for canonical text, ``dump`` for an s-expression); it does not
+parse or evaluate them.
+
+``position`` (the 0-based column where a node starts) is carried for messages but is not part of a node's
+identity: two trees parsed from differently spaced text compare equal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal as TypingLiteral
+
+Scalar = str | int | float | bool | None
+CompareOp = TypingLiteral["==", "!=", "<", "<=", ">", ">="]
+StepFieldName = TypingLiteral["status", "id", "output"]
+AggregateKind = TypingLiteral["all", "any", "count"]
+AggregateScope = TypingLiteral["children", "descendants", "steps"]
+
+STATUSES = ("pending", "ready", "running", "waiting", "complete", "failed", "skipped", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """Base of every node."""
+
+    position: int = field(default=0, compare=False, repr=False, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Node):
+    """A string, number, ``true``, ``false`` or ``null`` written in the expression."""
+
+    value: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class StepField(Node):
+    """A field of a step: ``build.status``, ``tests.output.summary.failed``, ``step.id``, bare ``status``.
+
+    Attributes:
+        step: the step id, or ``None`` for the step in focus (the current step; inside an aggregate
+            predicate, the element being tested).
+        field: ``status``, ``id`` or ``output``.
+        path: for ``output``, the keys below it (``("summary", "failed")``); empty for the whole output.
+    """
+
+    step: str | None
+    field: StepFieldName
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class VarRef(Node):
+    """``vars.NAME``: a formula variable."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EnvRef(Node):
+    """``env.NAME``: an environment variable, read from the context's allow-listed environment."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileExists(Node):
+    """``file.exists('path')``: true when the path (after ``{{var}}`` substitution) exists under the root."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCount(Node):
+    """``steps.<status>``: how many steps are in that status."""
+
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate(Node):
+    """``children(x).all(p)``, ``descendants(x).any(p)``, ``steps.count(p)``.
+
+    ``count`` is a number; its threshold is the other side of the enclosing ``Compare``, a separate node.
+
+    Attributes:
+        kind: ``all``, ``any`` or ``count``.
+        scope: ``children``, ``descendants`` or ``steps`` (every step of the context).
+        step: the parent step id for ``children``/``descendants`` (``None``: the step in focus); ``None`` for
+            ``steps``.
+        predicate: tested against each element, which becomes the step in focus.
+    """
+
+    kind: AggregateKind
+    scope: AggregateScope
+    step: str | None
+    predicate: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(Node):
+    """``left OP right`` with one of the six comparison operators."""
+
+    op: CompareOp
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Node):
+    """``not x`` / ``!x``."""
+
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class And(Node):
+    """``a and b and ...``: two or more operands, evaluated left to right, stopping at the first false."""
+
+    operands: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Node):
+    """``a or b or ...``: two or more operands, evaluated left to right, stopping at the first true."""
+
+    operands: tuple[Expr, ...]
+
+
+Expr = Literal | StepField | VarRef | EnvRef | FileExists | StatusCount | Aggregate | Compare | Not | And | Or
+
+# Binding strength, for putting back only the parentheses that matter.
+_PRECEDENCE: dict[type[Node], int] = {Or: 1, And: 2, Not: 3, Compare: 4}
+_ATOM = 5
+
+
+def children(node: Node) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``node``, left to right."""
+    if isinstance(node, And | Or):
+        return node.operands
+    if isinstance(node, Compare):
+        return (node.left, node.right)
+    if isinstance(node, Not):
+        return (node.operand,)
+    if isinstance(node, Aggregate):
+        return (node.predicate,)
+    return ()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Yield ``node`` and every node below it, depth first, left to right (no recursion)."""
+    stack: list[Node] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def references(node: Node) -> tuple[str, ...]:
+    """The step ids ``node`` names (``build.status``, ``children(tests)``), in order of first appearance."""
+    seen: dict[str, None] = {}
+    for item in walk(node):
+        if isinstance(item, StepField | Aggregate) and item.step is not None:
+            seen.setdefault(item.step, None)
+    return tuple(seen)
+
+
+def format_scalar(value: Scalar) -> str:
+    """Write a scalar the way the language spells it: ``'text'``, ``3``, ``2.5``, ``true``, ``null``."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        # Only ``1e999`` and the like produce these; spell them so they read back as numbers.
+        return "nan" if math.isnan(value) else "1e999" if value > 0 else "-1e999"
+    return repr(value)
+
+
+def quote(text: str) -> str:
+    """Write ``text`` as a single-quoted string literal that the lexer reads back unchanged."""
+    escaped = (
+        text.replace("\\", "\\\\")
+        .replace("'", "\\'")
+        .replace("\n", "\\n")
+        .replace("\t", "\\t")
+        .replace("\r", "\\r")
+        .replace("\0", "\\0")
+    )
+    if not escaped.isprintable():
+        # Characters beyond \uFFFF stay as they are: the lexer takes any character inside quotes.
+        escaped = "".join(
+            f"\\u{ord(ch):04x}" if not ch.isprintable() and ord(ch) <= 0xFFFF else ch for ch in escaped
+        )
+    return f"'{escaped}'"
+
+
+def to_source(node: Node) -> str:
+    """Canonical text of ``node``: single quotes, single spaces, ``and``/``or``/``not``, minimal parentheses.
+
+    Parsing the result gives back an equal tree.
+    """
+    if isinstance(node, Literal):
+        return format_scalar(node.value)
+    if isinstance(node, StepField):
+        return _field_source(node)
+    if isinstance(node, VarRef):
+        return f"vars.{node.name}"
+    if isinstance(node, EnvRef):
+        return f"env.{node.name}"
+    if isinstance(node, FileExists):
+        return f"file.exists({quote(node.path)})"
+    if isinstance(node, StatusCount):
+        return f"steps.{node.status}"
+    if isinstance(node, Aggregate):
+        return f"{scope_source(node)}.{node.kind}({to_source(node.predicate)})"
+    if isinstance(node, Compare):
+        return f"{_wrapped(node.left, 4)} {node.op} {_wrapped(node.right, 4)}"
+    if isinstance(node, Not):
+        return f"not {_wrapped(node.operand, 2)}"
+    if isinstance(node, And):
+        return " and ".join(_wrapped(item, 2) for item in node.operands)
+    if isinstance(node, Or):
+        return " or ".join(_wrapped(item, 1) for item in node.operands)
+    raise TypeError(f"to_source: expected a condition node, found {type(node).__name__}")
+
+
+def scope_source(node: Aggregate) -> str:
+    """The set an aggregate ranges over, as written: ``children(tests)``, ``steps``."""
+    if node.scope == "steps":
+        return "steps"
+    return f"{node.scope}({node.step if node.step is not None else 'step'})"
+
+
+def _field_source(node: StepField) -> str:
+    parts = [node.field, *node.path]
+    if node.step is not None:
+        parts.insert(0, node.step)
+    return ".".join(parts)
+
+
+def _wrapped(node: Expr, weaker_or_equal: int) -> str:
+    # Parenthesise a child whose operator binds no tighter than ``weaker_or_equal``.
+    text = to_source(node)
+    if _PRECEDENCE.get(type(node), _ATOM) <= weaker_or_equal:
+        return f"({text})"
+    return text
+
+
+def dump(node: Node, indent: int | None = None) -> str:
+    """An s-expression of ``node`` for tests and ``--ast``: ``(== (field build status) 'complete')``.
+
+    Args:
+        node: the tree to print.
+        indent: ``None`` for one line; a number of spaces to put each sub-expression on its own line.
+    """
+    return _dump(node, indent, 0)
+
+
+def _dump(node: Node, indent: int | None, level: int) -> str:
+    head, subs = _dump_parts(node)
+    if not subs:
+        return head
+    if indent is None:
+        return f"({head} {' '.join(_dump(sub, None, 0) for sub in subs)})"
+    pad = " " * (indent * (level + 1))
+    inner = "\n".join(pad + _dump(sub, indent, level + 1) for sub in subs)
+    return f"({head}\n{inner})"
+
+
+def _dump_parts(node: Node) -> tuple[str, tuple[Node, ...]]:
+    if isinstance(node, Literal):
+        return format_scalar(node.value), ()
+    if isinstance(node, StepField):
+        step = node.step if node.step is not None else "<focus>"
+        return f"(field {' '.join([step, node.field, *node.path])})", ()
+    if isinstance(node, VarRef):
+        return f"(var {node.name})", ()
+    if isinstance(node, EnvRef):
+        return f"(env {node.name})", ()
+    if isinstance(node, FileExists):
+        return f"(file-exists {quote(node.path)})", ()
+    if isinstance(node, StatusCount):
+        return f"(status-count {node.status})", ()
+    if isinstance(node, Aggregate):
+        scope = "(steps)" if node.scope == "steps" else f"({node.scope} {node.step or '<focus>'})"
+        return f"{node.kind} {scope}", (node.predicate,)
+    if isinstance(node, Compare):
+        return node.op, (node.left, node.right)
+    if isinstance(node, Not | And | Or):
+        return type(node).__name__.lower(), children(node)
+    raise TypeError(f"dump: expected a condition node, found {type(node).__name__}")
+
+
+__all__ = [
+    "STATUSES",
+    "Aggregate",
+    "AggregateKind",
+    "AggregateScope",
+    "And",
+    "Compare",
+    "CompareOp",
+    "EnvRef",
+    "Expr",
+    "FileExists",
+    "Literal",
+    "Node",
+    "Not",
+    "Or",
+    "Scalar",
+    "StatusCount",
+    "StepField",
+    "StepFieldName",
+    "VarRef",
+    "children",
+    "dump",
+    "format_scalar",
+    "quote",
+    "references",
+    "to_source",
+    "walk",
+]

@@ -1,0 +1,254 @@
+"""The event types of a run's log: one pydantic model per ``type`` tag, joined in the ``Event`` union.
+
+For: what engines say happened (a status, a text delta, a tool call, a step's new state, an outcome) and
+what the store keeps and the server streams. Not for: storing or sending them (``plangate.store`` assigns
+``run_id``, ``seq`` and ``at`` at commit; ``plangate.events.wire`` encodes and decodes).
+
+Engines build events with the plain constructor and leave ``run_id``, ``seq`` and ``at`` at their defaults
+(``""``, ``0``, ``0.0``); the store returns copies with them filled in. The plain constructor is also the
+cheapest way to build one: ``model_construct`` is slower in pydantic 2 for models this small.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+JsonObject = dict[str, JsonValue]
+"""A JSON object: what tool arguments, decisions and step outputs are made of."""
+
+InteractionKind = Literal["ask_user", "confirm", "plan_consent", "approval"]
+ResolutionKind = Literal["approve", "reject", "answer", "edit"]
+ToolStatus = Literal["done", "failed", "blocked"]
+OutcomeStatus = Literal["completed", "failed", "aborted", "exhausted", "cancelled"]
+StepStatus = Literal["pending", "ready", "running", "waiting", "complete", "failed", "skipped", "cancelled"]
+
+
+class BaseEvent(BaseModel):
+    """Fields every stored event carries; the store fills them in when the event is committed.
+
+    Attributes:
+        run_id: the run the event belongs to.
+        seq: its position in the run's log, gapless from 1.
+        at: when it was stored, in seconds since the Unix epoch (UTC by definition).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str = ""
+    seq: int = 0
+    at: float = 0.0
+
+
+class PlanStep(BaseModel):
+    """One step of an agent's plan: what to do and how to tell it is done."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str
+    done_when: str
+
+
+class InteractionTool(BaseModel):
+    """The exact tool call a consent request is about; consent is bound to its arguments' digest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arguments: JsonObject
+    arguments_digest: str
+
+
+class StatusEvent(BaseEvent):
+    """A stage change or a progress note meant for people (``stage`` is machine-readable)."""
+
+    type: Literal["status"] = "status"
+    stage: str
+    code: str
+    text: str = ""
+
+
+class SpeakEvent(BaseEvent):
+    """A delta of the text shown to the user."""
+
+    type: Literal["speak"] = "speak"
+    text: str
+
+
+class ThinkingEvent(BaseEvent):
+    """A delta of the model's reasoning, when the provider exposes it."""
+
+    type: Literal["thinking"] = "thinking"
+    text: str
+
+
+class PlanEvent(BaseEvent):
+    """An agent's plan, as accepted (or as proposed, before plan consent)."""
+
+    type: Literal["plan"] = "plan"
+    steps: list[PlanStep]
+
+
+class StepStartedEvent(BaseEvent):
+    """An agent's plan step became current."""
+
+    type: Literal["step_started"] = "step_started"
+    step_index: int
+    content: str
+
+
+class StepAdvancedEvent(BaseEvent):
+    """An agent moved from one plan step to the next, with the reason the old one is done."""
+
+    type: Literal["step_advanced"] = "step_advanced"
+    from_index: int
+    to_index: int
+    goal_check: str
+
+
+class ToolCallEvent(BaseEvent):
+    """A tool is about to run with these arguments."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    tool: str
+    arguments: JsonObject
+    step_id: str | None = None
+
+
+class ToolResultEvent(BaseEvent):
+    """What a tool call returned; ``call_id`` matches its ``tool_call``."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    tool: str
+    status: ToolStatus
+    success: bool
+    summary: str
+    observation: JsonValue = None
+    error_code: str | None = None
+    error_message: str | None = None
+    step_id: str | None = None
+
+
+class InteractionOpenedEvent(BaseEvent):
+    """The run asked a person something (a question or a consent request) and is waiting."""
+
+    type: Literal["interaction_opened"] = "interaction_opened"
+    interaction_id: str
+    kind: InteractionKind
+    prompt: str
+    tool: InteractionTool | None = None
+    step_id: str | None = None
+
+
+class InteractionResolvedEvent(BaseEvent):
+    """A person answered an interaction; ``by`` names them when known."""
+
+    type: Literal["interaction_resolved"] = "interaction_resolved"
+    interaction_id: str
+    kind: InteractionKind
+    resolution: ResolutionKind
+    by: str | None = None
+
+
+class CorrectionEvent(BaseEvent):
+    """A round failed validation and the model is told why (hidden from the conversation)."""
+
+    type: Literal["correction"] = "correction"
+    code: str
+    message: str
+
+
+class RoundEvent(BaseEvent):
+    """One execute round: the decision the model declared and how the runtime judged it."""
+
+    type: Literal["round"] = "round"
+    round: int
+    step_index: int | None
+    decision: JsonObject
+    validation: JsonObject
+
+
+class OutcomeEvent(BaseEvent):
+    """How a run ended; the last event of a finished run."""
+
+    type: Literal["outcome"] = "outcome"
+    status: OutcomeStatus
+    stage: str
+    code: str
+    user_message: str
+    internal_reason: str = ""
+
+
+class OpEvent(BaseEvent):
+    """One operation a copilot applied while building a formula."""
+
+    type: Literal["op"] = "op"
+    op: JsonObject
+
+
+class ReviewEvent(BaseEvent):
+    """The review of a copilot attempt: its signals and the verdict drawn from them."""
+
+    type: Literal["review"] = "review"
+    signals: list[JsonObject]
+    verdict: str
+
+
+class HeartbeatEvent(BaseEvent):
+    """Nothing happened, and the run is still alive."""
+
+    type: Literal["heartbeat"] = "heartbeat"
+
+
+class StepStateEvent(BaseEvent):
+    """A formula step entered a new state; ``attempt`` counts retries from 1 (0 before the first run)."""
+
+    type: Literal["step_state"] = "step_state"
+    step_id: str
+    status: StepStatus
+    reason: str = ""
+    attempt: int = 0
+    output: JsonObject | None = None
+    wait: JsonObject | None = None
+    """What a ``waiting`` step waits for (``kind``: gate, timer, human, manual, ...) and its details."""
+
+
+class GateEvent(BaseEvent):
+    """A formula step's gate was evaluated."""
+
+    type: Literal["gate"] = "gate"
+    step_id: str
+    satisfied: bool
+    reason: str
+
+
+Event = Annotated[
+    StatusEvent
+    | SpeakEvent
+    | ThinkingEvent
+    | PlanEvent
+    | StepStartedEvent
+    | StepAdvancedEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | InteractionOpenedEvent
+    | InteractionResolvedEvent
+    | CorrectionEvent
+    | RoundEvent
+    | OutcomeEvent
+    | OpEvent
+    | ReviewEvent
+    | HeartbeatEvent
+    | StepStateEvent
+    | GateEvent,
+    Field(discriminator="type"),
+]
+"""Any event of a run's log, told apart by its ``type``."""
+
+EVENT_TYPES: dict[str, type[BaseEvent]] = {
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
+}
+"""Each ``type`` tag and the class that carries it."""

@@ -1,0 +1,154 @@
+"""The state of a formula run: each step's status, attempt, output and wait, folded from its events.
+
+For: the executor's bookkeeping and its durable form. The snapshot holds the plan and the step states as of
+``Snapshot.seq``; the ``step_state`` events committed after it (each in the same transaction as the
+transition it records) are folded on top, so a resumed run sees exactly what was committed and a
+transition never rewrites the whole state. Not for: deciding what runs next (``_scheduler.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from pydantic import JsonValue
+
+from plangate.conditions import StepState
+from plangate.errors import SchemaVersionError
+from plangate.events import Event, StepStateEvent, StepStatus
+from plangate.formulas.plan import Plan
+
+#: Format of the run snapshot; bumped when an older plangate could no longer read it.
+SNAPSHOT_VERSION = 1
+
+TERMINAL: frozenset[str] = frozenset({"complete", "failed", "skipped", "cancelled"})
+"""Step statuses a step never leaves (within one run)."""
+
+
+@dataclass(slots=True)
+class StepRun:
+    """Where one step stands.
+
+    Attributes:
+        wait: what the step waits for while ``waiting`` (``gate``, ``timer``, ``human``, ``manual``,
+            ``children``, ``subrun``), with its details (deadline, interaction id, child run ids).
+    """
+
+    id: str
+    status: StepStatus = "pending"
+    attempt: int = 0
+    reason: str = ""
+    output: dict[str, JsonValue] | None = None
+    wait: dict[str, JsonValue] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def to_json(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {"status": self.status, "attempt": self.attempt}
+        if self.reason:
+            data["reason"] = self.reason
+        if self.output is not None:
+            data["output"] = self.output
+        if self.wait:
+            data["wait"] = self.wait
+        return data
+
+    @classmethod
+    def from_json(cls, step_id: str, data: Mapping[str, Any]) -> StepRun:
+        return cls(
+            id=step_id,
+            status=data.get("status", "pending"),
+            attempt=int(data.get("attempt", 0)),
+            reason=str(data.get("reason", "")),
+            output=data.get("output"),
+            wait=dict(data.get("wait") or {}),
+        )
+
+
+@dataclass
+class RunState:
+    """A formula run in memory: its plan, its steps' states and its until-loop progress."""
+
+    plan: Plan
+    steps: dict[str, StepRun]
+    iterations: dict[str, int] = field(default_factory=dict)
+    seq: int = 0
+
+    @classmethod
+    def new(cls, plan: Plan) -> RunState:
+        state = cls(plan=plan, steps={s.id: StepRun(s.id) for s in plan.steps})
+        state.iterations = {loop.id: 1 for loop in plan.loops}
+        return state
+
+    # -- durable form -------------------------------------------------------------------------------------
+
+    def to_snapshot(self) -> dict[str, JsonValue]:
+        return {
+            "plan": cast(JsonValue, self.plan.to_dict()),
+            "steps": {sid: s.to_json() for sid, s in self.steps.items()},
+            "iterations": cast(JsonValue, dict(self.iterations)),
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: Mapping[str, Any], version: int, seq: int) -> RunState:
+        if version > SNAPSHOT_VERSION:
+            raise SchemaVersionError(
+                f"this run's snapshot has format version {version}; this plangate reads up to "
+                f"{SNAPSHOT_VERSION}: upgrade plangate to resume it"
+            )
+        plan = Plan.from_dict(dict(data["plan"]))
+        stored = data.get("steps", {})
+        steps = {s.id: StepRun.from_json(s.id, stored.get(s.id, {})) for s in plan.steps}
+        return cls(plan=plan, steps=steps, iterations=dict(data.get("iterations", {})), seq=seq)
+
+    def fold(self, events: Iterable[Event]) -> None:
+        """Apply committed ``step_state`` events (those after the snapshot) to the in-memory state."""
+        for event in events:
+            if isinstance(event, StepStateEvent):
+                self.apply(event)
+            self.seq = max(self.seq, event.seq)
+
+    def apply(self, event: StepStateEvent) -> None:
+        step = self.steps.get(event.step_id)
+        if step is None:  # a step added by a loop iteration whose snapshot is newer than this event
+            step = self.steps[event.step_id] = StepRun(event.step_id)
+        step.status = event.status
+        step.reason = event.reason
+        step.attempt = event.attempt
+        if event.output is not None:
+            step.output = dict(event.output)
+        step.wait = dict(event.wait) if event.wait else {}
+
+    # -- views --------------------------------------------------------------------------------------------
+
+    def outputs(self) -> dict[str, Mapping[str, JsonValue]]:
+        """The output of every step that completed, by id (what ``{{steps.<id>.output.<key>}}`` reads)."""
+        return {sid: s.output or {} for sid, s in self.steps.items() if s.status == "complete"}
+
+    def condition_steps(self) -> dict[str, StepState]:
+        """Every step as the condition language sees it, children nested."""
+        built: dict[str, StepState] = {}
+
+        def build(step_id: str) -> StepState:
+            if step_id in built:
+                return built[step_id]
+            plan_step = self.plan.index[step_id]
+            run = self.steps[step_id]
+            state = StepState(
+                id=step_id,
+                status=run.status,
+                output=run.output or {},
+                children=[build(c) for c in plan_step.children if c in self.plan.index],
+            )
+            built[step_id] = state
+            return state
+
+        for step in self.plan.steps:
+            build(step.id)
+        return built
+
+
+__all__ = ["SNAPSHOT_VERSION", "TERMINAL", "RunState", "StepRun"]

@@ -1,0 +1,291 @@
+"""Checking a plan before it runs: everything that would make a run fail or hang, reported as issues.
+
+Issue codes (``error`` unless marked):
+
+==========================  ==================================================================================
+``unknown-need``            a step needs a step that does not exist
+``cycle``                   steps need each other in a loop (a parent also waits for its children)
+``condition-syntax``        a gate or ``until`` condition does not parse
+``unknown-step``            a condition, ``waits_for`` or ``{{steps.<id>...}}`` names no existing step
+``output-not-needed``       (warning) a step reads another's output without needing it, directly or not
+``missing-var``             a required var has no value
+``var-type`` / ``var-enum`` / ``var-pattern``   a var value breaks its declaration
+``unknown-var``             (warning) a var that the formula does not declare
+``unknown-tool``            an executor names a tool that is not registered (only when ``tools`` is given)
+``unsupported-executor``    a step needs a runtime that this installation does not have
+``duplicate-id``            two steps share an id
+``unknown-formula``         a sub-formula or ``on_complete`` formula that cannot be loaded
+``schema`` / ``load-error`` / ``cook-error``   (:func:`check_formula`) the formula did not become a plan
+==========================  ==================================================================================
+
+For: :func:`check` on a plan and :func:`check_formula`, which also turns load and cook errors into issues.
+Not for: running anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from plangate.conditions import ConditionSyntaxError, compile_condition
+from plangate.errors import FormulaError
+from plangate.formulas._cycles import find_cycles
+from plangate.formulas._schema_base import suggest
+from plangate.formulas._schema_errors import FormulaSchemaError
+from plangate.formulas.cook import cook
+from plangate.formulas.loader import FormulaLoader, Loader, SearchPath, load_formula
+from plangate.formulas.plan import AgentExecutor, FormulaExecutor, Plan, PlanStep, ToolExecutor
+from plangate.formulas.schema import Formula
+from plangate.formulas.templates import runtime_refs
+from plangate.formulas.variables import apply_vars
+
+#: The executor kinds a formula run can execute today. The agent runtime adds "agent" and "llm" here.
+SUPPORTED_EXECUTORS: frozenset[str] = frozenset({"tool", "human", "formula", "manual"})
+_UNSUPPORTED = {
+    "agent": "agent steps need the agent runtime, which is not available yet",
+    "llm": "llm steps need the agent runtime, which is not available yet",
+}
+
+
+class Issue(BaseModel):
+    """One finding: ``level`` error (the run must not start) or warning, a stable ``code``, where, what."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    level: Literal["error", "warning"]
+    code: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{self.level}: {where}{self.message} [{self.code}]"
+
+
+def check(plan: Plan, *, tools: Collection[str] | None = None) -> list[Issue]:
+    """Every issue in ``plan``, errors and warnings, in plan order.
+
+    Args:
+        plan: a cooked plan.
+        tools: the names of the registered tools; when given, executors naming other tools are errors.
+    """
+    issues = _var_issues(plan)
+    known: dict[str, PlanStep] = {}
+    for step in plan.steps:
+        if step.id in known:
+            issues.append(
+                Issue(
+                    level="error",
+                    code="duplicate-id",
+                    path=_at(step),
+                    message=f"duplicate step id {step.id!r} (also at {_at(known[step.id])})",
+                )
+            )
+        known.setdefault(step.id, step)
+    for step in plan.steps:
+        issues.extend(_step_issues(step, known, tools))
+    for loop in plan.loops:
+        local = _body_ids(plan, loop.id)
+        issues.extend(_condition_issues(loop.until, f"{loop.source}.until", known.keys() | local))
+    issues.extend(_cycle_issues(plan, known))
+    return issues
+
+
+def check_formula(
+    name_or_formula: Formula | SearchPath,
+    vars: Mapping[str, object] | None = None,
+    tools: Collection[str] | None = None,
+    *,
+    search_paths: Iterable[SearchPath] | None = None,
+    loader: Loader | None = None,
+) -> tuple[Plan | None, list[Issue]]:
+    """Load (when given a name or path), cook and check; load and cook errors become issues too.
+
+    Missing or invalid vars do not stop the check: they are reported, and the rest of the formula is checked
+    with stand-in values.
+
+    Returns:
+        ``(plan, issues)``; ``plan`` is ``None`` when the formula could not be loaded or cooked.
+    """
+    try:
+        if isinstance(name_or_formula, Formula):
+            formula = name_or_formula
+        else:
+            formula = load_formula(name_or_formula, search_paths)
+    except FormulaError as exc:
+        return None, _error_issues(exc, "load-error", None)
+    loader = loader or FormulaLoader.beside(formula, search_paths)
+    try:
+        plan = cook(formula, vars, loader=loader, validate_vars=False)
+    except FormulaError as exc:
+        return None, _error_issues(exc, "cook-error", formula.source)
+    return plan, [*check(plan, tools=tools), *_formula_issues(plan, loader)]
+
+
+def has_errors(issues: Iterable[Issue]) -> bool:
+    """Whether any issue is an error (a run must not start)."""
+    return any(issue.level == "error" for issue in issues)
+
+
+def _step_issues(step: PlanStep, known: Mapping[str, PlanStep], tools: Collection[str] | None) -> list[Issue]:
+    at = _at(step)
+    issues: list[Issue] = []
+    for need in step.needs:
+        if need not in known:
+            issues.append(_unknown("unknown-need", f"{at}.needs", f"step {step.id!r} needs", need, known))
+    if step.gate is not None and step.gate.condition is not None:
+        issues.extend(_condition_issues(step.gate.condition, f"{at}.gate.condition", known.keys()))
+    if step.waits_for is not None and step.waits_for.step is not None and step.waits_for.step not in known:
+        issues.append(
+            _unknown("unknown-step", f"{at}.waits_for", "waits_for names", step.waits_for.step, known)
+        )
+    executor = step.executor
+    if executor.type not in SUPPORTED_EXECUTORS:
+        message = _UNSUPPORTED.get(executor.type, f"{executor.type} steps are not supported")
+        issues.append(
+            Issue(level="error", code="unsupported-executor", path=f"{at}.{executor.type}", message=message)
+        )
+    if tools is not None:
+        named: list[tuple[str, str]] = []
+        if isinstance(executor, ToolExecutor):
+            named.append((executor.name, f"{at}.tool.name"))
+        elif isinstance(executor, AgentExecutor):
+            named.extend((tool, f"{at}.agent.tools") for tool in executor.tools)
+        for tool, where in named:
+            if tool not in tools:
+                issues.append(_unknown("unknown-tool", where, "the executor names", tool, tools, noun="tool"))
+    issues.extend(_ref_issues(step, known))
+    return issues
+
+
+def _ref_issues(step: PlanStep, known: Mapping[str, PlanStep]) -> list[Issue]:
+    texts = {
+        "title": step.title,
+        "description": step.description,
+        "executor": step.executor.model_dump(),
+        "gate": step.gate.human if step.gate is not None else None,
+        "metadata": step.metadata,
+        "on_complete": step.on_complete.vars if step.on_complete is not None else None,
+    }
+    issues: list[Issue] = []
+    for ref, _key in dict.fromkeys(runtime_refs(texts)):
+        where = _at(step)
+        if ref not in known:
+            issues.append(_unknown("unknown-step", where, "{{steps...}} reads", ref, known))
+        elif not _depends_on(step.id, ref, known):
+            issues.append(
+                Issue(
+                    level="warning",
+                    code="output-not-needed",
+                    path=where,
+                    message=f"step {step.id!r} reads the output of {ref!r} but does not need it, "
+                    "so it may start before that output exists",
+                )
+            )
+    return issues
+
+
+def _condition_issues(text: str, path: str, known: Collection[str]) -> list[Issue]:
+    try:
+        condition = compile_condition(text)
+    except ConditionSyntaxError as exc:
+        return [
+            Issue(level="error", code="condition-syntax", path=path, message=f"{exc.message} in {text!r}")
+        ]
+    return [
+        _unknown("unknown-step", path, "the condition names", ref, known)
+        for ref in condition.references
+        if ref not in known
+    ]
+
+
+def _cycle_issues(plan: Plan, known: Mapping[str, PlanStep]) -> list[Issue]:
+    edges: dict[str, list[str]] = {}
+    for step in plan.steps:
+        # A parent completes only after its children: that is an edge too, and needing an ancestor deadlocks.
+        edges[step.id] = [n for n in (*step.needs, *step.children) if n in known]
+    issues: list[Issue] = []
+    for cycle in find_cycles([s.id for s in plan.steps], edges):
+        shown = " -> ".join((*cycle, cycle[0]))
+        family = any(known[b].parent == a for a, b in zip(cycle, (*cycle[1:], cycle[0]), strict=True))
+        note = " (a parent completes only after its children)" if family else ""
+        issues.append(
+            Issue(
+                level="error",
+                code="cycle",
+                path=f"{_at(known[cycle[0]])}.needs",
+                message=f"cycle: {shown}{note}",
+            )
+        )
+    return issues
+
+
+def _var_issues(plan: Plan) -> list[Issue]:
+    _, problems = apply_vars(plan.var_specs, plan.vars)
+    return [Issue(level=p.level, code=p.code, path=p.path, message=p.message) for p in problems]
+
+
+def _formula_issues(plan: Plan, loader: Loader) -> list[Issue]:
+    issues: list[Issue] = []
+    checked: dict[str, str | None] = {}
+    for step in plan.steps:
+        names: list[tuple[str, str]] = []
+        if isinstance(step.executor, FormulaExecutor):
+            names.append((step.executor.name, f"{_at(step)}.formula.name"))
+        if step.on_complete is not None:
+            names.append((step.on_complete.formula, f"{_at(step)}.on_complete.formula"))
+        for name, where in names:
+            if name not in checked:
+                try:
+                    loader(name)
+                    checked[name] = None
+                except FormulaError as exc:
+                    checked[name] = str(exc)
+            problem = checked[name]
+            if problem is not None:
+                issues.append(Issue(level="error", code="unknown-formula", path=where, message=problem))
+    return issues
+
+
+def _error_issues(exc: FormulaError, code: str, source: str | None) -> list[Issue]:
+    prefix = f"{exc.source}: " if exc.source is not None and exc.source != source else ""
+    if isinstance(exc, FormulaSchemaError):
+        return [Issue(level="error", code="schema", path=p, message=f"{prefix}{m}") for p, m in exc.problems]
+    return [Issue(level="error", code=code, path=exc.path, message=f"{prefix}{exc.detail}")]
+
+
+def _unknown(
+    code: str, path: str, what: str, name: str, known: Iterable[str], *, noun: str = "step"
+) -> Issue:
+    hint = suggest(name, known)
+    return Issue(level="error", code=code, path=path, message=f"{what} unknown {noun} {name!r}{hint}")
+
+
+def _depends_on(step_id: str, other: str, known: Mapping[str, PlanStep]) -> bool:
+    if other in known[step_id].needs:
+        return True
+    seen = {step_id}
+    stack = list(known[step_id].needs)
+    while stack:
+        current = stack.pop()
+        if current == other:
+            return True
+        if current in seen or current not in known:
+            continue
+        seen.add(current)
+        stack.extend(known[current].needs)
+    return False
+
+
+def _body_ids(plan: Plan, loop_id: str) -> set[str]:
+    prefix = f"{loop_id}.iter1."
+    return {s.id[len(prefix) :] for s in plan.steps if s.id.startswith(prefix)}
+
+
+def _at(step: PlanStep) -> str:
+    return step.source or step.id
+
+
+__all__ = ["SUPPORTED_EXECUTORS", "Issue", "check", "check_formula", "has_errors"]

@@ -1,0 +1,374 @@
+"""The formula executor: runs a plan's steps as a DAG, waits at gates and on people, resumes after a crash.
+
+For: ``run_formula`` / ``resume_run`` and the ways a person moves a waiting run on (resolve an interaction,
+complete a manual step, cancel). Every transition is committed (events, and the snapshot when the plan or a
+checkpoint is due) before anything it allows starts, so a process killed at any instant loses at most the
+work in flight. Not for: cooking plans (``cook.py``) or what each executor does (``_executors.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from plangate.errors import FormulaError, InteractionError, NotFoundError
+from plangate.events import InteractionResolvedEvent, StatusEvent, StepStateEvent
+from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
+from plangate.formulas._scheduler import Scheduler
+from plangate.formulas.plan import Plan
+from plangate.interactions import Answer, Approve, Edit, Reject, resolution_dict
+from plangate.store import Interaction, RunStatus, Store, open_store
+from plangate.tools import ToolRegistry
+
+FormulaSource = str | Path | Plan
+Resolution = Approve | Reject | Answer | Edit
+
+
+@dataclass(frozen=True)
+class StepView:
+    """A step of a finished or suspended run, as callers see it."""
+
+    id: str
+    title: str
+    status: str
+    reason: str
+    attempt: int
+    output: dict[str, JsonValue] | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a formula run stands after ``run_formula`` / ``resume_run`` returned.
+
+    Attributes:
+        status: ``completed``, ``failed``, ``cancelled``, or ``waiting`` (a person, a gate or a manual step
+            holds it; ``interaction`` is the open question when there is one).
+        reason: one line saying why it ended or what it waits for.
+    """
+
+    run_id: str
+    status: RunStatus
+    reason: str
+    steps: dict[str, StepView] = field(default_factory=dict)
+    interaction: Interaction | None = None
+
+    @property
+    def outputs(self) -> dict[str, dict[str, JsonValue]]:
+        """The output of every completed step, by id."""
+        return {sid: s.output or {} for sid, s in self.steps.items() if s.status == "complete"}
+
+
+class FormulaRunner:
+    """Runs formulas against one store and one tool registry.
+
+    Example::
+
+        runner = FormulaRunner(open_store(), tools=ToolRegistry([run_tests, publish]))
+        result = await runner.start("release", {"version": "1.2.0"})
+        if result.interaction:
+            runner.resolve(result.interaction.id, Approve())
+            result = await runner.resume(result.run_id)
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        tools: ToolRegistry | None = None,
+        *,
+        search_paths: Iterable[str | Path] | None = None,
+        concurrency: int = 8,
+        root: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        poll_interval: float = 1.0,
+        checkpoint_every: int = 256,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if concurrency < 1:
+            raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
+        self.store = store
+        self.tools = tools if tools is not None else ToolRegistry()
+        self.search_paths = list(search_paths) if search_paths is not None else None
+        self.concurrency = concurrency
+        self.root = root if root is not None else Path.cwd()
+        self.env = env
+        self.poll_interval = poll_interval
+        self.checkpoint_every = checkpoint_every
+        self.clock = clock
+
+    # -- planning -----------------------------------------------------------------------------------------
+
+    def plan(self, formula: FormulaSource, vars: Mapping[str, object] | None = None) -> Plan:
+        """Load, cook and check ``formula``; any error-level issue stops here, before anything is stored.
+
+        Raises:
+            FormulaError: the formula cannot be loaded or cooked, or ``check`` found errors (all listed).
+        """
+        from plangate.formulas.check import check, check_formula
+
+        if isinstance(formula, Plan):
+            plan, issues = formula, check(formula, tools=self.tools.names())
+        else:
+            found, issues = check_formula(
+                formula, dict(vars or {}), tools=self.tools.names(), search_paths=self.search_paths
+            )
+            if found is None:
+                raise FormulaError(
+                    "; ".join(f"{i.path}: {i.message}" if i.path else i.message for i in issues)
+                )
+            plan = found
+        errors = [i for i in issues if i.level == "error"]
+        if errors:
+            listed = "; ".join(f"{i.path}: {i.message}" if i.path else i.message for i in errors)
+            raise FormulaError(f"{plan.formula} does not pass check: {listed}")
+        return plan
+
+    # -- running ------------------------------------------------------------------------------------------
+
+    async def start(
+        self,
+        formula: FormulaSource,
+        vars: Mapping[str, object] | None = None,
+        *,
+        owner: str = "local",
+        parent_run_id: str | None = None,
+    ) -> RunResult:
+        """Check, store and run a formula until it ends or waits."""
+        plan = self.plan(formula, vars)
+        run = self.store.create_run(
+            "formula",
+            plan.formula,
+            {"formula": plan.formula, "vars": dict(plan.vars)},
+            owner=owner,
+            parent_run_id=parent_run_id,
+        )
+        state = RunState.new(plan)
+        with self.store.transaction(run.id) as tx:
+            tx.append(StatusEvent(stage="run", code="started", text=f"running {plan.formula}"))
+            tx.set_status("running")
+            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+            state.seq = tx.events[-1].seq
+        return await self._advance(run.id, state, owner)
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Continue a run from its last committed transition (after a restart, or once a person answered).
+
+        Steps that were ``running`` when the process stopped run again (their completion was never
+        committed); completed steps never run twice.
+        """
+        run = self.store.get_run(run_id)
+        state = self.load(run_id)
+        if run.status in {"completed", "failed", "cancelled"}:
+            return self._result(run_id, state, run.status, self._ended_reason(state, run.status))
+        return await self._advance(run_id, state, run.owner, resumed=True)
+
+    def load(self, run_id: str) -> RunState:
+        """The run's state as committed: its snapshot plus the events after it."""
+        snapshot = self.store.get_snapshot(run_id)
+        if snapshot is None:
+            raise NotFoundError(f"run {run_id!r} has no formula state (is it a formula run?)")
+        state = RunState.from_snapshot(snapshot.state, snapshot.version, snapshot.seq)
+        state.fold(self.store.events(run_id, after=snapshot.seq))
+        return state
+
+    async def _advance(self, run_id: str, state: RunState, owner: str, *, resumed: bool = False) -> RunResult:
+        scheduler = Scheduler(self, run_id, state, owner)
+        status, reason = await scheduler.run(resumed=resumed)
+        return self._result(run_id, state, status, reason)
+
+    async def sub_run(
+        self, parent_run_id: str, owner: str, formula: str, vars: dict[str, JsonValue], run_id: str | None
+    ) -> tuple[str, str, dict[str, JsonValue]]:
+        """Start or resume a sub-formula of ``parent_run_id``; returns its id, status and outputs."""
+        if run_id is None:
+            result = await self.start(formula, vars, owner=owner, parent_run_id=parent_run_id)
+        else:
+            result = await self.resume(run_id)
+        outputs: dict[str, JsonValue] = {k: dict(v) for k, v in result.outputs.items()}
+        return result.run_id, result.status, outputs
+
+    # -- people -------------------------------------------------------------------------------------------
+
+    def resolve(
+        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
+    ) -> str:
+        """Apply a person's answer to a formula run's open interaction; returns the run id to resume.
+
+        The interaction, its event and the step's new state commit together; a stale or unknown id changes
+        nothing.
+
+        Raises:
+            NotFoundError: no such interaction (for this owner).
+            StaleInteraction: it was already resolved.
+            InteractionError: the resolution does not fit (``edit`` on a formula step).
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run_id = interaction.run_id
+        state = self.load(run_id)
+        step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction_id), None)
+        if isinstance(resolution, Edit):
+            raise InteractionError(
+                "edit applies to a tool call's consent; a formula step takes approve, reject or answer"
+            )
+        with self.store.transaction(run_id) as tx:
+            tx.resolve_interaction(interaction_id, resolution_dict(resolution), by)
+            tx.append(
+                InteractionResolvedEvent(
+                    interaction_id=interaction_id, kind=interaction.kind, resolution=resolution.kind, by=by
+                )
+            )
+            if step is not None:
+                tx.append(_after_resolution(step, resolution, gate=step.wait.get("kind") == "gate_human"))
+        return run_id
+
+    def complete_step(self, run_id: str, step_id: str, output: Mapping[str, JsonValue] | None = None) -> None:
+        """Complete a manual step that is waiting for someone, with ``output``.
+
+        Raises:
+            NotFoundError: no such run or step.
+            InteractionError: the step is not waiting for a manual completion.
+        """
+        state = self.load(run_id)
+        step = state.steps.get(step_id)
+        if step is None:
+            raise NotFoundError(f"run {run_id!r} has no step {step_id!r}")
+        if step.status != "waiting" or step.wait.get("kind") != "manual":
+            raise InteractionError(
+                f"step {step_id!r} is {step.status}, not waiting for a manual completion"
+                + (f" ({step.reason})" if step.reason else "")
+            )
+        with self.store.transaction(run_id) as tx:
+            tx.append(
+                StepStateEvent(
+                    step_id=step_id,
+                    status="complete",
+                    reason="completed by hand",
+                    attempt=step.attempt,
+                    output=dict(output or {}),
+                )
+            )
+
+    def cancel(self, run_id: str, reason: str = "cancelled") -> None:
+        """Cancel a run that has not ended: every unfinished step is cancelled; its interaction expires."""
+        run = self.store.get_run(run_id)
+        if run.status in {"completed", "failed", "cancelled", "aborted", "exhausted"}:
+            raise InteractionError(f"run {run_id!r} already ended ({run.status})")
+        state = self.load(run_id)
+        with self.store.transaction(run_id) as tx:
+            for step in state.steps.values():
+                if not step.terminal:
+                    tx.append(
+                        StepStateEvent(
+                            step_id=step.id, status="cancelled", reason=reason, attempt=step.attempt
+                        )
+                    )
+                interaction_id = step.wait.get("interaction_id")
+                if isinstance(interaction_id, str) and not step.terminal:
+                    tx.expire_interaction(interaction_id)
+            tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
+            tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
+
+    # -- results ------------------------------------------------------------------------------------------
+
+    def _result(self, run_id: str, state: RunState, status: RunStatus, reason: str) -> RunResult:
+        views = {
+            sid: StepView(
+                sid,
+                state.plan.index[sid].title if sid in state.plan.index else sid,
+                s.status,
+                s.reason,
+                s.attempt,
+                s.output,
+            )
+            for sid, s in state.steps.items()
+        }
+        interaction = None
+        if status == "waiting":
+            opened = self.store.list_interactions(status="open", run_id=run_id)
+            interaction = opened[0] if opened else None
+            if interaction is None:
+                interaction = self._child_interaction(run_id)
+        return RunResult(run_id, status, reason, views, interaction)
+
+    def _child_interaction(self, run_id: str) -> Interaction | None:
+        for child in self.store.list_runs(parent_run_id=run_id, status="waiting", limit=100).items:
+            opened = self.store.list_interactions(status="open", run_id=child.id)
+            if opened:
+                return opened[0]
+            nested = self._child_interaction(child.id)
+            if nested is not None:
+                return nested
+        return None
+
+    @staticmethod
+    def _ended_reason(state: RunState, status: str) -> str:
+        failed = [s.id for s in state.steps.values() if s.status == "failed"]
+        return f"{status}: failed steps {', '.join(failed)}" if failed else status
+
+
+def _after_resolution(step: StepRun, resolution: Resolution, *, gate: bool) -> StepStateEvent:
+    """The step transition a person's answer causes."""
+    if isinstance(resolution, Reject):
+        why = f"rejected: {resolution.reason}" if resolution.reason else "rejected"
+        return StepStateEvent(
+            step_id=step.id, status="failed", reason=("gate " if gate else "") + why, attempt=step.attempt
+        )
+    if gate:
+        return StepStateEvent(
+            step_id=step.id,
+            status="ready",
+            reason="gate approved",
+            attempt=step.attempt,
+            wait={"approved": True},
+        )
+    output: dict[str, JsonValue] = {"approved": True}
+    if isinstance(resolution, Answer):
+        output = {"answer": resolution.text}
+    return StepStateEvent(
+        step_id=step.id,
+        status="complete",
+        reason=f"{resolution.kind} by a person",
+        attempt=step.attempt,
+        output=output,
+    )
+
+
+def _store(store: Store | str | None) -> Store:
+    return store if store is not None and not isinstance(store, str) else open_store(store)
+
+
+def run_formula(
+    formula: FormulaSource,
+    vars: Mapping[str, object] | None = None,
+    *,
+    store: Store | str | None = None,
+    tools: ToolRegistry | None = None,
+    **options: Any,
+) -> RunResult:
+    """Run a formula (a name, a file or a cooked plan) until it ends or waits on a person.
+
+    Args:
+        formula: a formula name on the search path, a file path, or a :class:`Plan`.
+        vars: the formula's variables (strings are converted to each var's declared type).
+        store: a store, a store URL, or None for ``PLANGATE_STORE`` / ``.plangate/plangate.db``.
+        tools: the tools ``tool`` steps may call.
+        **options: passed to :class:`FormulaRunner` (``search_paths``, ``concurrency``, ``root``, ...).
+    """
+    runner = FormulaRunner(_store(store), tools, **options)
+    return asyncio.run(runner.start(formula, vars))
+
+
+def resume_run(
+    run_id: str, *, store: Store | str | None = None, tools: ToolRegistry | None = None, **options: Any
+) -> RunResult:
+    """Continue a formula run from its last committed transition."""
+    runner = FormulaRunner(_store(store), tools, **options)
+    return asyncio.run(runner.resume(run_id))
+
+
+__all__ = ["FormulaRunner", "RunResult", "StepView", "resume_run", "run_formula"]

@@ -1,0 +1,64 @@
+"""Model providers behind one protocol: stream a chat, with an optional response schema.
+
+What it is for: the ``Model`` protocol and its request and chunk types (``base``), ``complete`` to drain a
+stream, the scripted test double ``ScriptedModel`` (for tests and offline demos), the provider errors, and
+``resolve_model`` to pick a provider from a spec such as ``openai:gpt-4o-mini``. The ``openai`` and
+``anthropic`` providers live in their own modules and need their extras (``pip install "plangate[openai]"``);
+import them from ``plangate.models.openai`` / ``plangate.models.anthropic`` or let ``resolve_model`` do it.
+What it is not for: prompts, decisions or retries of a bad answer (the agent runtime).
+"""
+
+from __future__ import annotations
+
+from plangate.models.base import (
+    Completion,
+    Message,
+    Model,
+    ModelChunk,
+    ModelRequest,
+    Purpose,
+    ReasoningDelta,
+    ResponseSchema,
+    Role,
+    TextDelta,
+    Usage,
+    Wire,
+    complete,
+)
+from plangate.models.errors import (
+    ModelAuthenticationError,
+    ModelProviderError,
+    ModelRateLimitError,
+    ModelRequestError,
+    ModelUnavailableError,
+    ScriptExhaustedError,
+)
+from plangate.models.registry import PROVIDERS, ProviderFactory, resolve_model
+from plangate.models.scripted import Script, ScriptedModel
+
+__all__ = [
+    "PROVIDERS",
+    "Completion",
+    "Message",
+    "Model",
+    "ModelAuthenticationError",
+    "ModelChunk",
+    "ModelProviderError",
+    "ModelRateLimitError",
+    "ModelRequest",
+    "ModelRequestError",
+    "ModelUnavailableError",
+    "ProviderFactory",
+    "Purpose",
+    "ReasoningDelta",
+    "ResponseSchema",
+    "Role",
+    "Script",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "TextDelta",
+    "Usage",
+    "Wire",
+    "complete",
+    "resolve_model",
+]

@@ -1,0 +1,230 @@
+"""The ``anthropic`` provider: streaming messages through the official ``anthropic`` SDK.
+
+Leading system messages become the separate ``system`` prompt; a system message later in the conversation
+(a correction, a state block) is sent as a user turn, since the Messages API has no other place for it, and
+consecutive turns of one role are joined. Structured output travels on the tagged wire by default; with
+``wire="json"`` (or a request asking for json) the schema becomes a tool the model is forced to call, and
+the tool's streamed input is the JSON text. Thinking deltas become reasoning deltas.
+
+What it is for: one provider behind the ``Model`` protocol. What it is not for: prompts or the provider's
+own tool use (the decision protocol carries tool calls). API keys never appear in errors or reprs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from plangate.errors import ConfigError
+from plangate.models.base import (
+    Message,
+    ModelChunk,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    Usage,
+    Wire,
+)
+from plangate.models.errors import (
+    ModelProviderError,
+    ModelUnavailableError,
+    redact,
+    server_detail,
+    status_error,
+)
+
+try:
+    import anthropic
+    from anthropic import AsyncAnthropic, omit
+    from anthropic.types import (
+        InputJSONDelta,
+        RawContentBlockDeltaEvent,
+        RawMessageDeltaEvent,
+        RawMessageStartEvent,
+        ThinkingDelta,
+    )
+    from anthropic.types import TextDelta as AnthropicTextDelta
+except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
+    message = 'the anthropic provider needs the Anthropic SDK: pip install "plangate[anthropic]"'
+    raise ConfigError(message) from exc
+
+if TYPE_CHECKING:
+    import httpx2
+    from anthropic.types import MessageParam, RawMessageStreamEvent, ToolChoiceParam, ToolParam
+
+DEFAULT_MAX_TOKENS = 4096
+"""The Messages API requires a limit; this one applies when a request sets none."""
+
+
+def split_messages(messages: Sequence[Message]) -> tuple[str, list[MessageParam]]:
+    """Split a conversation into the system prompt and the Messages API's turns.
+
+    Leading system messages form the system prompt; later ones are sent as user turns; consecutive turns of
+    one role are joined with a blank line.
+    """
+    system: list[str] = []
+    turns: list[tuple[Literal["user", "assistant"], str]] = []
+    leading = True
+    for message in messages:
+        if message.role == "system" and leading:
+            system.append(message.content)
+            continue
+        leading = False
+        role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
+        if turns and turns[-1][0] == role:
+            turns[-1] = (role, f"{turns[-1][1]}\n\n{message.content}")
+        else:
+            turns.append((role, message.content))
+    params: list[MessageParam] = []
+    for role, content in turns:
+        if role == "assistant":
+            params.append({"role": "assistant", "content": content})
+        else:
+            params.append({"role": "user", "content": content})
+    return "\n\n".join(system), params
+
+
+class AnthropicModel:
+    """A Claude model served through the Anthropic Messages API.
+
+    Args:
+        model: the model id (``claude-sonnet-4-5``).
+        api_key: the key; default ``ANTHROPIC_API_KEY``.
+        base_url: the server; default ``ANTHROPIC_BASE_URL``, else Anthropic's.
+        wire: the preferred wire for structured output: ``tagged`` (default) or ``json`` (a forced tool).
+        http_client: the HTTP client the SDK should use (an ``httpx2.AsyncClient`` for current SDKs, an
+            ``httpx.AsyncClient`` for SDKs built on httpx); tests pass one with a ``MockTransport``.
+        max_retries: the SDK's retries on connection errors, 429, 529 and 5xx.
+        timeout: seconds before a request times out; default the SDK's.
+        max_tokens: the generation limit when a request sets none.
+
+    Raises:
+        ConfigError: no API key.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        wire: Wire = "tagged",
+        http_client: httpx2.AsyncClient | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        if not model.strip():
+            raise ConfigError("AnthropicModel model: expected a model id such as 'claude-sonnet-4-5', got ''")
+        if wire not in ("json", "tagged"):
+            raise ConfigError(f"AnthropicModel wire: expected 'json' or 'tagged', got {wire!r}")
+        self.model = model
+        self.name = f"anthropic:{model}"
+        self.wire: Wire = wire
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError(f"{self.name} needs an API key: set ANTHROPIC_API_KEY or pass api_key=")
+        self._secret = key
+        self.max_tokens = max_tokens
+        self._client = AsyncAnthropic(
+            api_key=key,
+            base_url=self.base_url,
+            http_client=http_client,
+            max_retries=max_retries,
+            timeout=timeout if timeout is not None else anthropic.NOT_GIVEN,
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel(name={self.name!r}, base_url={self.base_url!r}, wire={self.wire!r})"
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its HTTP client."""
+        await self._client.close()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream a message.
+
+        Raises:
+            ModelProviderError: the server refused or failed (a subclass names which way).
+        """
+        system, turns = split_messages(request.messages)
+        tools: list[ToolParam] | None = None
+        tool_choice: ToolChoiceParam | None = None
+        schema = request.response_schema
+        if schema is not None and request.wire == "json":
+            tools = [
+                {
+                    "name": schema.name,
+                    "description": f"Write the {schema.name} as this tool's input.",
+                    "input_schema": dict(schema.schema),
+                }
+            ]
+            tool_choice = {"type": "tool", "name": schema.name}
+        try:
+            stream = await self._client.messages.create(
+                model=self.model,
+                max_tokens=request.max_tokens if request.max_tokens is not None else self.max_tokens,
+                messages=turns,
+                system=system if system else omit,
+                tools=tools if tools is not None else omit,
+                tool_choice=tool_choice if tool_choice is not None else omit,
+                stream=True,
+                # Sent raw: not every SDK version declares the parameter, every API version reads it.
+                extra_body={"temperature": request.temperature} if request.temperature is not None else None,
+            )
+            usage = _UsageCounter()
+            async with stream:
+                async for event in stream:
+                    chunk = usage.read(event)
+                    if chunk is not None:
+                        yield chunk
+            if usage.seen:
+                yield Usage(usage.input_tokens, usage.output_tokens)
+        except anthropic.APIStatusError as exc:
+            detail = server_detail(exc.body, exc.message)
+            raise status_error(self.name, exc.status_code, detail, secrets=[self._secret]) from None
+        except anthropic.APITimeoutError:
+            raise ModelUnavailableError(f"{self.name}: the request timed out", provider=self.name) from None
+        except anthropic.APIConnectionError:
+            where = self.base_url or "the Anthropic API"
+            message = f"{self.name}: could not connect to {where}"
+            raise ModelUnavailableError(message, provider=self.name) from None
+        except anthropic.AnthropicError as exc:
+            detail = server_detail(getattr(exc, "body", None), str(exc))
+            message = f"{self.name}: {redact(detail, [self._secret])}"
+            raise ModelProviderError(message, provider=self.name) from None
+
+
+class _UsageCounter:
+    """Turns stream events into chunks, keeping the token counts that arrive in pieces."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def read(self, event: RawMessageStreamEvent) -> ModelChunk | None:
+        if isinstance(event, RawContentBlockDeltaEvent):
+            delta = event.delta
+            if isinstance(delta, AnthropicTextDelta):
+                return TextDelta(delta.text) if delta.text else None
+            if isinstance(delta, InputJSONDelta):
+                return TextDelta(delta.partial_json) if delta.partial_json else None
+            if isinstance(delta, ThinkingDelta):
+                return ReasoningDelta(delta.thinking) if delta.thinking else None
+        elif isinstance(event, RawMessageStartEvent):
+            self.seen = True
+            self.input_tokens = event.message.usage.input_tokens
+            self.output_tokens = event.message.usage.output_tokens
+        elif isinstance(event, RawMessageDeltaEvent):
+            # message_delta carries cumulative counts, not increments.
+            self.seen = True
+            self.output_tokens = event.usage.output_tokens
+            if event.usage.input_tokens is not None:
+                self.input_tokens = event.usage.input_tokens
+        return None
+
+
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "split_messages"]

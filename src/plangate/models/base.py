@@ -1,0 +1,185 @@
+"""The one model protocol every provider implements, the request it takes and the chunks it streams.
+
+What it is for: ``Model`` (stream a chat), ``ModelRequest`` and its parts, the ``ModelChunk`` union
+(``TextDelta`` · ``ReasoningDelta`` · ``Usage``), and ``complete`` to drain a stream. What it is not for:
+talking to a provider (``openai``, ``anthropic``, ``scripted``), choosing one (``registry``) or reading a
+decision out of the text (``plangate.decisions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+Wire = Literal["json", "tagged"]
+"""How a structured output travels: JSON enforced by the provider, or ``<decision>{…}</decision>`` text."""
+
+Role = Literal["system", "user", "assistant"]
+
+Purpose = str
+"""Why the runtime calls the model: ``route``, ``plan``, ``execute``, ``deliver``, ``compact``, ``review``,
+``generate``, … (open: providers may use it for logs and limits, never for behaviour)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message.
+
+    Attributes:
+        role: ``system``, ``user`` or ``assistant``.
+        content: the text.
+    """
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseSchema:
+    """A JSON schema the output must follow, with the name providers require for it.
+
+    Attributes:
+        name: a short identifier (``decision``, ``plan``, ``route``); letters, digits, ``_`` and ``-``.
+        schema: the JSON schema (``plangate.decisions.decision_json_schema()`` and its siblings).
+    """
+
+    name: str
+    schema: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One call to a model.
+
+    Attributes:
+        purpose: why the runtime calls (``route``, ``plan``, ``execute``, ``deliver``, ...).
+        messages: the conversation, system messages first.
+        response_schema: the structure the output must have, if any.
+        wire: with a ``response_schema``: ``json`` asks the provider to enforce JSON (structured output,
+            JSON mode, a grammar); ``tagged`` sends the text as it is, the prompt having asked for the tagged
+            format. Without a schema the output is plain text either way.
+        tool_names: the tools the model may name, for providers that build their own constraints (a grammar);
+            the others rely on ``response_schema``, which already lists them.
+        max_tokens: the most tokens to generate, or the provider's default.
+        temperature: sampling temperature, or the provider's default.
+    """
+
+    purpose: Purpose
+    messages: Sequence[Message]
+    response_schema: ResponseSchema | None = None
+    wire: Wire = "json"
+    tool_names: Sequence[str] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the visible output."""
+
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning, where the provider exposes it (never shown as the answer)."""
+
+    text: str
+    kind: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens counted by the provider. Several ``Usage`` chunks in one stream add up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    kind: Literal["usage"] = "usage"
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+ModelChunk = TextDelta | ReasoningDelta | Usage
+"""What a model stream yields; tell them apart by type or by ``kind``."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A chat model that streams.
+
+    Attributes:
+        name: ``provider:model`` (``openai:gpt-4o-mini``); what the store records to rebuild the model.
+        wire: the wire format this model prefers for structured outputs.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def wire(self) -> Wire: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream the answer to ``request`` (implementations are ``async def`` generators).
+
+        Raises:
+            plangate.errors.RunError: the provider failed (a subclass from ``plangate.models.errors``).
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A drained stream.
+
+    Attributes:
+        text: the visible output, joined.
+        reasoning: the reasoning, joined (``""`` when none).
+        usage: the summed usage, or ``None`` when the provider reported none.
+    """
+
+    text: str
+    reasoning: str = ""
+    usage: Usage | None = None
+
+
+async def complete(model: Model, request: ModelRequest) -> Completion:
+    """Run ``request`` on ``model`` and collect the whole answer.
+
+    Args:
+        model: any ``Model``.
+        request: the request.
+
+    Returns:
+        The joined text and reasoning, and the summed usage.
+    """
+    text: list[str] = []
+    reasoning: list[str] = []
+    usage: Usage | None = None
+    async for chunk in model.stream(request):
+        if isinstance(chunk, TextDelta):
+            text.append(chunk.text)
+        elif isinstance(chunk, ReasoningDelta):
+            reasoning.append(chunk.text)
+        else:
+            usage = chunk if usage is None else usage + chunk
+    return Completion("".join(text), "".join(reasoning), usage)
+
+
+__all__ = [
+    "Completion",
+    "Message",
+    "Model",
+    "ModelChunk",
+    "ModelRequest",
+    "Purpose",
+    "ReasoningDelta",
+    "ResponseSchema",
+    "Role",
+    "TextDelta",
+    "Usage",
+    "Wire",
+    "complete",
+]

@@ -1,0 +1,152 @@
+"""Rows of the SQLite store turned into records, and the column lists the queries select.
+
+For: the one place that knows how a row maps to ``RunRecord``, ``Interaction``, ``Receipt``, ``WriteIntent``,
+``Snapshot`` and ``Event``. Not for: deciding what to query (``store/sqlite.py``, ``store/_sqlite_tx.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from plangate.errors import StoreError
+from plangate.events import Event, EventFormatError, InteractionTool, JsonObject, event_from_parts
+from plangate.store.base import Interaction, Receipt, RunRecord, Snapshot, WriteIntent
+
+RUN_COLUMNS = (
+    "pos, id, kind, name, status, input, owner, parent_run_id, outcome, last_seq, created_at, updated_at, "
+    "lease_owner, lease_expires_at"
+)
+INTERACTION_COLUMNS = (
+    "id, run_id, kind, status, prompt, tool_name, tool_arguments, tool_arguments_digest, step_id, "
+    "created_at, resolved_at, resolved_by, resolution"
+)
+RECEIPT_COLUMNS = "run_id, step_index, source, name, arguments_digest, success, summary, at"
+WRITE_INTENT_COLUMNS = "key, run_id, tool, arguments_digest, status, result, created_at, completed_at"
+EVENT_COLUMNS = "run_id, seq, type, payload, at"
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+def run_record(row: sqlite3.Row) -> RunRecord:
+    """A ``runs`` row as a record."""
+    return _build(
+        RunRecord,
+        f"run {row['id']!r}",
+        id=row["id"],
+        kind=row["kind"],
+        name=row["name"],
+        status=row["status"],
+        input=_object(row["input"]),
+        owner=row["owner"],
+        parent_run_id=row["parent_run_id"],
+        outcome=_object(row["outcome"]),
+        last_seq=row["last_seq"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=row["lease_expires_at"],
+    )
+
+
+def interaction(row: sqlite3.Row) -> Interaction:
+    """An ``interactions`` row as a record."""
+    tool = None
+    if row["tool_name"] is not None:
+        tool = InteractionTool(
+            name=row["tool_name"],
+            arguments=_object(row["tool_arguments"]) or {},
+            arguments_digest=row["tool_arguments_digest"] or "",
+        )
+    return _build(
+        Interaction,
+        f"interaction {row['id']!r}",
+        id=row["id"],
+        run_id=row["run_id"],
+        kind=row["kind"],
+        status=row["status"],
+        prompt=row["prompt"],
+        tool=tool,
+        step_id=row["step_id"],
+        created_at=row["created_at"],
+        resolved_at=row["resolved_at"],
+        resolved_by=row["resolved_by"],
+        resolution=_object(row["resolution"]),
+    )
+
+
+def receipt(row: sqlite3.Row) -> Receipt:
+    """A ``receipts`` row as a record."""
+    return _build(
+        Receipt,
+        f"a receipt of run {row['run_id']!r}",
+        run_id=row["run_id"],
+        step_index=row["step_index"],
+        source=row["source"],
+        name=row["name"],
+        arguments_digest=row["arguments_digest"],
+        success=bool(row["success"]),
+        summary=row["summary"],
+        at=row["at"],
+    )
+
+
+def write_intent(row: sqlite3.Row) -> WriteIntent:
+    """A ``write_intents`` row as a record."""
+    return _build(
+        WriteIntent,
+        f"write intent {row['key']!r}",
+        key=row["key"],
+        run_id=row["run_id"],
+        tool=row["tool"],
+        arguments_digest=row["arguments_digest"],
+        status=row["status"],
+        result=_object(row["result"]),
+        created_at=row["created_at"],
+        completed_at=row["completed_at"],
+    )
+
+
+def snapshot(row: sqlite3.Row) -> Snapshot:
+    """A ``snapshots`` row as a record."""
+    return _build(
+        Snapshot,
+        f"the snapshot of run {row['run_id']!r}",
+        run_id=row["run_id"],
+        version=row["version"],
+        seq=row["seq"],
+        state=_object(row["state"]),
+        updated_at=row["updated_at"],
+    )
+
+
+def event(row: sqlite3.Row) -> Event:
+    """An ``events`` row as the event it stores."""
+    try:
+        return event_from_parts(row["run_id"], row["seq"], row["at"], row["type"], row["payload"])
+    except EventFormatError as exc:
+        raise StoreError(f"the store holds an event it cannot read: {exc}") from None
+
+
+def _object(text: str | None) -> JsonObject | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise StoreError(
+            f"expected a JSON object in a store column; found text that is not JSON: {exc}"
+        ) from None
+    if not isinstance(value, dict):
+        raise StoreError(f"expected a JSON object in a store column; found {type(value).__name__}")
+    return value
+
+
+def _build(cls: type[_R], what: str, **fields: object) -> _R:
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        raise StoreError(f"the store holds {what} it cannot read: {exc}") from None

@@ -1,0 +1,396 @@
+"""The SQLite store's unit of work on one run: events, snapshot, status, receipts, interactions, intents.
+
+For: what happens between ``BEGIN IMMEDIATE`` and ``COMMIT`` (``SQLiteStore.transaction`` opens, commits or
+rolls back, and tells subscribers). Not for: reads outside a transaction, or opening the database.
+
+The snapshot and the run row are written once, when the block ends, so that a snapshot saved mid-block
+still records the ``seq`` of the last event committed with it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+
+from pydantic_core import PydanticSerializationError
+
+from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
+from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
+from plangate.store import _checks as check
+from plangate.store import _sqlite_rows as rows
+from plangate.store._sqlite_errors import Translated
+from plangate.store.base import (
+    Commit,
+    Interaction,
+    Receipt,
+    ReceiptSource,
+    RunRecord,
+    RunStatus,
+    WriteIntent,
+    WriteIntentConflict,
+)
+
+_INSERT_EVENT = "INSERT INTO events (run_id, seq, type, payload, at) VALUES (?, ?, ?, ?, ?)"
+_UPSERT_SNAPSHOT = (
+    "INSERT INTO snapshots (run_id, version, seq, state, updated_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, seq = excluded.seq, "
+    "state = excluded.state, updated_at = excluded.updated_at"
+)
+
+
+class SQLiteTransaction:
+    """A ``Transaction`` on one run of a SQLite store; made by ``SQLiteStore.transaction``."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, run_row: sqlite3.Row, clock: Callable[[], float], sql: Translated
+    ) -> None:
+        self._conn = conn
+        self._run_row = run_row
+        self._run_id: str = run_row["id"]
+        self._seq: int = run_row["last_seq"]
+        self._clock = clock
+        self._sql = sql
+        self._events: list[Event] = []
+        self._snapshot: tuple[int, str] | None = None
+        self._status: RunStatus | None = None
+        self._outcome: str | None = None
+        self._dirty = False
+        self._open = True
+
+    @property
+    def run_id(self) -> str:
+        """The run this transaction writes to."""
+        return self._run_id
+
+    @property
+    def run(self) -> RunRecord:
+        """The run as it was when the transaction began."""
+        return rows.run_record(self._run_row)
+
+    @property
+    def events(self) -> Sequence[Event]:
+        """The events appended so far, as stored."""
+        return tuple(self._events)
+
+    def append(self, event: Event) -> Event:
+        """Add an event to the run's log; returns it as stored, with the next ``seq``."""
+        self._check_open()
+        if not isinstance(event, BaseEvent):
+            raise ConfigError(f"append: expected an event (plangate.events); found {type(event).__name__}")
+        if event.run_id and event.run_id != self._run_id:
+            raise ConfigError(
+                f"append: the {event.type} event belongs to run {event.run_id!r}, not to run {self._run_id!r}"
+            )
+        try:
+            payload = payload_json(event)
+        except PydanticSerializationError as exc:
+            raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
+        seq = self._seq + 1
+        stored = event.model_copy(update={"run_id": self._run_id, "seq": seq, "at": self._clock()})
+        with self._sql:
+            self._conn.execute(_INSERT_EVENT, (self._run_id, seq, stored.type, payload, stored.at))
+        self._seq = seq
+        self._events.append(stored)
+        self._dirty = True
+        return stored
+
+    def set_snapshot(self, state: Mapping[str, object], *, version: int = 1) -> None:
+        """Replace the run's snapshot with ``state`` in format ``version`` (written when the block ends)."""
+        self._check_open()
+        version = check.integer(version, "set_snapshot: version", minimum=1)
+        self._snapshot = (version, check.json_object(state, "set_snapshot: state"))
+        self._dirty = True
+
+    def set_status(self, status: RunStatus, *, outcome: Mapping[str, object] | None = None) -> None:
+        """Set the run's status; ``outcome`` is kept with it when given (else the stored one stays)."""
+        self._check_open()
+        check.choice(status, check.RUN_STATUSES, "set_status: status")
+        if outcome is not None:
+            self._outcome = check.json_object(outcome, "set_status: outcome")
+        self._status = status
+        self._dirty = True
+
+    def add_receipt(
+        self,
+        *,
+        step_index: int,
+        source: ReceiptSource,
+        name: str,
+        arguments_digest: str,
+        success: bool,
+        summary: str,
+    ) -> Receipt:
+        """Record evidence bound to plan step ``step_index``."""
+        self._check_open()
+        check.integer(step_index, "add_receipt: step_index", minimum=0)
+        check.choice(source, check.RECEIPT_SOURCES, "add_receipt: source")
+        check.text(name, "add_receipt: name", empty=False)
+        check.text(arguments_digest, "add_receipt: arguments_digest")
+        check.text(summary, "add_receipt: summary")
+        if not isinstance(success, bool):
+            raise ConfigError(f"add_receipt: success: expected True or False; found {success!r}")
+        receipt = Receipt(
+            run_id=self._run_id,
+            step_index=step_index,
+            source=source,
+            name=name,
+            arguments_digest=arguments_digest,
+            success=success,
+            summary=summary,
+            at=self._clock(),
+        )
+        with self._sql:
+            self._conn.execute(
+                f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (self._run_id, step_index, source, name, arguments_digest, success, summary, receipt.at),
+            )
+        self._dirty = True
+        return receipt
+
+    def open_interaction(
+        self,
+        kind: InteractionKind,
+        prompt: str,
+        *,
+        tool: InteractionTool | None = None,
+        step_id: str | None = None,
+    ) -> Interaction:
+        """Open the run's interaction with a new random id; a run has at most one open at a time.
+
+        Raises:
+            InteractionError: the run already has an open interaction.
+        """
+        self._check_open()
+        check.choice(kind, check.INTERACTION_KINDS, "open_interaction: kind")
+        check.text(prompt, "open_interaction: prompt")
+        if tool is not None and not isinstance(tool, InteractionTool):
+            raise ConfigError(
+                f"open_interaction: tool: expected an InteractionTool or None; found {type(tool).__name__}"
+            )
+        if step_id is not None:
+            check.text(step_id, "open_interaction: step_id")
+        with self._sql:
+            row = self._conn.execute(
+                "SELECT id, kind FROM interactions WHERE run_id = ? AND status = 'open'", (self._run_id,)
+            ).fetchone()
+        if row is not None:
+            raise InteractionError(
+                f"run {self._run_id!r} already has an open interaction ({row['kind']} {row['id']!r}); "
+                f"expected none open before opening a {kind}: resolve or expire it first"
+            )
+        interaction = Interaction(
+            id=check.new_interaction_id(),
+            run_id=self._run_id,
+            kind=kind,
+            status="open",
+            prompt=prompt,
+            tool=tool,
+            step_id=step_id,
+            created_at=self._clock(),
+            resolved_at=None,
+            resolved_by=None,
+            resolution=None,
+        )
+        arguments = None if tool is None else check.json_object(tool.arguments, "open_interaction: tool")
+        with self._sql:
+            self._conn.execute(
+                f"INSERT INTO interactions ({rows.INTERACTION_COLUMNS}) "
+                "VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
+                (
+                    interaction.id,
+                    self._run_id,
+                    kind,
+                    prompt,
+                    None if tool is None else tool.name,
+                    arguments,
+                    None if tool is None else tool.arguments_digest,
+                    step_id,
+                    interaction.created_at,
+                ),
+            )
+        self._dirty = True
+        return interaction
+
+    def resolve_interaction(
+        self, interaction_id: str, resolution: Mapping[str, object], resolved_by: str | None = None
+    ) -> Interaction:
+        """Resolve this run's open interaction, compare-and-set.
+
+        Raises:
+            StaleInteraction: the interaction is not open, or belongs to another run; nothing changed.
+            NotFoundError: there is no interaction with that id.
+        """
+        self._check_open()
+        resolution_json = check.json_object(resolution, "resolve_interaction: resolution")
+        if resolved_by is not None:
+            check.text(resolved_by, "resolve_interaction: resolved_by")
+        return self._close_interaction(interaction_id, "resolved", resolution_json, resolved_by)
+
+    def expire_interaction(self, interaction_id: str) -> Interaction:
+        """Mark this run's open interaction expired, compare-and-set.
+
+        Raises:
+            StaleInteraction: the interaction is not open, or belongs to another run; nothing changed.
+            NotFoundError: there is no interaction with that id.
+        """
+        self._check_open()
+        return self._close_interaction(interaction_id, "expired", None, None)
+
+    def record_write_intent(self, key: str, tool: str, arguments_digest: str) -> WriteIntent:
+        """Promise that the write keyed ``key`` is about to run; commit this before running it.
+
+        Raises:
+            WriteIntentConflict: an intent with that key exists already; the write may have run.
+        """
+        self._check_open()
+        check.text(key, "record_write_intent: key", empty=False)
+        check.text(tool, "record_write_intent: tool", empty=False)
+        check.text(arguments_digest, "record_write_intent: arguments_digest")
+        existing = self._write_intent(key)
+        if existing is not None:
+            raise WriteIntentConflict(
+                f"a write intent with key {key!r} exists already (run {existing.run_id!r}, tool "
+                f"{existing.tool!r}, status {existing.status}); the write may have run: reconcile it "
+                "instead of running it again",
+                intent=existing,
+            )
+        intent = WriteIntent(
+            key=key,
+            run_id=self._run_id,
+            tool=tool,
+            arguments_digest=arguments_digest,
+            status="intent",
+            result=None,
+            created_at=self._clock(),
+            completed_at=None,
+        )
+        with self._sql:
+            self._conn.execute(
+                f"INSERT INTO write_intents ({rows.WRITE_INTENT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, 'intent', NULL, ?, NULL)",
+                (key, self._run_id, tool, arguments_digest, intent.created_at),
+            )
+        self._dirty = True
+        return intent
+
+    def complete_write_intent(
+        self,
+        key: str,
+        *,
+        step_index: int,
+        success: bool,
+        summary: str,
+        result: Mapping[str, object] | None = None,
+    ) -> Receipt:
+        """Mark the write keyed ``key`` done and record its ``write_receipt``, which is returned.
+
+        Raises:
+            NotFoundError: this run has no write intent with that key.
+            WriteIntentConflict: the intent is done already.
+        """
+        self._check_open()
+        result_json = None if result is None else check.json_object(result, "complete_write_intent: result")
+        intent = self._write_intent(key)
+        if intent is None or intent.run_id != self._run_id:
+            raise NotFoundError(f"complete_write_intent: run {self._run_id!r} has no write intent {key!r}")
+        if intent.status != "intent":
+            raise WriteIntentConflict(
+                f"complete_write_intent: the write intent {key!r} is {intent.status} already; "
+                "expected one still waiting for its receipt",
+                intent=intent,
+            )
+        with self._sql:
+            self._conn.execute(
+                "UPDATE write_intents SET status = 'done', result = ?, completed_at = ? "
+                "WHERE key = ? AND status = 'intent'",
+                (result_json, self._clock(), key),
+            )
+        return self.add_receipt(
+            step_index=step_index,
+            source="write_receipt",
+            name=intent.tool,
+            arguments_digest=intent.arguments_digest,
+            success=success,
+            summary=summary,
+        )
+
+    # -- used by SQLiteStore.transaction ------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Write the snapshot and the run row; the store commits right after."""
+        self._check_open()
+        if not self._dirty:
+            return
+        now = self._clock()
+        with self._sql:
+            if self._snapshot is not None:
+                version, state = self._snapshot
+                self._conn.execute(_UPSERT_SNAPSHOT, (self._run_id, version, self._seq, state, now))
+            assignments = "last_seq = ?, updated_at = ?"
+            values: list[object] = [self._seq, now]
+            if self._status is not None:
+                assignments += ", status = ?"
+                values.append(self._status)
+            if self._outcome is not None:
+                assignments += ", outcome = ?"
+                values.append(self._outcome)
+            values.append(self._run_id)
+            self._conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", values)
+
+    def close(self) -> None:
+        """End the transaction object's life; later calls fail."""
+        self._open = False
+
+    def commit_notice(self) -> Commit | None:
+        """What subscribers hear about this transaction, or None when it changed no event or status."""
+        if not self._events and self._status is None:
+            return None
+        return Commit(run_id=self._run_id, events=tuple(self._events), status=self._status)
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise StoreError(
+                f"the transaction on run {self._run_id!r} has ended; open a new one with store.transaction()"
+            )
+
+    def _write_intent(self, key: str) -> WriteIntent | None:
+        with self._sql:
+            row = self._conn.execute(
+                f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else rows.write_intent(row)
+
+    def _close_interaction(
+        self, interaction_id: str, status: str, resolution: str | None, resolved_by: str | None
+    ) -> Interaction:
+        check.text(interaction_id, "interaction_id", empty=False)
+        with self._sql:
+            row = self._conn.execute(
+                "SELECT run_id, status FROM interactions WHERE id = ?", (interaction_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no interaction {interaction_id!r} in the store")
+        if row["run_id"] != self._run_id:
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} belongs to run {row['run_id']!r}, not to run "
+                f"{self._run_id!r}; nothing changed"
+            )
+        with self._sql:
+            # Compare-and-set: only an open interaction changes, whoever else tries at the same moment.
+            changed = self._conn.execute(
+                "UPDATE interactions SET status = ?, resolved_at = ?, resolved_by = ?, resolution = ? "
+                "WHERE id = ? AND status = 'open'",
+                (status, self._clock(), resolved_by, resolution, interaction_id),
+            ).rowcount
+            current = self._conn.execute(
+                f"SELECT {rows.INTERACTION_COLUMNS} FROM interactions WHERE id = ?", (interaction_id,)
+            ).fetchone()
+        if changed != 1:
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} of run {self._run_id!r} is {current['status']} already; "
+                "expected an open one, nothing changed"
+            )
+        self._dirty = True
+        return rows.interaction(current)

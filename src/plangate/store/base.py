@@ -1,0 +1,391 @@
+"""What every store backend offers: the ``Store`` and ``Transaction`` protocols and the records they return.
+
+For: the contract engines, the server and workers program against, so that SQLite today and PostgreSQL later
+are interchangeable without touching them. Not for: any backend's SQL (``store/sqlite.py``) or for opening
+a store from a URL (``store/url.py``).
+
+The API is synchronous and transactions are short: build events and state first, then write them in one
+``with store.transaction(run_id) as tx:`` block, with no ``await`` inside it. All timestamps are seconds
+since the Unix epoch (UTC), as floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from plangate.errors import SchemaVersionError, StoreError
+from plangate.events import Event, InteractionKind, InteractionTool, JsonObject
+
+RunKind = Literal["formula", "agent", "ask"]
+RunStatus = Literal[
+    "queued", "running", "waiting", "completed", "failed", "aborted", "exhausted", "cancelled"
+]
+InteractionStatus = Literal["open", "resolved", "expired"]
+ReceiptSource = Literal["tool_observation", "write_receipt", "user_reply"]
+WriteIntentStatus = Literal["intent", "done"]
+
+TERMINAL_STATUSES: frozenset[RunStatus] = frozenset(
+    {"completed", "failed", "aborted", "exhausted", "cancelled"}
+)
+"""Statuses a run never leaves on its own."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunRecord(_Record):
+    """A run as stored: what it is, where it stands, and who holds its lease.
+
+    Attributes:
+        last_seq: the ``seq`` of its last event (0 before the first).
+        outcome: set with the terminal status (``{status, stage, code, user_message, ...}``), else None.
+        lease_owner: the worker advancing it, while ``lease_expires_at`` is in the future.
+    """
+
+    id: str
+    kind: RunKind
+    name: str
+    status: RunStatus
+    input: JsonObject
+    owner: str
+    parent_run_id: str | None
+    outcome: JsonObject | None
+    last_seq: int
+    created_at: float
+    updated_at: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+
+
+class RunPage(_Record):
+    """One page of ``list_runs``, newest first; pass ``next_cursor`` back for the next (None: no more)."""
+
+    items: list[RunRecord]
+    next_cursor: str | None
+
+
+class Snapshot(_Record):
+    """The latest state an engine saved for a run (replaced at each save, never appended).
+
+    Attributes:
+        version: the format version of ``state``, chosen by the engine that wrote it.
+        seq: the run's ``last_seq`` when it was saved, so a reader knows which events it covers.
+    """
+
+    run_id: str
+    version: int
+    seq: int
+    state: JsonObject
+    updated_at: float
+
+    def checked_state(self, supported_version: int) -> JsonObject:
+        """The state, if this code can read its version.
+
+        Raises:
+            SchemaVersionError: the snapshot was written in a newer format than ``supported_version``.
+        """
+        if self.version > supported_version:
+            raise SchemaVersionError(
+                f"the snapshot of run {self.run_id!r} has format version {self.version}; this plangate reads "
+                f"up to version {supported_version}: upgrade plangate to resume this run"
+            )
+        return self.state
+
+
+class Interaction(_Record):
+    """A question or consent request waiting for (or answered by) a person.
+
+    Attributes:
+        id: random and unguessable; resuming a run needs it.
+        tool: the exact call a consent request is about, else None.
+        resolution: what the person answered (``{"kind": "approve"}``, ...), once resolved.
+    """
+
+    id: str
+    run_id: str
+    kind: InteractionKind
+    status: InteractionStatus
+    prompt: str
+    tool: InteractionTool | None
+    step_id: str | None
+    created_at: float
+    resolved_at: float | None
+    resolved_by: str | None
+    resolution: JsonObject | None
+
+
+class Receipt(_Record):
+    """Evidence that something happened during a plan step (a read, an executed write, a user reply)."""
+
+    run_id: str
+    step_index: int
+    source: ReceiptSource
+    name: str
+    arguments_digest: str
+    success: bool
+    summary: str
+    at: float
+
+
+class WriteIntent(_Record):
+    """The promise, committed before a write tool runs, that it runs at most once for ``key``.
+
+    Attributes:
+        key: the idempotency key (the id of the interaction that approved the write).
+        status: ``intent`` until the write's receipt is committed, then ``done``.
+    """
+
+    key: str
+    run_id: str
+    tool: str
+    arguments_digest: str
+    status: WriteIntentStatus
+    result: JsonObject | None
+    created_at: float
+    completed_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """What subscribers hear after a transaction committed: its events, and the run's new status if set."""
+
+    run_id: str
+    events: tuple[Event, ...]
+    status: RunStatus | None
+
+
+Subscriber = Callable[[Commit], None]
+"""Called in the committing thread after each commit; must be quick and must not raise."""
+
+
+class WriteIntentConflict(StoreError):
+    """A write intent already exists for that key, or was already completed: the write may have run.
+
+    Attributes:
+        intent: the intent as stored.
+    """
+
+    def __init__(self, message: str, *, intent: WriteIntent) -> None:
+        self.intent = intent
+        super().__init__(message)
+
+
+class Transaction(Protocol):
+    """One unit of work on one run: everything written through it commits together or not at all.
+
+    Other writers of the same run wait until it ends. Events get their ``seq`` as they are appended; they
+    reach subscribers only after the commit.
+    """
+
+    @property
+    def run_id(self) -> str:
+        """The run this transaction writes to."""
+        ...
+
+    @property
+    def run(self) -> RunRecord:
+        """The run as it was when the transaction began."""
+        ...
+
+    @property
+    def events(self) -> Sequence[Event]:
+        """The events appended so far, as stored (with ``run_id``, ``seq`` and ``at``)."""
+        ...
+
+    def append(self, event: Event) -> Event:
+        """Add an event to the run's log; returns it as stored, with the next ``seq``."""
+        ...
+
+    def set_snapshot(self, state: Mapping[str, object], *, version: int = 1) -> None:
+        """Replace the run's snapshot with ``state`` (a JSON object) in format ``version``."""
+        ...
+
+    def set_status(self, status: RunStatus, *, outcome: Mapping[str, object] | None = None) -> None:
+        """Set the run's status; ``outcome`` (a JSON object) is kept with it when given."""
+        ...
+
+    def add_receipt(
+        self,
+        *,
+        step_index: int,
+        source: ReceiptSource,
+        name: str,
+        arguments_digest: str,
+        success: bool,
+        summary: str,
+    ) -> Receipt:
+        """Record evidence bound to plan step ``step_index``."""
+        ...
+
+    def open_interaction(
+        self,
+        kind: InteractionKind,
+        prompt: str,
+        *,
+        tool: InteractionTool | None = None,
+        step_id: str | None = None,
+    ) -> Interaction:
+        """Open the run's interaction (a run has at most one open) with a new random id."""
+        ...
+
+    def resolve_interaction(
+        self, interaction_id: str, resolution: Mapping[str, object], resolved_by: str | None = None
+    ) -> Interaction:
+        """Resolve this run's open interaction, compare-and-set: only an open one can be resolved."""
+        ...
+
+    def expire_interaction(self, interaction_id: str) -> Interaction:
+        """Mark this run's open interaction expired (nobody will answer it), compare-and-set."""
+        ...
+
+    def record_write_intent(self, key: str, tool: str, arguments_digest: str) -> WriteIntent:
+        """Promise that the write keyed ``key`` is about to run; commit this before running it."""
+        ...
+
+    def complete_write_intent(
+        self,
+        key: str,
+        *,
+        step_index: int,
+        success: bool,
+        summary: str,
+        result: Mapping[str, object] | None = None,
+    ) -> Receipt:
+        """Mark the write keyed ``key`` done and record its ``write_receipt`` (returned)."""
+        ...
+
+
+class Store(Protocol):
+    """A durable home for runs, their event logs, snapshots, interactions, receipts and write intents.
+
+    Methods raise ``NotFoundError`` for an unknown run or interaction id (also when ``owner`` is given and
+    the record belongs to someone else), ``ConfigError`` for a bad argument and ``StoreError`` when the
+    backend itself fails. A thread holding an open transaction must not call the store (only the
+    transaction) until the ``with`` block ends.
+    """
+
+    def close(self) -> None:
+        """Release the backend's connections; later calls fail with ``StoreError``."""
+        ...
+
+    # -- runs ---------------------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        kind: RunKind,
+        name: str,
+        input: Mapping[str, object],
+        *,
+        owner: str = "local",
+        parent_run_id: str | None = None,
+        run_id: str | None = None,
+    ) -> RunRecord:
+        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given."""
+        ...
+
+    def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
+        """The run with that id."""
+        ...
+
+    def list_runs(
+        self,
+        *,
+        status: RunStatus | Collection[RunStatus] | None = None,
+        kind: RunKind | None = None,
+        owner: str | None = None,
+        parent_run_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Runs matching every filter given, newest first, one page of at most ``limit``."""
+        ...
+
+    def get_snapshot(self, run_id: str) -> Snapshot | None:
+        """The run's latest snapshot, or None if none was saved."""
+        ...
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    def transaction(self, run_id: str) -> AbstractContextManager[Transaction]:
+        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises."""
+        ...
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback`` after each commit made through this store object; returns the unsubscriber."""
+        ...
+
+    # -- events -------------------------------------------------------------------------------------------
+
+    def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        """The run's events with ``seq > after``, in order, at most ``limit`` of them."""
+        ...
+
+    def last_seq(self, run_id: str) -> int:
+        """The ``seq`` of the run's last event (0 before the first)."""
+        ...
+
+    # -- interactions -------------------------------------------------------------------------------------
+
+    def get_interaction(self, interaction_id: str, *, owner: str | None = None) -> Interaction:
+        """The interaction with that id."""
+        ...
+
+    def list_interactions(
+        self,
+        *,
+        status: InteractionStatus | None = None,
+        run_id: str | None = None,
+        owner: str | None = None,
+    ) -> list[Interaction]:
+        """Interactions matching every filter given, oldest first."""
+        ...
+
+    def resolve_interaction(
+        self,
+        interaction_id: str,
+        resolution: Mapping[str, object],
+        resolved_by: str | None = None,
+        *,
+        owner: str | None = None,
+    ) -> Interaction:
+        """Resolve an open interaction in a transaction of its own; exactly one of concurrent callers wins.
+
+        Raises:
+            StaleInteraction: it is not open any more; nothing changed.
+            NotFoundError: no such interaction (for this owner).
+        """
+        ...
+
+    # -- receipts and write intents -----------------------------------------------------------------------
+
+    def receipts(self, run_id: str) -> list[Receipt]:
+        """The run's receipts, in the order they were recorded."""
+        ...
+
+    def get_write_intent(self, key: str) -> WriteIntent | None:
+        """The write intent with that key, or None."""
+        ...
+
+    def pending_write_intents(self, run_id: str) -> list[WriteIntent]:
+        """The run's intents that have no receipt yet (the writes whose fate a restart must reconcile)."""
+        ...
+
+    # -- leases -------------------------------------------------------------------------------------------
+
+    def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
+        """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
+        ...
+
+    def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s live lease by ``ttl`` seconds from now; False if it is not theirs or expired."""
+        ...
+
+    def release_lease(self, run_id: str, owner: str) -> bool:
+        """Give the lease up; False if ``owner`` did not hold it."""
+        ...

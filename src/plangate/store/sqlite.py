@@ -1,0 +1,535 @@
+"""The SQLite store: one file (or memory), WAL, safe for several threads and several processes.
+
+For: the default ``Store`` backend, built on the standard library's ``sqlite3``. Not for: parsing store URLs
+(``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_sqlite_tx.py``).
+
+Concurrency: one connection per store object, guarded by a lock, so threads of a process take turns (reads
+included, which keeps them from seeing another thread's uncommitted writes). Between processes, every write
+transaction starts with ``BEGIN IMMEDIATE``, so it holds the file's write lock from its first statement and
+the ``seq`` it reads cannot be taken by another process; others wait up to ``busy_timeout``. WAL with
+``synchronous=NORMAL`` survives a killed process (only its open transaction is lost); a power cut may lose
+the last commits, never the file. A store opened before a ``fork()`` refuses to work in the child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from plangate.errors import ConfigError, NotFoundError, StoreError
+from plangate.events import Event
+from plangate.store import _checks as check
+from plangate.store import _sqlite_rows as rows
+from plangate.store._sqlite_errors import Translated, explain
+from plangate.store._sqlite_schema import migrate
+from plangate.store._sqlite_tx import SQLiteTransaction
+from plangate.store.base import (
+    Commit,
+    Interaction,
+    InteractionStatus,
+    Receipt,
+    RunKind,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    Snapshot,
+    Subscriber,
+    WriteIntent,
+)
+
+logger = logging.getLogger("plangate.store")
+
+MEMORY = ":memory:"
+"""The target of a store that lives in memory and dies with its object."""
+
+
+class SQLiteStore:
+    """A ``Store`` in one SQLite file, or in memory with ``SQLiteStore(":memory:")``.
+
+    Args:
+        path: the database file (its folder is created) or ``":memory:"``.
+        busy_timeout: how long a write waits for another process's transaction, in seconds.
+        clock: where timestamps come from (seconds since the epoch); tests pass a fake one.
+
+    Raises:
+        StoreError: the file cannot be opened or is not a SQLite database.
+        SchemaVersionError: the file was written by a newer plangate.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path: Path | None = None if str(path) == MEMORY else Path(path).expanduser()
+        self._where = MEMORY if self.path is None else str(self.path)
+        self._busy_timeout = check.seconds(busy_timeout, "busy_timeout")
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._tx_thread: int | None = None
+        self._tx_run: str | None = None
+        self._subscribers: tuple[Subscriber, ...] = ()
+        self._subscribers_lock = threading.Lock()
+        self._closed = False
+        self._pid = os.getpid()
+        self._conn = self._connect()
+        try:
+            with self._sql("opening"):
+                migrate(self._conn, self._where)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; later calls fail with ``StoreError``. Closing twice is harmless."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._where!r})"
+
+    # -- runs ---------------------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        kind: RunKind,
+        name: str,
+        input: Mapping[str, object],
+        *,
+        owner: str = "local",
+        parent_run_id: str | None = None,
+        run_id: str | None = None,
+    ) -> RunRecord:
+        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given.
+
+        Raises:
+            ConfigError: a bad argument, or a run with ``run_id`` exists already.
+            NotFoundError: ``parent_run_id`` names no run.
+        """
+        check.choice(kind, check.RUN_KINDS, "create_run: kind")
+        check.text(name, "create_run: name")
+        check.text(owner, "create_run: owner", empty=False)
+        input_json = check.json_object(input, "create_run: input")
+        new_id = (
+            check.new_run_id() if run_id is None else check.text(run_id, "create_run: run_id", empty=False)
+        )
+        with self._writing("create_run") as conn:
+            if parent_run_id is not None and not _exists(conn, "runs", "id", parent_run_id):
+                raise NotFoundError(f"create_run: parent_run_id: no run {parent_run_id!r} in {self._where}")
+            if _exists(conn, "runs", "id", new_id):
+                raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")
+            now = self._clock()
+            conn.execute(
+                "INSERT INTO runs (id, kind, name, owner, parent_run_id, status, input, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (new_id, kind, name, owner, parent_run_id, input_json, now, now),
+            )
+            row = conn.execute(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (new_id,)).fetchone()
+        return rows.run_record(row)
+
+    def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
+        """The run with that id (NotFoundError if none, or if ``owner`` is given and is not its owner)."""
+        with self._reading("get_run") as conn:
+            row = conn.execute(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None or (owner is not None and row["owner"] != owner):
+            raise self._no_run(run_id, owner)
+        return rows.run_record(row)
+
+    def list_runs(
+        self,
+        *,
+        status: RunStatus | Collection[RunStatus] | None = None,
+        kind: RunKind | None = None,
+        owner: str | None = None,
+        parent_run_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Runs matching every filter given, newest first, at most ``limit`` (1..1000) per page."""
+        limit = check.page_limit(limit)
+        clauses: list[str] = []
+        params: list[object] = []
+        if status is not None:
+            wanted = check.statuses(status, "list_runs: status")
+            clauses.append(f"status IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(check.choice(kind, check.RUN_KINDS, "list_runs: kind"))
+        for column, value in (("owner", owner), ("parent_run_id", parent_run_id)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if cursor is not None:
+            clauses.append("pos < ?")
+            params.append(check.cursor_position(cursor))
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+        with self._reading("list_runs") as conn:
+            found = conn.execute(
+                f"SELECT {rows.RUN_COLUMNS} FROM runs {where}ORDER BY pos DESC LIMIT ?", (*params, limit + 1)
+            ).fetchall()
+        page = found[:limit]
+        next_cursor = check.cursor_for(page[-1]["pos"]) if len(found) > limit else None
+        return RunPage(items=[rows.run_record(row) for row in page], next_cursor=next_cursor)
+
+    def get_snapshot(self, run_id: str) -> Snapshot | None:
+        """The run's latest snapshot, or None if none was saved."""
+        with self._reading("get_snapshot") as conn:
+            row = conn.execute(
+                "SELECT run_id, version, seq, state, updated_at FROM snapshots WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None and not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+        return None if row is None else rows.snapshot(row)
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, run_id: str) -> Iterator[SQLiteTransaction]:
+        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
+
+        Subscribers are told after the commit, outside the store's lock.
+
+        Raises:
+            NotFoundError: there is no such run.
+        """
+        sql = self._sql(f"the transaction on run {run_id!r}")
+        self._check_usable("transaction")
+        with self._lock:
+            self._begin(sql)
+            try:
+                with sql:
+                    row = self._conn.execute(
+                        f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+                    ).fetchone()
+                if row is None:
+                    raise self._no_run(run_id)
+                tx = SQLiteTransaction(self._conn, row, self._clock, sql)
+                self._tx_thread, self._tx_run = threading.get_ident(), run_id
+                try:
+                    yield tx
+                    tx.finish()
+                finally:
+                    self._tx_thread = self._tx_run = None
+                    tx.close()
+                with sql:
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        notice = tx.commit_notice()
+        if notice is not None:
+            self._notify(notice)
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(commit)`` after each commit through this object that added events or set a status.
+
+        Only commits made through this store object are seen (another process's are not). The callback runs
+        in the committing thread: keep it short (hand the events to a queue or an event loop). An exception
+        it raises is logged and does not affect the commit or the other subscribers.
+        """
+        with self._subscribers_lock:
+            self._subscribers = (*self._subscribers, callback)
+
+        def unsubscribe() -> None:
+            with self._subscribers_lock:
+                kept = list(self._subscribers)
+                with contextlib.suppress(ValueError):
+                    kept.remove(callback)
+                self._subscribers = tuple(kept)
+
+        return unsubscribe
+
+    # -- events -------------------------------------------------------------------------------------------
+
+    def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        """The run's events with ``seq > after``, in order, at most ``limit`` of them."""
+        check.integer(after, "events: after", minimum=0)
+        query = f"SELECT {rows.EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"
+        params: tuple[object, ...] = (run_id, after)
+        if limit is not None:
+            query += " LIMIT ?"
+            params = (*params, check.integer(limit, "events: limit", minimum=1))
+        with self._reading("events") as conn:
+            if not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+            found = conn.execute(query, params).fetchall()
+        return [rows.event(row) for row in found]
+
+    def last_seq(self, run_id: str) -> int:
+        """The ``seq`` of the run's last event (0 before the first)."""
+        with self._reading("last_seq") as conn:
+            row = conn.execute("SELECT last_seq FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._no_run(run_id)
+        return int(row[0])
+
+    # -- interactions -------------------------------------------------------------------------------------
+
+    def get_interaction(self, interaction_id: str, *, owner: str | None = None) -> Interaction:
+        """The interaction with that id (NotFoundError if none, or if its run is not ``owner``'s)."""
+        found = self._interactions(["i.id = ?"], [interaction_id], owner)
+        if not found:
+            raise self._no_interaction(interaction_id, owner)
+        return found[0]
+
+    def list_interactions(
+        self,
+        *,
+        status: InteractionStatus | None = None,
+        run_id: str | None = None,
+        owner: str | None = None,
+    ) -> list[Interaction]:
+        """Interactions matching every filter given, oldest first."""
+        clauses: list[str] = []
+        params: list[object] = []
+        if status is not None:
+            clauses.append("i.status = ?")
+            params.append(check.choice(status, check.INTERACTION_STATUSES, "list_interactions: status"))
+        if run_id is not None:
+            clauses.append("i.run_id = ?")
+            params.append(run_id)
+        return self._interactions(clauses, params, owner)
+
+    def resolve_interaction(
+        self,
+        interaction_id: str,
+        resolution: Mapping[str, object],
+        resolved_by: str | None = None,
+        *,
+        owner: str | None = None,
+    ) -> Interaction:
+        """Resolve an open interaction in a transaction of its own; exactly one of concurrent callers wins.
+
+        Prefer ``tx.resolve_interaction`` in engines, to record the resolution with its events.
+
+        Raises:
+            StaleInteraction: it is not open any more; nothing changed.
+            NotFoundError: no such interaction (for this owner).
+        """
+        run_id = self.get_interaction(interaction_id, owner=owner).run_id
+        with self.transaction(run_id) as tx:
+            return tx.resolve_interaction(interaction_id, resolution, resolved_by)
+
+    # -- receipts and write intents -----------------------------------------------------------------------
+
+    def receipts(self, run_id: str) -> list[Receipt]:
+        """The run's receipts, in the order they were recorded."""
+        with self._reading("receipts") as conn:
+            if not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+            found = conn.execute(
+                f"SELECT {rows.RECEIPT_COLUMNS} FROM receipts WHERE run_id = ? ORDER BY pos", (run_id,)
+            ).fetchall()
+        return [rows.receipt(row) for row in found]
+
+    def get_write_intent(self, key: str) -> WriteIntent | None:
+        """The write intent with that key, or None."""
+        with self._reading("get_write_intent") as conn:
+            row = conn.execute(
+                f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else rows.write_intent(row)
+
+    def pending_write_intents(self, run_id: str) -> list[WriteIntent]:
+        """The run's intents that have no receipt yet, oldest first."""
+        with self._reading("pending_write_intents") as conn:
+            if not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+            found = conn.execute(
+                f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents "
+                "WHERE run_id = ? AND status = 'intent' ORDER BY created_at, key",
+                (run_id,),
+            ).fetchall()
+        return [rows.write_intent(row) for row in found]
+
+    # -- leases -------------------------------------------------------------------------------------------
+
+    def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
+        """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
+        ttl = check.seconds(ttl, "acquire_lease: ttl")
+        return self._lease(
+            "acquire_lease",
+            run_id,
+            "SET lease_owner = ?, lease_expires_at = ? "
+            "WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
+            lambda now: (owner, now + ttl, run_id, owner, now),
+            owner,
+        )
+
+    def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s live lease to ``ttl`` seconds from now; False if it is not theirs or expired."""
+        ttl = check.seconds(ttl, "renew_lease: ttl")
+        return self._lease(
+            "renew_lease",
+            run_id,
+            "SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
+            lambda now: (now + ttl, run_id, owner, now),
+            owner,
+        )
+
+    def release_lease(self, run_id: str, owner: str) -> bool:
+        """Give the lease up; False if ``owner`` did not hold it."""
+        return self._lease(
+            "release_lease",
+            run_id,
+            "SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ?",
+            lambda now: (run_id, owner),
+            owner,
+        )
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        target = MEMORY
+        if self.path is not None:
+            target = str(self.path)
+            if self.path.is_dir():
+                raise StoreError(
+                    f"cannot open the store at {target}: expected a database file, found a directory"
+                )
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the folder of the store at {target}: {exc.strerror or exc}"
+                ) from None
+        sql = self._sql("opening")
+        conn: sqlite3.Connection | None = None
+        try:
+            with sql:
+                conn = sqlite3.connect(
+                    target, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+                )
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        return conn
+
+    def _sql(self, what: str) -> Translated:
+        return Translated(what, self._where, self._busy_timeout)
+
+    def _check_usable(self, what: str) -> None:
+        if self._closed:
+            raise StoreError(f"{what}: the store at {self._where} is closed")
+        if self._pid != os.getpid():
+            # A SQLite connection copied by fork() corrupts locks; Celery's prefork pool is the usual way in.
+            raise StoreError(
+                f"{what}: the store at {self._where} was opened in process {self._pid} and is used in "
+                f"process {os.getpid()} (after a fork); open the store again in this process"
+            )
+        if self._tx_thread == threading.get_ident():
+            raise StoreError(
+                f"{what}: this thread holds an open transaction on run {self._tx_run!r}; use that "
+                "transaction, or call the store after its with block ends"
+            )
+
+    def _begin(self, sql: Translated) -> None:
+        with sql:
+            # IMMEDIATE takes the write lock now, so the run row (and its last_seq) read next is ours alone.
+            self._conn.execute("BEGIN IMMEDIATE")
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:
+                # The original exception matters more; SQLite drops the transaction with the connection.
+                logger.warning(
+                    "rollback failed: %s", explain("rollback", self._where, exc, self._busy_timeout)
+                )
+
+    @contextlib.contextmanager
+    def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
+        self._check_usable(what)
+        with self._lock, self._sql(what):
+            yield self._conn
+
+    @contextlib.contextmanager
+    def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
+        self._check_usable(what)
+        sql = self._sql(what)
+        with self._lock:
+            self._begin(sql)
+            try:
+                with sql:
+                    yield self._conn
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _lease(
+        self,
+        what: str,
+        run_id: str,
+        update: str,
+        values: Callable[[float], tuple[object, ...]],
+        owner: str,
+    ) -> bool:
+        check.text(owner, f"{what}: owner", empty=False)
+        with self._writing(what) as conn:
+            changed = conn.execute(f"UPDATE runs {update}", values(self._clock())).rowcount
+            if changed == 0 and not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+        return changed == 1
+
+    def _interactions(self, clauses: list[str], params: list[object], owner: str | None) -> list[Interaction]:
+        columns = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
+        source = "interactions AS i"
+        if owner is not None:
+            source += " JOIN runs AS r ON r.id = i.run_id"
+            clauses = [*clauses, "r.owner = ?"]
+            params = [*params, owner]
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+        with self._reading("interactions") as conn:
+            found = conn.execute(f"SELECT {columns} FROM {source} {where}ORDER BY i.pos", params).fetchall()
+        return [rows.interaction(row) for row in found]
+
+    def _notify(self, notice: Commit) -> None:
+        for callback in self._subscribers:
+            try:
+                callback(notice)
+            except Exception:
+                # The commit stands; one broken listener must not silence the others or fail the writer.
+                logger.exception("a store subscriber failed on a commit of run %s", notice.run_id)
+
+    def _no_run(self, run_id: str, owner: str | None = None) -> NotFoundError:
+        scope = f" for owner {owner!r}" if owner is not None else ""
+        return NotFoundError(f"no run {run_id!r}{scope} in the store at {self._where}")
+
+    def _no_interaction(self, interaction_id: str, owner: str | None) -> NotFoundError:
+        scope = f" for owner {owner!r}" if owner is not None else ""
+        return NotFoundError(f"no interaction {interaction_id!r}{scope} in the store at {self._where}")
+
+
+def _exists(conn: sqlite3.Connection, table: str, column: str, value: str) -> bool:
+    return conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone() is not None

@@ -1,0 +1,153 @@
+"""The registry of data sources (name → SQLite file or PostgreSQL URL) and the bundled example database.
+
+This module only maps names to backends; querying is the backends' job (``sqlite.py``, ``postgres.py``) and
+turning results into observations is the toolkit's (``toolkit.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from plangate.errors import ConfigError
+from plangate.tools.data.postgres import URL_SCHEMES, PostgresSource
+from plangate.tools.data.results import QueryLimits, QueryResult, SchemaInfo
+from plangate.tools.data.sqlite import SqliteSource
+from plangate.tools.registry import closest_name
+from plangate.tools.sql_guard import Dialect
+
+SHOP_DB_ENV = "PLANGATE_SHOP_DB"
+"""Environment variable that points at the example database when plangate is installed without the repo."""
+_REPO_SHOP_DB = Path(__file__).resolve().parents[4] / "examples" / "data" / "shop.db"
+
+
+class DataSource(Protocol):
+    """What the data tools need from a backend."""
+
+    @property
+    def name(self) -> str:
+        """The name the tools use for the source."""
+        ...
+
+    @property
+    def dialect(self) -> Dialect:
+        """The SQL dialect the guard parses queries in."""
+        ...
+
+    def describe(self) -> str:
+        """Where the data lives, safe to show (no password)."""
+        ...
+
+    def query(self, sql: str, limits: QueryLimits) -> QueryResult:
+        """Check ``sql`` with the read-only guard, then run it within ``limits``."""
+        ...
+
+    def schema(self, limits: QueryLimits) -> SchemaInfo:
+        """Tables, columns, keys and row counts."""
+        ...
+
+
+class DataSources:
+    """Named data sources a run may query.
+
+    Example::
+
+        sources = DataSources()
+        sources.register("sales", "data/sales.db")
+        sources.register("warehouse", "postgresql://reader@db/warehouse")
+        register_shop(sources)
+    """
+
+    def __init__(self) -> None:
+        self._sources: dict[str, DataSource] = {}
+
+    def register(self, name: str, target: str | os.PathLike[str]) -> DataSource:
+        """Register a SQLite file (a path or ``sqlite:///path``) or a ``postgresql://`` URL under ``name``.
+
+        Raises:
+            ConfigError: the name is taken or empty, the SQLite file does not exist, or the URL is a
+                PostgreSQL one and psycopg is not installed (the message names ``plangate[postgres]``).
+        """
+        if not name or not name.strip():
+            raise ConfigError("a data source needs a non-empty name")
+        if name in self._sources:
+            raise ConfigError(f"a data source named {name!r} is already registered")
+        source = _open(name, target)
+        self._sources[name] = source
+        return source
+
+    def add(self, source: DataSource) -> DataSource:
+        """Register a source built elsewhere (another backend, a test double).
+
+        Raises:
+            ConfigError: the name is taken.
+        """
+        if source.name in self._sources:
+            raise ConfigError(f"a data source named {source.name!r} is already registered")
+        self._sources[source.name] = source
+        return source
+
+    def get(self, name: str) -> DataSource:
+        """The source called ``name``.
+
+        Raises:
+            ConfigError: no such source; the message lists the known ones or suggests the closest.
+        """
+        try:
+            return self._sources[name]
+        except KeyError:
+            raise ConfigError(self.unknown_message(name)) from None
+
+    def unknown_message(self, name: str) -> str:
+        """What to say when ``name`` is not a registered source."""
+        suggestion = closest_name(name, self._sources)
+        if suggestion:
+            return f"unknown data source {name!r} (did you mean {suggestion!r}?)"
+        known = ", ".join(self._sources) or "none registered"
+        return f"unknown data source {name!r} (known: {known})"
+
+    def names(self) -> list[str]:
+        """The registered names, in registration order."""
+        return list(self._sources)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sources
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+
+def _open(name: str, target: str | os.PathLike[str]) -> DataSource:
+    text = os.fspath(target)
+    scheme = urlsplit(text).scheme
+    if scheme in URL_SCHEMES:
+        return PostgresSource(name, text)
+    if scheme == "sqlite":
+        return SqliteSource(name, text.removeprefix("sqlite://"))
+    return SqliteSource(name, text)
+
+
+def shop_db_path() -> Path:
+    """The bundled example database, ``examples/data/shop.db`` (or ``$PLANGATE_SHOP_DB``).
+
+    Raises:
+        ConfigError: the file is not there (plangate installed from a wheel, without the repository).
+    """
+    override = os.environ.get(SHOP_DB_ENV)
+    path = Path(override) if override else _REPO_SHOP_DB
+    if not path.is_file():
+        raise ConfigError(
+            f"the example database is not at {str(path)!r}: run examples/data/make_shop_db.py from the "
+            f"repository, or set {SHOP_DB_ENV} to its path"
+        )
+    return path
+
+
+def register_shop(sources: DataSources, name: str = "shop") -> DataSource:
+    """Register the bundled example sales database under ``name`` (``shop``)."""
+    return sources.register(name, shop_db_path())
+
+
+__all__ = ["SHOP_DB_ENV", "DataSource", "DataSources", "register_shop", "shop_db_path"]

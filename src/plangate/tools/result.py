@@ -1,0 +1,144 @@
+"""What a tool call produced: :class:`ToolResult`, and how a function's return value becomes one.
+
+This module only shapes results; running tools, validating arguments and deciding consent live in
+``registry.py`` and ``tool.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue, field_validator, model_validator
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+SUMMARY_LIMIT = 48
+"""The longest summary, in characters; longer ones are clipped with an ellipsis."""
+
+ToolStatus = Literal["done", "failed", "blocked"]
+
+
+def clip_summary(text: str, limit: int = SUMMARY_LIMIT) -> str:
+    """Collapse whitespace in ``text`` and clip it to ``limit`` characters, ending with ``…`` when clipped."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1].rstrip() + "…"
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call, as the runtime records it and the model sees it.
+
+    ``status`` is ``done`` when the tool ran and succeeded, ``failed`` when it ran (or tried to) and failed,
+    ``blocked`` when it was not run at all (unknown or inactive tool, invalid arguments, a refused query).
+    ``success`` is true exactly when ``status`` is ``done``; it may be omitted and is then derived.
+
+    Attributes:
+        status: ``done``, ``failed`` or ``blocked``.
+        success: whether the call achieved what it was asked to do.
+        observation: the text the model sees next round.
+        summary: one short line for timelines and receipts (at most 48 characters).
+        error_code: a stable code for failures (``tool_error``, ``invalid_arguments``, ...).
+        error_message: a human-readable description of the failure.
+        data: an optional JSON value for programs (the rows of a query, the created object).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: ToolStatus
+    success: bool = False  # replaced by the status-derived value when omitted
+    observation: str
+    summary: str = ""
+    error_code: str | None = None
+    error_message: str | None = None
+    data: JsonValue = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_success(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "success" not in value and "status" in value:
+            return {**value, "success": value["status"] == "done"}
+        return value
+
+    @field_validator("summary")
+    @classmethod
+    def _clip(cls, value: str) -> str:
+        return clip_summary(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolResult:
+        if self.success != (self.status == "done"):
+            raise ValueError(
+                f"success must be {self.status == 'done'} when status is {self.status!r}, got {self.success}"
+            )
+        return self
+
+    @classmethod
+    def done(cls, observation: str, *, summary: str | None = None, data: JsonValue = None) -> ToolResult:
+        """A successful result; the summary defaults to the observation's first non-empty line."""
+        return cls(
+            status="done",
+            success=True,
+            observation=observation,
+            summary=summary if summary is not None else _first_line(observation),
+            data=data,
+        )
+
+    @classmethod
+    def failed(
+        cls, code: str, message: str, *, observation: str | None = None, data: JsonValue = None
+    ) -> ToolResult:
+        """A result for a call that ran, or tried to, and failed."""
+        return cls(
+            status="failed",
+            success=False,
+            observation=observation if observation is not None else f"error ({code}): {message}",
+            summary=message,
+            error_code=code,
+            error_message=message,
+            data=data,
+        )
+
+    @classmethod
+    def blocked(cls, code: str, message: str, *, observation: str | None = None) -> ToolResult:
+        """A result for a call that was not run at all."""
+        return cls(
+            status="blocked",
+            success=False,
+            observation=observation if observation is not None else f"not run ({code}): {message}",
+            summary=message,
+            error_code=code,
+            error_message=message,
+        )
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line
+    return ""
+
+
+def result_from_value(value: object) -> ToolResult:
+    """Turn what a tool function returned into a :class:`ToolResult`.
+
+    A ``ToolResult`` is kept as is; a string becomes the observation; ``None`` becomes ``done``; any other
+    value that serialises to JSON (pydantic models, dataclasses, dates included) becomes the observation as
+    JSON text and the result's ``data``. A value that cannot be serialised is a ``failed`` result.
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult.done(value)
+    if value is None:
+        return ToolResult.done("done")
+    try:
+        data = to_jsonable_python(value)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        message = f"the tool returned a {type(value).__name__}, which is not JSON: {exc}"
+        return ToolResult.failed("invalid_result", message)
+    return ToolResult.done(text, data=data)
+
+
+__all__ = ["SUMMARY_LIMIT", "ToolResult", "ToolStatus", "clip_summary", "result_from_value"]

@@ -1,0 +1,173 @@
+"""``plangate formula check | show | cook``: output, JSON, exit codes, one-line errors with no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from plangate.cli import _formula
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "formulas"
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+
+    @root.callback()
+    def _root() -> None:
+        """The root command."""
+
+    _formula.register(root)
+    return root
+
+
+def run(app: typer.Typer, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["formula", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.formula.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_check_passes_a_clean_formula(app: typer.Typer) -> None:
+    code, out, _ = run(app, "check", "release", "--path", str(EXAMPLES), "--var", "version=1.2.3")
+    assert code == 0
+    assert out.strip() == f"ok {EXAMPLES / 'release.formula.toml'}: 4 steps, no issues"
+
+
+def test_check_lists_issues_and_exits_1(app: typer.Typer, tmp_path: Path) -> None:
+    write(
+        tmp_path, "f", 'formula = "f"\n[[steps]]\nid = "run-tests"\n[[steps]]\nid = "b"\nneeds = ["run-test"]'
+    )
+    code, out, _ = run(app, "check", "f", "-p", str(tmp_path), "--var", "extra=1")
+    assert code == 1
+    assert out.splitlines() == [
+        "warning vars.extra: var 'extra' is not declared by the formula (unknown-var)",
+        "error steps[1].needs: step 'b' needs unknown step 'run-test' (did you mean 'run-tests'?) "
+        "(unknown-need)",
+        f"{tmp_path / 'f.formula.toml'}: 1 error, 1 warning",
+    ]
+
+
+def test_check_json_for_scripts(app: typer.Typer) -> None:
+    code, out, _ = run(app, "check", str(EXAMPLES / "release.formula.toml"), "--json")
+    assert code == 1
+    report = json.loads(out)
+    assert report == {
+        "formula": "release",
+        "ok": False,
+        "steps": 4,
+        "issues": [
+            {
+                "level": "error",
+                "code": "missing-var",
+                "path": "vars.version",
+                "message": "required var 'version' is not set",
+            }
+        ],
+    }
+
+
+def test_a_load_error_is_one_line_with_the_path_and_exit_2(app: typer.Typer, tmp_path: Path) -> None:
+    path = write(tmp_path, "bad", 'formula = "bad"\n[[steps]]\nid = "a"\ndepnds_on = ["x"]\n')
+    for command in ("check", "show", "cook"):
+        code, out, err = run(app, command, str(path))
+        assert code == 2
+        assert out == ""
+        assert err.strip() == f"error: {path}: steps[0].depnds_on: unknown field (did you mean 'depends_on'?)"
+        assert "Traceback" not in err
+
+
+def test_malformed_toml_names_line_and_column(app: typer.Typer, tmp_path: Path) -> None:
+    path = write(tmp_path, "bad", 'formula = "bad"\nversion = \ndescription = "x"\n')
+    code, _, err = run(app, "check", str(path))
+    assert code == 2
+    assert err.strip() == f"error: {path}: invalid TOML at line 2, column 11: Invalid value"
+
+
+def test_an_unknown_name_is_a_load_error(app: typer.Typer, tmp_path: Path) -> None:
+    write(tmp_path, "release", 'formula = "release"\n')
+    code, _, err = run(app, "check", "relase", "-p", str(tmp_path))
+    assert code == 2
+    assert "formula 'relase' not found in" in err and "(did you mean 'release'?)" in err
+
+
+def test_show_prints_a_tree_and_a_mermaid_graph(app: typer.Typer) -> None:
+    code, out, _ = run(app, "show", "retry-until", "-p", str(EXAMPLES))
+    assert code == 0
+    tree, graph = out.split("\n\n", 1)
+    assert tree.splitlines()[0] == "retry-until"
+    assert "wait-healthy.iter1.check" in tree
+    assert graph.strip().splitlines() == [
+        "graph TD",
+        '  s0["deploy: Deploy api"]',
+        '  subgraph s1 ["wait-healthy: Wait until api is healthy"]',
+        '    s2["wait-healthy.iter1.check: Health check 1 of api"]',
+        "  end",
+        '  s3["announce: Announce that api is live"]',
+        "  s0 --> s1",
+        "  s1 --> s3",
+    ]
+
+
+def test_show_json_has_steps_and_the_graph(app: typer.Typer) -> None:
+    code, out, _ = run(app, "show", "fanout", "-p", str(EXAMPLES), "--json")
+    assert code == 0
+    shown = json.loads(out)
+    assert [s["id"] for s in shown["steps"]] == ["list-regions", "verify"]
+    assert shown["steps"][1]["needs"] == ["list-regions"]
+    assert shown["mermaid"].startswith("graph TD\n")
+    assert "s0 --> s1" in shown["mermaid"]
+
+
+def test_show_works_without_the_required_vars(app: typer.Typer) -> None:
+    code, out, _ = run(app, "show", "release", "-p", str(EXAMPLES))
+    assert code == 0
+    assert "Run the test suite for <version>" in out
+
+
+def test_cook_json_prints_the_plan(app: typer.Typer) -> None:
+    code, out, _ = run(app, "cook", "release", "-p", str(EXAMPLES), "--var", "version=2.0.0", "--json")
+    assert code == 0
+    plan = json.loads(out)
+    steps = {s["id"]: s for s in plan["steps"]}
+    assert list(steps) == ["run-tests", "build", "approve", "publish"]
+    assert steps["publish"]["needs"] == ["approve"]
+    assert steps["publish"]["gate"]["timeout"] == 1800
+    assert steps["build"]["executor"] == {
+        "type": "tool",
+        "name": "build_artifact",
+        "args": {"version": "2.0.0", "channel": "stable"},
+    }
+    assert plan["vars"]["version"] == "2.0.0"
+
+
+def test_cook_needs_valid_vars(app: typer.Typer) -> None:
+    code, out, err = run(app, "cook", "release", "-p", str(EXAMPLES), "--var", "channel=nightly")
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"error: {EXAMPLES / 'release.formula.toml'}: vars.version: required var 'version' is not set "
+        "(and 1 more var problem)"
+    )
+
+
+def test_cook_prints_a_table(app: typer.Typer) -> None:
+    code, out, _ = run(app, "cook", "composed-release", "-p", str(EXAMPLES), "--var", "version=1.0.0")
+    assert code == 0
+    assert "composed-release: 9 steps" in out
+    assert "notes.approve" in out
+
+
+def test_a_var_without_equals_is_refused(app: typer.Typer) -> None:
+    code, _, err = run(app, "check", "release", "-p", str(EXAMPLES), "--var", "version")
+    assert code == 2
+    assert "--var expects NAME=VALUE, got 'version'" in err

@@ -1,0 +1,304 @@
+"""Checking plans: every issue code with its exact message and path; check_formula's load and cook issues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from formula_helpers import Library, cooked, formula
+
+from plangate.formulas import Issue, Plan, PlanStep, check, check_formula, has_errors
+from plangate.formulas.check import SUPPORTED_EXECUTORS
+
+
+def issues(text: str, tools: set[str] | None = None, **library: str) -> list[tuple[str, str, str, str]]:
+    plan = cooked(text, **library)
+    return [(i.level, i.code, i.path, i.message) for i in check(plan, tools=tools)]
+
+
+def test_a_clean_plan_has_no_issues() -> None:
+    text = 'formula = "f"\n[[steps]]\nid = "a"\ntool = { name = "x" }\n[[steps]]\nid = "b"\nneeds = ["a"]\n'
+    assert issues(text, tools={"x"}) == []
+
+
+def test_unknown_needs_with_did_you_mean() -> None:
+    text = 'formula = "f"\n[[steps]]\nid = "test"\n[[steps]]\nid = "b"\nneeds = ["tset", "zzz"]\n'
+    assert issues(text) == [
+        (
+            "error",
+            "unknown-need",
+            "steps[1].needs",
+            "step 'b' needs unknown step 'tset' (did you mean 'test'?)",
+        ),
+        ("error", "unknown-need", "steps[1].needs", "step 'b' needs unknown step 'zzz'"),
+    ]
+
+
+def test_cycles_are_named() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "a"
+    needs = ["c"]
+    [[steps]]
+    id = "b"
+    needs = ["a"]
+    [[steps]]
+    id = "c"
+    needs = ["b"]
+    [[steps]]
+    id = "self"
+    needs = ["self"]
+    """
+    assert issues(text) == [
+        ("error", "cycle", "steps[0].needs", "cycle: a -> c -> b -> a"),
+        ("error", "cycle", "steps[3].needs", "cycle: self -> self"),
+    ]
+
+
+def test_a_child_needing_its_parent_is_a_cycle() -> None:
+    text = 'formula = "f"\n[[steps]]\nid = "p"\n[[steps.children]]\nid = "c"\nneeds = ["p"]\n'
+    assert issues(text) == [
+        (
+            "error",
+            "cycle",
+            "steps[0].needs",
+            "cycle: p -> c -> p (a parent completes only after its children)",
+        )
+    ]
+
+
+def test_bad_condition_syntax_gives_the_column() -> None:
+    text = (
+        'formula = "f"\n[[steps]]\nid = "build"\n[[steps]]\nid = "b"\n'
+        "gate = { condition = \"build.status = 'x'\" }\n"
+    )
+    assert issues(text) == [
+        (
+            "error",
+            "condition-syntax",
+            "steps[1].gate.condition",
+            "expected a comparison operator (==, !=, <, <=, >, >=) at column 14, found '=' "
+            "(use '==' to compare) "
+            "in \"build.status = 'x'\"",
+        )
+    ]
+
+
+def test_gates_naming_unknown_steps() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "run-tests"
+    [[steps]]
+    id = "publish"
+    needs = ["run-tests"]
+    gate = { condition = "run-test.output.failed == 0 and children(nope).all(status == 'complete')" }
+    """
+    assert issues(text) == [
+        (
+            "error",
+            "unknown-step",
+            "steps[1].gate.condition",
+            "the condition names unknown step 'run-test' (did you mean 'run-tests'?)",
+        ),
+        ("error", "unknown-step", "steps[1].gate.condition", "the condition names unknown step 'nope'"),
+    ]
+
+
+def test_until_conditions_may_name_the_body_steps() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "poll"
+    [steps.loop]
+    until = "check.output.ok == true and nope.status == 'complete'"
+    max = 3
+    body = [{ id = "check" }]
+    """
+    assert issues(text) == [
+        ("error", "unknown-step", "steps[0].loop.until", "the condition names unknown step 'nope'")
+    ]
+
+
+def test_waits_for_an_unknown_step() -> None:
+    text = 'formula = "f"\n[[steps]]\nid = "fan"\n[[steps]]\nid = "j"\nwaits_for = "children-of(fann)"\n'
+    assert issues(text) == [
+        (
+            "error",
+            "unknown-step",
+            "steps[1].waits_for",
+            "waits_for names unknown step 'fann' (did you mean 'fan'?)",
+        )
+    ]
+
+
+def test_unknown_tools_only_when_tools_are_given() -> None:
+    text = 'formula = "f"\n[[steps]]\nid = "a"\ntool = { name = "run_tset" }\n'
+    assert issues(text) == []
+    assert issues(text, tools={"run_tests", "publish"}) == [
+        (
+            "error",
+            "unknown-tool",
+            "steps[0].tool.name",
+            "the executor names unknown tool 'run_tset' (did you mean 'run_tests'?)",
+        )
+    ]
+
+
+def test_agent_and_llm_steps_are_not_supported_yet() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "a"
+    agent = { prompt = "do it", tools = ["search"] }
+    [[steps]]
+    id = "b"
+    llm = { prompt = "say it" }
+    """
+    assert issues(text, tools={"search"}) == [
+        (
+            "error",
+            "unsupported-executor",
+            "steps[0].agent",
+            "agent steps need the agent runtime, which is not available yet",
+        ),
+        (
+            "error",
+            "unsupported-executor",
+            "steps[1].llm",
+            "llm steps need the agent runtime, which is not available yet",
+        ),
+    ]
+    assert {"tool", "human", "formula", "manual"} == SUPPORTED_EXECUTORS
+
+
+def test_output_references_must_name_a_step_that_is_needed() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "build"
+    [[steps]]
+    id = "mid"
+    needs = ["build"]
+    [[steps]]
+    id = "ok"
+    needs = ["mid"]
+    title = "{{steps.build.output.path}}"
+    [[steps]]
+    id = "racy"
+    tool = { name = "x", args = { p = "{{steps.build.output.path}}", q = "{{steps.biuld.output.path}}" } }
+    """
+    assert issues(text) == [
+        (
+            "warning",
+            "output-not-needed",
+            "steps[3]",
+            "step 'racy' reads the output of 'build' but does not need it, so it may start before that "
+            "output exists",
+        ),
+        (
+            "error",
+            "unknown-step",
+            "steps[3]",
+            "{{steps...}} reads unknown step 'biuld' (did you mean 'build'?)",
+        ),
+    ]
+
+
+def test_var_issues_come_from_check_formula() -> None:
+    text = """
+    formula = "f"
+    [vars.version]
+    required = true
+    [vars.channel]
+    enum = ["stable", "beta"]
+    default = "stable"
+    [vars.n]
+    type = "int"
+    default = 1
+    [vars.tag]
+    pattern = "v[0-9]+"
+    default = "v1"
+    [[steps]]
+    id = "a"
+    title = "{{version}} {{channel}} {{n}} {{tag}}"
+    """
+    plan, found = check_formula(formula(text), {"channel": "nightly", "n": "x", "tag": "1", "extra": "y"})
+    assert plan is not None and plan.steps[0].title == "<version> nightly x 1"
+    assert [(i.level, i.code, i.path, i.message) for i in found] == [
+        ("error", "missing-var", "vars.version", "required var 'version' is not set"),
+        ("error", "var-enum", "vars.channel", "var 'channel' must be one of 'stable', 'beta', got 'nightly'"),
+        ("error", "var-type", "vars.n", "var 'n': expected an int, got 'x'"),
+        ("error", "var-pattern", "vars.tag", "var 'tag' is '1', which does not match the pattern 'v[0-9]+'"),
+        ("warning", "unknown-var", "vars.extra", "var 'extra' is not declared by the formula"),
+    ]
+
+
+def test_check_formula_turns_load_errors_into_issues(tmp_path: Path) -> None:
+    (tmp_path / "bad.formula.toml").write_text(
+        'formula = "bad"\n[[steps]]\nid = "a"\nretries = "x"\n[[steps]]\nid = "b"\nneeds = 3\n',
+        encoding="utf-8",
+    )
+    plan, found = check_formula("bad", search_paths=[tmp_path])
+    assert plan is None
+    source = tmp_path / "bad.formula.toml"
+    assert [(i.code, i.path, i.message) for i in found] == [
+        ("schema", "steps[0].retries", f"{source}: expected an integer, got a string ('x')"),
+        ("schema", "steps[1].needs", f"{source}: expected a list, got an integer (3)"),
+    ]
+    plan, found = check_formula("missing", search_paths=[tmp_path])
+    assert plan is None and [i.code for i in found] == ["load-error"]
+
+
+def test_check_formula_turns_cook_errors_into_issues() -> None:
+    plan, found = check_formula(formula('formula = "f"\n[[steps]]\nid = "a"\ntitle = "{{nope}}"\n'), {})
+    assert plan is None
+    assert found == [
+        Issue(
+            level="error",
+            code="cook-error",
+            path="steps[0].title",
+            message="undefined name 'nope' in template '{{nope}}'",
+        )
+    ]
+
+
+def test_check_formula_reports_sub_formulas_that_cannot_be_loaded() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "a"
+    formula = { name = "child" }
+    on_complete = { for_each = "output.items", formula = "per-item" }
+    """
+    library = Library(child='formula = "child"\n')
+    plan, found = check_formula(formula(text), {}, loader=library)
+    assert plan is not None
+    assert [(i.code, i.path, i.message) for i in found] == [
+        ("unknown-formula", "steps[0].on_complete.formula", "formula 'per-item' not found")
+    ]
+
+
+def test_duplicate_ids_in_a_stored_plan() -> None:
+    plan = Plan(
+        formula="f", steps=[PlanStep(id="a", title="a", source="x"), PlanStep(id="a", title="a", source="y")]
+    )
+    assert [(i.code, i.path, i.message) for i in check(plan)] == [
+        ("duplicate-id", "y", "duplicate step id 'a' (also at x)")
+    ]
+
+
+def test_has_errors_ignores_warnings() -> None:
+    warning = Issue(level="warning", code="unknown-var", path="vars.x", message="m")
+    error = Issue(level="error", code="cycle", path="p", message="m")
+    assert not has_errors([warning])
+    assert has_errors([warning, error])
+    assert str(error) == "error: p: m [cycle]"
+
+
+@pytest.mark.parametrize("kind", ["agent", "llm"])
+def test_the_unsupported_message_is_the_only_issue_for_a_known_tool(kind: str) -> None:
+    prompt = f'{kind} = {{ prompt = "p" }}'
+    found = issues(f'formula = "f"\n[[steps]]\nid = "a"\n{prompt}\n', tools=set())
+    assert [code for _, code, _, _ in found] == ["unsupported-executor"]

@@ -1,0 +1,247 @@
+"""The anthropic provider against a mock transport serving real-shaped message streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx2
+import pytest
+
+from plangate.decisions import Decision, decision_json_schema, parse_decision_json, parse_tagged
+from plangate.errors import ConfigError, RunError
+from plangate.models import (
+    Completion,
+    Message,
+    ModelAuthenticationError,
+    ModelProviderError,
+    ModelRateLimitError,
+    ModelRequest,
+    ModelRequestError,
+    ModelUnavailableError,
+    ResponseSchema,
+    Usage,
+    complete,
+)
+from plangate.models.anthropic import AnthropicModel, split_messages
+
+KEY = "sk-ant-api03-0123456789SECRET"
+BASE = "http://claude.test"
+
+
+def event(kind: str, **data: object) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+
+def message_stream(*deltas: dict[str, object], block: dict[str, object] | None = None) -> str:
+    """A whole Messages API stream: start, one content block with ``deltas``, usage, stop."""
+    start = {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "claude-test",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 42, "output_tokens": 1},
+    }
+    parts = [
+        event("message_start", message=start),
+        event("content_block_start", index=0, content_block=block or {"type": "text", "text": ""}),
+        event("ping"),
+        *(event("content_block_delta", index=0, delta=delta) for delta in deltas),
+        event("content_block_stop", index=0),
+        event(
+            "message_delta",
+            delta={"stop_reason": "end_turn", "stop_sequence": None},
+            usage={"output_tokens": 17},
+        ),
+        event("message_stop"),
+    ]
+    return "".join(parts)
+
+
+def text(value: str) -> dict[str, object]:
+    return {"type": "text_delta", "text": value}
+
+
+class Server:
+    """A mock Messages endpoint that records each request body and answers with a fixed response."""
+
+    def __init__(self, body: str = "", status: int = 200) -> None:
+        self.body = body
+        self.status = status
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        content_type = "text/event-stream" if self.status == 200 else "application/json"
+        return httpx2.Response(self.status, text=self.body, headers={"content-type": content_type})
+
+    @property
+    def sent(self) -> dict[str, object]:
+        body = json.loads(self.requests[-1].content)
+        assert isinstance(body, dict)
+        return body
+
+
+def model_for(server: Server, **options: object) -> AnthropicModel:
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    return AnthropicModel(
+        "claude-test", api_key=KEY, base_url=BASE, http_client=client, max_retries=0, **options
+    )  # type: ignore[arg-type]
+
+
+def run(model: AnthropicModel, request: ModelRequest) -> Completion:
+    async def go() -> Completion:
+        try:
+            return await complete(model, request)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+CONVERSATION = [
+    Message("system", "You plan weeks."),
+    Message("system", "Answer briefly."),
+    Message("user", "Plan my week."),
+    Message("assistant", "Which week?"),
+    Message("user", "Next week."),
+    Message("system", "correction: call a tool first"),
+]
+
+
+def test_text_and_usage_stream_with_a_separate_system_prompt() -> None:
+    server = Server(
+        message_stream(text("<decision>"), text('{"action": "done"}</decision>'), text("All set."))
+    )
+    completion = run(model_for(server), ModelRequest("execute", CONVERSATION, max_tokens=512))
+    assert completion == Completion('<decision>{"action": "done"}</decision>All set.', "", Usage(42, 17))
+    assert parse_tagged(completion.text).decision == Decision(action="done")
+    sent = server.sent
+    assert sent["model"] == "claude-test"
+    assert sent["stream"] is True
+    assert sent["max_tokens"] == 512
+    assert sent["system"] == "You plan weeks.\n\nAnswer briefly."
+    assert sent["messages"] == [
+        {"role": "user", "content": "Plan my week."},
+        {"role": "assistant", "content": "Which week?"},
+        {"role": "user", "content": "Next week.\n\ncorrection: call a tool first"},
+    ]
+    assert "tools" not in sent
+    request = server.requests[-1]
+    assert str(request.url) == f"{BASE}/v1/messages"
+    # Older SDKs send the key as x-api-key, newer ones as a bearer token.
+    assert KEY in (
+        request.headers.get("x-api-key"),
+        request.headers.get("authorization", "").removeprefix("Bearer "),
+    )
+
+
+def test_the_json_wire_forces_a_tool_whose_input_is_the_json() -> None:
+    block = {"type": "tool_use", "id": "toolu_01", "name": "decision", "input": {}}
+    deltas = [
+        {"type": "input_json_delta", "partial_json": '{"action": "confirm", '},
+        {
+            "type": "input_json_delta",
+            "partial_json": '"tool_call": {"name": "place", "arguments": {"slot": 3}}}',
+        },
+    ]
+    server = Server(message_stream(*deltas, block=block))
+    schema = decision_json_schema(["place"])
+    model = model_for(server, wire="json")
+    assert model.wire == "json"
+    completion = run(
+        model, ModelRequest("execute", CONVERSATION, response_schema=ResponseSchema("decision", schema))
+    )
+    assert parse_decision_json(completion.text).action == "confirm"
+    assert server.sent["tools"] == [
+        {
+            "name": "decision",
+            "description": "Write the decision as this tool's input.",
+            "input_schema": schema,
+        }
+    ]
+    assert server.sent["tool_choice"] == {"type": "tool", "name": "decision"}
+
+
+def test_the_tagged_wire_is_the_default_and_sends_no_tool() -> None:
+    server = Server(message_stream(text("hi")))
+    model = model_for(server)
+    assert model.wire == "tagged"
+    schema = ResponseSchema("decision", decision_json_schema())
+    run(model, ModelRequest("execute", CONVERSATION, response_schema=schema, wire="tagged"))
+    assert "tools" not in server.sent
+
+
+def test_thinking_becomes_reasoning() -> None:
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    server = Server(message_stream({"type": "thinking_delta", "thinking": "Monday is full."}, block=block))
+    assert run(model_for(server), ModelRequest("execute", CONVERSATION)).reasoning == "Monday is full."
+
+
+def test_defaults_and_temperature_are_sent() -> None:
+    server = Server(message_stream(text("x")))
+    run(model_for(server, max_tokens=1000), ModelRequest("deliver", [Message("user", "hi")], temperature=0.3))
+    assert (server.sent["max_tokens"], server.sent["temperature"]) == (1000, 0.3)
+    assert "system" not in server.sent
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (401, ModelAuthenticationError),
+        (400, ModelRequestError),
+        (429, ModelRateLimitError),
+        (529, ModelUnavailableError),
+        (500, ModelUnavailableError),
+    ],
+)
+def test_error_statuses_map_to_run_errors_without_the_key(
+    status: int, kind: type[ModelProviderError]
+) -> None:
+    body = json.dumps({"type": "error", "error": {"type": "some_error", "message": f"bad key {KEY}"}})
+    with pytest.raises(RunError) as info:
+        run(model_for(Server(body, status=status)), ModelRequest("execute", CONVERSATION))
+    error = info.value
+    assert type(error) is kind
+    assert str(error) == f"anthropic:claude-test: HTTP {status}, {_WHAT[kind]}: bad key [redacted]"
+    assert KEY not in str(error)
+
+
+_WHAT = {
+    ModelAuthenticationError: "the provider refused the credentials",
+    ModelRequestError: "the provider refused the request",
+    ModelRateLimitError: "rate limited or out of quota",
+    ModelUnavailableError: "the provider is unavailable",
+}
+
+
+def test_a_key_is_required_and_never_shown() -> None:
+    with pytest.raises(ConfigError, match="anthropic:claude-test needs an API key: set ANTHROPIC_API_KEY"):
+        AnthropicModel("claude-test")
+    model = model_for(Server())
+    assert (
+        repr(model)
+        == "AnthropicModel(name='anthropic:claude-test', base_url='http://claude.test', wire='tagged')"
+    )
+    asyncio.run(model.aclose())
+
+
+def test_key_and_base_url_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://env.test")
+    server = Server(message_stream(text("hi")))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    assert (
+        run(AnthropicModel("c", http_client=client, max_retries=0), ModelRequest("x", CONVERSATION)).text
+        == "hi"
+    )
+    assert str(server.requests[-1].url) == "http://env.test/v1/messages"
+
+
+def test_split_messages_keeps_only_leading_system_messages_apart() -> None:
+    system, turns = split_messages([Message("user", "a"), Message("system", "b"), Message("assistant", "c")])
+    assert system == ""
+    assert turns == [{"role": "user", "content": "a\n\nb"}, {"role": "assistant", "content": "c"}]

@@ -1,0 +1,231 @@
+"""What is particular to the SQLite backend: URLs, opening errors, pragmas, the frozen schema, file growth."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import plangate.store
+from plangate.errors import ConfigError, RunError, StoreError
+from plangate.events import SpeakEvent
+from plangate.store import DEFAULT_STORE_PATH, SCHEMA_VERSION, SQLiteStore, open_store
+from plangate.store.url import sqlite_target
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _docstring_example(module: object) -> str:
+    """The code block that follows the ``::`` line of a module's docstring."""
+    doc = getattr(module, "__doc__", None) or ""
+    block = doc.split("::\n", 1)[1]
+    lines = []
+    for line in block.splitlines():
+        if line and not line.startswith("    "):
+            break
+        lines.append(line)
+    return textwrap.dedent("\n".join(lines))
+
+
+def test_the_package_example_runs() -> None:
+    code = _docstring_example(plangate.store)
+    assert "store.transaction(run.id)" in code
+    exec(compile(code, "plangate.store docstring", "exec"), {})
+
+
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("sqlite:///runs/plangate.db", "runs/plangate.db"),
+        ("sqlite:////var/lib/plangate.db", "/var/lib/plangate.db"),
+        (":memory:", ":memory:"),
+        ("sqlite://:memory:", ":memory:"),
+        ("sqlite:///:memory:", ":memory:"),
+        ("  data/store.db ", "data/store.db"),
+        ("/abs/store.db", "/abs/store.db"),
+        ("SQLITE:///x.db", "x.db"),
+    ],
+)
+def test_store_urls(url: str, target: str) -> None:
+    assert sqlite_target(url) == target
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("", "expected sqlite:///relative/path.db, .* found an empty string"),
+        ("mysql://db/plangate", "found the unknown scheme 'mysql'"),
+        ("sqlite:/x.db", "found 'sqlite:/x.db' .did you mean"),
+        ("sqlite:///", "a path after 'sqlite:///' is missing"),
+    ],
+)
+def test_bad_store_urls(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        sqlite_target(url)
+
+
+@pytest.mark.parametrize("url", ["postgresql://app:s3cret@db/plangate", "postgres://app:s3cret@db/plangate"])
+def test_a_postgres_url_names_the_extra_and_hides_the_password(url: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        open_store(url)
+    assert 'pip install "plangate[postgres]"' in str(err.value)
+    assert "s3cret" not in str(err.value)
+
+
+def test_no_url_reads_the_environment_then_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANGATE_STORE", "sqlite:///from-env.db")
+    assert sqlite_target(None) == "from-env.db"
+    monkeypatch.setenv("PLANGATE_STORE", "  ")
+    assert sqlite_target(None) == str(DEFAULT_STORE_PATH)
+    monkeypatch.delenv("PLANGATE_STORE")
+    store = open_store()
+    try:
+        run_id = store.create_run("agent", "default", {}).id
+    finally:
+        store.close()
+    assert (tmp_path / ".plangate" / "plangate.db").is_file()
+    with SQLiteStore(tmp_path / ".plangate" / "plangate.db") as again:
+        assert again.get_run(run_id).name == "default"
+
+
+def test_opening_a_directory_is_a_readable_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=f"cannot open the store at {tmp_path}: expected a database file"):
+        SQLiteStore(tmp_path)
+
+
+def test_opening_a_file_that_is_not_a_database_is_a_readable_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("shopping list: eggs, milk\n" * 100)
+    with pytest.raises(
+        StoreError, match=r"opening failed on the store at .*notes.db: .*not a plangate store"
+    ):
+        SQLiteStore(path)
+    assert path.read_text().startswith("shopping list")
+
+
+def test_a_folder_that_cannot_be_made_is_a_readable_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(StoreError, match="cannot create the folder of the store at") as err:
+        SQLiteStore(blocker / "sub" / "plangate.db")
+    assert isinstance(err.value, RunError)
+
+
+def test_busy_timeout_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="busy_timeout: expected a positive number of seconds; found -1"):
+        SQLiteStore(tmp_path / "x.db", busy_timeout=-1)
+
+
+def test_the_file_is_in_wal_mode_with_normal_sync(tmp_path: Path) -> None:
+    path = tmp_path / "wal.db"
+    with SQLiteStore(path) as store:
+        store.create_run("agent", "a", {})
+        outside = sqlite3.connect(path)
+        try:
+            assert outside.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        finally:
+            outside.close()
+        # synchronous and foreign_keys are per connection: read them on the store's own.
+        conn = store._conn
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def _schema(path: Path) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        found = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type DESC, name"
+        ).fetchall()
+        version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
+    finally:
+        conn.close()
+    assert version == SCHEMA_VERSION
+    return "".join(f"-- {kind} {name}\n{sql};\n\n" for kind, name, sql in found).rstrip() + "\n"
+
+
+def test_the_schema_matches_the_frozen_one(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "fresh.db").close()
+    frozen = (FIXTURES / f"sqlite_schema_v{SCHEMA_VERSION}.sql").read_text()
+    body = frozen.split("\n\n", 1)[1]
+    assert _schema(tmp_path / "fresh.db") == body
+
+
+def test_an_empty_sqlite_file_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    with SQLiteStore(path) as store:
+        assert store.create_run("ask", "q", {}).status == "queued"
+
+
+def test_snapshots_are_replaced_so_the_file_grows_with_events_only(tmp_path: Path) -> None:
+    path = tmp_path / "growth.db"
+    with SQLiteStore(path) as store:
+        run_id = store.create_run("agent", "long", {}).id
+        for round_index in range(200):
+            with store.transaction(run_id) as tx:
+                tx.append(SpeakEvent(text=f"round {round_index}"))
+                tx.set_snapshot({"round": round_index, "history": ["x" * 100] * 20})
+    conn = sqlite3.connect(path)
+    try:
+        counts = [
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("events", "snapshots")
+        ]
+    finally:
+        conn.close()
+    assert counts == [200, 1]
+
+
+def test_a_writer_held_elsewhere_past_the_busy_timeout_is_a_readable_error(tmp_path: Path) -> None:
+    path = tmp_path / "busy.db"
+    with SQLiteStore(path, busy_timeout=0.05) as store:
+        run_id = store.create_run("agent", "a", {}).id
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(
+                StoreError, match=r"database is locked; another process held the store's write"
+            ):
+                with store.transaction(run_id) as tx:
+                    tx.append(SpeakEvent(text="blocked"))
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        with store.transaction(run_id) as tx:
+            assert tx.append(SpeakEvent(text="free again")).seq == 1
+
+
+def test_a_store_opened_before_a_fork_refuses_to_work_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "fork.db")
+    run_id = store.create_run("agent", "a", {}).id
+    parent = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: parent + 1)
+    with pytest.raises(StoreError, match=f"opened in process {parent} and is used in process {parent + 1}"):
+        store.get_run(run_id)
+    monkeypatch.undo()
+    assert store.get_run(run_id).id == run_id
+    store.close()
+
+
+def test_an_event_the_store_cannot_decode_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.db"
+    with SQLiteStore(path) as store:
+        run_id = store.create_run("agent", "a", {}).id
+        with store.transaction(run_id) as tx:
+            tx.append(SpeakEvent(text="fine"))
+        outside = sqlite3.connect(path)
+        with outside:
+            outside.execute("UPDATE events SET payload = '{\"text\": 5}'")
+        outside.close()
+        with pytest.raises(
+            StoreError, match=f"cannot read: event {run_id}#1: .*text: Input should be a valid string"
+        ):
+            store.events(run_id)

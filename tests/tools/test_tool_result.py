@@ -1,0 +1,86 @@
+"""ToolResult: derived success, clipped summaries, constructors and the JSON round trip."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from plangate.tools import SUMMARY_LIMIT, ToolResult, clip_summary
+
+
+def test_short_summaries_are_kept_and_long_ones_clipped_with_an_ellipsis() -> None:
+    assert clip_summary("placed t1 at 9") == "placed t1 at 9"
+    exact = "x" * 48
+    assert clip_summary(exact) == exact
+    clipped = clip_summary("y" * 49)
+    assert clipped == "y" * 47 + "…"
+    assert len(clipped) == 48
+
+
+def test_whitespace_in_a_summary_is_collapsed() -> None:
+    assert clip_summary("  two\n lines\tand  gaps ") == "two lines and gaps"
+
+
+@given(st.text(max_size=120))
+def test_summaries_never_exceed_the_limit(text: str) -> None:
+    clipped = clip_summary(text)
+    flat = " ".join(text.split())
+    assert len(clipped) <= SUMMARY_LIMIT
+    if len(flat) <= SUMMARY_LIMIT:
+        assert clipped == flat
+    else:
+        assert clipped.endswith("…")
+        assert flat.startswith(clipped[:-1].rstrip())
+
+
+def test_every_result_has_its_summary_clipped() -> None:
+    result = ToolResult(status="done", observation="ok", summary="z" * 100)
+    assert len(result.summary) == 48
+    assert result.success is True
+
+
+def test_done_takes_the_first_non_empty_line_as_summary() -> None:
+    result = ToolResult.done("\n\nregion | revenue\nNorth | 12\n", data={"rows": 1})
+    assert (result.status, result.success, result.summary, result.data) == (
+        "done",
+        True,
+        "region | revenue",
+        {"rows": 1},
+    )
+
+
+def test_failed_and_blocked_carry_code_and_message() -> None:
+    failed = ToolResult.failed("sql_error", "no such table: nope")
+    assert (failed.status, failed.success, failed.error_code, failed.error_message, failed.observation) == (
+        "failed",
+        False,
+        "sql_error",
+        "no such table: nope",
+        "error (sql_error): no such table: nope",
+    )
+    blocked = ToolResult.blocked("inactive_tool", "call context_tools_add first")
+    assert (blocked.status, blocked.success, blocked.observation) == (
+        "blocked",
+        False,
+        "not run (inactive_tool): call context_tools_add first",
+    )
+
+
+def test_success_is_derived_from_status_and_must_agree_with_it() -> None:
+    assert ToolResult(status="failed", observation="x").success is False
+    with pytest.raises(ValidationError, match="success must be False when status is 'blocked', got True"):
+        ToolResult(status="blocked", success=True, observation="x")
+
+
+def test_json_round_trip() -> None:
+    result = ToolResult.done("3 rows", data={"columns": ["a"], "rows": [[1], [2], [3]]})
+    text = result.model_dump_json()
+    assert ToolResult.model_validate_json(text) == result
+
+
+def test_results_are_immutable() -> None:
+    result = ToolResult.done("ok")
+    with pytest.raises(ValidationError):
+        result.observation = "changed"  # type: ignore[misc]
