@@ -99,7 +99,10 @@ def notify(message: str = "", channel: str = "team", step: str = "") -> str:
         step: the step the message is about.
     """
     text = message or f"step {step} finished"
-    _write(f"messages/{channel}.log", text + "\n")
+    log = WORKDIR / "messages" / f"{channel}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(text + "\n")
     return f"posted to #{channel}: {text}"
 
 

@@ -368,7 +368,7 @@ def test_a_step_with_children_completes_when_they_do(tmp_path: Path) -> None:
 def test_until_loop_adds_iterations_until_the_condition_holds(tmp_path: Path) -> None:
     calls = Calls()
     calls.healthy_after = 2
-    text = (EXAMPLES / "retry-until.formula.toml").read_text().replace('timer = "10s"', 'timer = "1s"')
+    text = (EXAMPLES / "retry-until.formula.toml").read_text().replace('timer = "2s"', 'timer = "1s"')
     (tmp_path / "retry-until.formula.toml").write_text(text)
     runner = runner_for(tmp_path, calls)
     result = start(runner, "retry-until")

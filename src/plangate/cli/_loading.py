@@ -67,11 +67,32 @@ def _import_target(spec: str) -> object:
         raise ConfigError(f"--tools {spec}: {module_part!r} has no attribute {attr!r}") from None
 
 
-def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
-    """A registry with every tool the ``--tools`` specs name."""
+def tool_specs(specs: Iterable[str] | None) -> list[str]:
+    """The ``--tools`` specs (or ``PLANGATE_TOOLS``), file paths made absolute so they work from anywhere."""
     given = list(specs or [])
     if not given and os.environ.get("PLANGATE_TOOLS"):
         given = [s.strip() for s in os.environ["PLANGATE_TOOLS"].split(",") if s.strip()]
+    resolved = []
+    for spec in given:
+        module_part, sep, attr = spec.rpartition(":")
+        if sep and (module_part.endswith(".py") or "/" in module_part) and Path(module_part).is_file():
+            spec = f"{Path(module_part).resolve()}:{attr}"
+        resolved.append(spec)
+    return resolved
+
+
+def run_tool_specs(store: Store, run_id: str) -> list[str]:
+    """The tool specs a run was started with (its root run's), for resuming it in another process."""
+    run = store.get_run(run_id)
+    while run.parent_run_id is not None:
+        run = store.get_run(run.parent_run_id)
+    specs = run.input.get("tools")
+    return [s for s in specs if isinstance(s, str)] if isinstance(specs, list) else []
+
+
+def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
+    """A registry with every tool the ``--tools`` specs name."""
+    given = tool_specs(specs)
     registry = ToolRegistry()
     for spec in given:
         target = _import_target(spec)
@@ -95,4 +116,4 @@ def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
     return registry
 
 
-__all__ = ["StoreOpt", "ToolsOpt", "store_from", "tools_from"]
+__all__ = ["StoreOpt", "ToolsOpt", "run_tool_specs", "store_from", "tool_specs", "tools_from"]

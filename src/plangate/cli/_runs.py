@@ -23,7 +23,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, parse_vars, print_json
-from plangate.cli._loading import StoreOpt, ToolsOpt, store_from, tools_from
+from plangate.cli._loading import StoreOpt, ToolsOpt, run_tool_specs, store_from, tool_specs, tools_from
 from plangate.errors import UserError
 from plangate.events import (
     Event,
@@ -194,6 +194,23 @@ InteractiveOpt = Annotated[
 ]
 
 
+def _runner_for(
+    store: str | None,
+    tools: list[str] | None,
+    *,
+    run_id: str | None = None,
+    interaction_id: str | None = None,
+) -> FormulaRunner:
+    """A runner for an existing run: the tools given, else the ones the run was started with."""
+    opened = store_from(store)
+    specs = tool_specs(tools)
+    if not specs:
+        if run_id is None and interaction_id is not None:
+            run_id = opened.get_interaction(interaction_id).run_id
+        specs = run_tool_specs(opened, run_id) if run_id is not None else []
+    return FormulaRunner(opened, tools_from(specs), tool_specs=specs)
+
+
 def run_command(
     name: Annotated[str, typer.Argument(help="A formula name, or a path to a formula file.")],
     var: VarOpt = None,
@@ -206,7 +223,8 @@ def run_command(
 ) -> None:
     """Run a formula: live progress, and questions asked here when a person is needed."""
     try:
-        runner = FormulaRunner(store_from(store), tools_from(tools), search_paths=path)
+        specs = tool_specs(tools)
+        runner = FormulaRunner(store_from(store), tools_from(specs), search_paths=path, tool_specs=specs)
         plan = runner.plan(name, parse_vars(var))
         with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
             result = _drive(runner, runner.start(plan), detach=detach, interactive=interactive)
@@ -226,7 +244,7 @@ def resume_command(
 ) -> None:
     """Continue a run from its last committed transition (after a crash, or once a person answered)."""
     try:
-        runner = FormulaRunner(store_from(store), tools_from(tools))
+        runner = _runner_for(store, tools, run_id=run_id)
         with _Progress(runner.store) if not json else nullcontext():
             result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
     except UserError as exc:
@@ -349,7 +367,7 @@ def _resolve(
     json: bool,
 ) -> None:
     try:
-        runner = FormulaRunner(store_from(store), tools_from(tools))
+        runner = _runner_for(store, tools, interaction_id=interaction_id)
         run_id = runner.resolve(interaction_id, resolution, by="cli")
         root = run_id
         while (parent := runner.store.get_run(root).parent_run_id) is not None:
@@ -422,7 +440,7 @@ def complete_command(
         fail(f"--output: expected a JSON object, got {type(value).__name__}")
         return
     try:
-        runner = FormulaRunner(store_from(store), tools_from(tools))
+        runner = _runner_for(store, tools, run_id=run_id)
         runner.complete_step(run_id, step, value)
         if not resume:
             out.print(f"completed {step}; continue with: plangate resume {run_id}")

@@ -8,7 +8,7 @@ transition never rewrites the whole state. Not for: deciding what runs next (``_
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -68,6 +68,25 @@ class StepRun:
         )
 
 
+class _Outputs(Mapping[str, Mapping[str, JsonValue]]):
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Mapping[str, StepRun]) -> None:
+        self._steps = steps
+
+    def __getitem__(self, step_id: str) -> Mapping[str, JsonValue]:
+        step = self._steps[step_id]
+        if step.status != "complete":
+            raise KeyError(step_id)
+        return step.output or {}
+
+    def __iter__(self) -> Iterator[str]:
+        return (sid for sid, step in self._steps.items() if step.status == "complete")
+
+    def __len__(self) -> int:
+        return sum(1 for step in self._steps.values() if step.status == "complete")
+
+
 @dataclass
 class RunState:
     """A formula run in memory: its plan, its steps' states and its until-loop progress."""
@@ -76,6 +95,7 @@ class RunState:
     steps: dict[str, StepRun]
     iterations: dict[str, int] = field(default_factory=dict)
     seq: int = 0
+    _plan_cache: tuple[Plan, JsonValue] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def new(cls, plan: Plan) -> RunState:
@@ -86,8 +106,11 @@ class RunState:
     # -- durable form -------------------------------------------------------------------------------------
 
     def to_snapshot(self) -> dict[str, JsonValue]:
+        # the plan changes only when a loop grows it: serialise it once per version, not per checkpoint
+        if self._plan_cache is None or self._plan_cache[0] is not self.plan:
+            self._plan_cache = (self.plan, cast(JsonValue, self.plan.to_dict()))
         return {
-            "plan": cast(JsonValue, self.plan.to_dict()),
+            "plan": self._plan_cache[1],
             "steps": {sid: s.to_json() for sid, s in self.steps.items()},
             "iterations": cast(JsonValue, dict(self.iterations)),
         }
@@ -124,9 +147,12 @@ class RunState:
 
     # -- views --------------------------------------------------------------------------------------------
 
-    def outputs(self) -> dict[str, Mapping[str, JsonValue]]:
-        """The output of every step that completed, by id (what ``{{steps.<id>.output.<key>}}`` reads)."""
-        return {sid: s.output or {} for sid, s in self.steps.items() if s.status == "complete"}
+    def outputs(self) -> Mapping[str, Mapping[str, JsonValue]]:
+        """The output of every step that completed, by id (what ``{{steps.<id>.output.<key>}}`` reads).
+
+        A live view, not a copy: rendering one step's arguments must not cost the size of the plan.
+        """
+        return _Outputs(self.steps)
 
     def condition_steps(self) -> dict[str, StepState]:
         """Every step as the condition language sees it, children nested."""

@@ -58,6 +58,8 @@ class Scheduler:
         self.graph = PlanGraph(state.plan)
         self.unmet: dict[str, int] = {}
         self.candidates: dict[str, None] = {}
+        self.unfinished: set[str] = set()
+        self.waiting: set[str] = set()
         self.queued: dict[str, None] = {}  # ready steps waiting for a free slot, in arrival order
         self.tasks: dict[asyncio.Task[StepOutcome], str] = {}
         self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | fanout | subrun)
@@ -96,6 +98,8 @@ class Scheduler:
 
     def _index(self) -> None:
         steps = self.state.steps
+        self.unfinished = {sid for sid, run in steps.items() if not run.terminal}
+        self.waiting = {sid for sid, run in steps.items() if run.status == "waiting"}
         for step in self.state.plan.steps:
             self.unmet[step.id] = sum(1 for n in step.needs if steps[n].status != "complete")
         for step in self.state.plan.steps:
@@ -120,7 +124,7 @@ class Scheduler:
                 self._check_container(run.id)
 
     def _ending(self) -> tuple[RunStatus, str] | None:
-        if self.tasks or self.to_launch or not all(s.terminal for s in self.state.steps.values()):
+        if self.tasks or self.to_launch or self.unfinished:
             return None
         failed = [s.id for s in self.state.steps.values() if s.status == "failed"]
         if failed:
@@ -133,6 +137,19 @@ class Scheduler:
         self.ops.append(lambda tx: self._append(tx, event))
         if isinstance(event, StepStateEvent):
             self.state.apply(event)
+            self._track(event.step_id)
+
+    def _track(self, step_id: str) -> None:
+        """Keep the unfinished and waiting sets current, so each pass costs what changed."""
+        run = self.state.steps[step_id]
+        if run.terminal:
+            self.unfinished.discard(step_id)
+        else:
+            self.unfinished.add(step_id)
+        if run.status == "waiting":
+            self.waiting.add(step_id)
+        else:
+            self.waiting.discard(step_id)
 
     def _append(self, tx: Transaction, event: Any) -> None:
         tx.append(event)
@@ -403,6 +420,7 @@ class Scheduler:
             wait={"kind": wait_kind},
         )
         self.state.apply(placeholder)
+        self._track(step.id)
 
         def open_it(tx: Transaction) -> None:
             interaction = tx.open_interaction(interaction_kind, text, step_id=step.id)
@@ -585,6 +603,7 @@ class Scheduler:
         self.gated.extend(s.id for s in new_steps if s.gate is not None and s.gate.condition)
         for step in new_steps:
             self.state.steps.setdefault(step.id, StepRun(step.id))
+            self._track(step.id)
             self.unmet[step.id] = sum(1 for n in step.needs if self.state.steps[n].status != "complete")
             if any(self.state.steps[n].status in {"failed", "skipped", "cancelled"} for n in step.needs):
                 self._skip(step.id, self._blocked_reason(step))
@@ -598,9 +617,8 @@ class Scheduler:
         now = self.runner.clock()
         deadlines = []
         polling = False
-        for run in self.state.steps.values():
-            if run.status != "waiting":
-                continue
+        for step_id in self.waiting:
+            run = self.state.steps[step_id]
             kind = run.wait.get("kind")
             for key in ("until", "deadline"):
                 value = run.wait.get(key)
@@ -610,9 +628,9 @@ class Scheduler:
                 polling = True  # a condition may read files or the environment: look again now and then
         if not deadlines and not polling:
             return None
-        for run in self.state.steps.values():
-            if run.status == "waiting" and run.wait.get("kind") in {"gate", "timer"}:
-                self.candidates[run.id] = None
+        for step_id in self.waiting:
+            if self.state.steps[step_id].wait.get("kind") in {"gate", "timer"}:
+                self.candidates[step_id] = None
         if not deadlines:
             return self.runner.poll_interval if self.tasks else None
         return max(0.0, min(min(deadlines) - now, self.runner.poll_interval))

@@ -86,8 +86,9 @@ class FormulaRunner:
         root: Path | None = None,
         env: Mapping[str, str] | None = None,
         poll_interval: float = 1.0,
-        checkpoint_every: int = 256,
+        checkpoint_every: int = 1024,
         clock: Callable[[], float] = time.time,
+        tool_specs: Iterable[str] = (),
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -100,6 +101,8 @@ class FormulaRunner:
         self.poll_interval = poll_interval
         self.checkpoint_every = checkpoint_every
         self.clock = clock
+        # where the tools came from (``module:attr``), kept with the run so another process can resume it
+        self.tool_specs = list(tool_specs)
 
     # -- planning -----------------------------------------------------------------------------------------
 
@@ -143,7 +146,7 @@ class FormulaRunner:
         run = self.store.create_run(
             "formula",
             plan.formula,
-            {"formula": plan.formula, "vars": dict(plan.vars)},
+            {"formula": plan.formula, "vars": dict(plan.vars), "tools": list(self.tool_specs)},
             owner=owner,
             parent_run_id=parent_run_id,
         )

@@ -1,0 +1,102 @@
+"""``plangate run / approve / status / runs / events / complete / cancel`` from the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from plangate.cli.app import app
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "formulas"
+TOOLS = f"{EXAMPLES / 'tools.py'}:registry"
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANGATE_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
+    return CliRunner()
+
+
+def run_release(cli: CliRunner, *extra: str, input: str | None = None) -> tuple[int, str]:
+    result = cli.invoke(
+        app,
+        ["run", "release", "--path", str(EXAMPLES), "--tools", TOOLS, "--var", "version=2.5.0", *extra],
+        input=input,
+    )
+    return result.exit_code, result.output
+
+
+def test_run_asks_in_the_terminal_and_finishes(cli: CliRunner) -> None:
+    code, output = run_release(cli, "--interactive", input="y\n")
+    assert code == 0, output
+    assert "Ship 2.5.0 to stable?" in output
+    assert re.search(r"run run_\S+ completed", output)
+    for step in ("run-tests", "build", "approve", "publish"):
+        assert step in output
+
+
+def test_detached_run_waits_and_approve_finishes_it(cli: CliRunner) -> None:
+    code, output = run_release(cli, "--detach", "--json")
+    assert code == 0, output
+    waiting = json.loads(output)
+    assert waiting["status"] == "waiting"
+    interaction = waiting["interaction"]["id"]
+
+    status = cli.invoke(app, ["status", waiting["run_id"], "--json"])
+    assert json.loads(status.output)["steps"]["approve"]["status"] == "waiting"
+
+    approved = cli.invoke(app, ["approve", interaction, "--json"])  # the run remembers its tools
+    assert approved.exit_code == 0, approved.output
+    assert json.loads(approved.output)["status"] == "completed"
+
+    again = cli.invoke(app, ["approve", interaction, "--tools", TOOLS])
+    assert again.exit_code == 2
+    assert "already" in again.output or "not open" in again.output
+
+    runs = cli.invoke(app, ["runs", "--json"])
+    assert [r["status"] for r in json.loads(runs.output)] == ["completed"]
+    events = cli.invoke(app, ["events", waiting["run_id"], "--json"])
+    types = [json.loads(line)["type"] for line in events.output.splitlines()]
+    assert types[0] == "status" and "interaction_resolved" in types and types[-1] == "status"
+
+
+def test_reject_fails_the_run_with_exit_1(cli: CliRunner) -> None:
+    _, output = run_release(cli, "--detach", "--json")
+    interaction = json.loads(output)["interaction"]["id"]
+    rejected = cli.invoke(app, ["reject", interaction, "--reason", "freeze week", "--tools", TOOLS])
+    assert rejected.exit_code == 1
+    assert "failed" in rejected.output
+
+
+def test_manual_step_is_completed_from_the_command_line(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "sign.formula.toml").write_text(
+        'formula = "sign"\n[[steps]]\nid = "sign"\ntitle = "Sign it"\n'
+        '[[steps]]\nid = "tell"\nneeds = ["sign"]\n'
+        'tool = { name = "notify", args = { message = "signed by {{steps.sign.output.by}}" } }\n'
+    )
+    started = cli.invoke(app, ["run", "sign.formula.toml", "--tools", TOOLS, "--detach", "--json"])
+    run_id = json.loads(started.output)["run_id"]
+    bad = cli.invoke(app, ["complete", run_id, "sign", "--output", "{not json", "--tools", TOOLS])
+    assert bad.exit_code == 2 and "not JSON" in bad.output
+    done = cli.invoke(
+        app, ["complete", run_id, "sign", "--output", '{"by": "Kim"}', "--tools", TOOLS, "--json"]
+    )
+    assert json.loads(done.output)["status"] == "completed"
+    assert (tmp_path / ".plangate/demo/messages/team.log").read_text() == "signed by Kim\n"
+
+
+def test_user_mistakes_are_one_line_errors(cli: CliRunner) -> None:
+    missing_var = cli.invoke(app, ["run", "release", "--path", str(EXAMPLES), "--tools", TOOLS])
+    assert missing_var.exit_code == 2
+    assert "version" in missing_var.output and "Traceback" not in missing_var.output
+    unknown = cli.invoke(app, ["run", "no-such-formula", "--tools", TOOLS])
+    assert unknown.exit_code == 2 and "no-such-formula" in unknown.output
+    bad_tools = cli.invoke(app, ["run", "release", "--tools", "nowhere.py:registry"])
+    assert bad_tools.exit_code == 2 and "nowhere.py" in bad_tools.output
+    bad_run = cli.invoke(app, ["status", "run_missing"])
+    assert bad_run.exit_code == 2 and "run_missing" in bad_run.output
