@@ -4,7 +4,7 @@ Ten expressions over the same data (field comparisons, and/or chains, nested out
 children), each written in plangate and as the closest CEL equivalent. For every engine it measures compiling
 one expression and evaluating it once, and prints a row per expression, the median ratios and the targets.
 
-Run:  .venv/bin/python bench/conditions.py            (full run, about a minute)
+Run:  .venv/bin/python bench/conditions.py            (full run, under a minute)
       .venv/bin/python bench/conditions.py --quick    (a few seconds, rougher numbers)
 
 Times are CPU time of this process (``time.process_time``), best of several repeats, so that other work on a
@@ -78,7 +78,8 @@ TARGETS = (
 def make_steps() -> dict[str, StepState]:
     """The shared data: a small pipeline whose ``tests`` step has 50 children (45 complete)."""
     children = [
-        StepState(f"tests-{i:02d}", "running" if i % 10 == 9 else "complete", {"duration": i}) for i in range(50)
+        StepState(f"tests-{i:02d}", "running" if i % 10 == 9 else "complete", {"duration": i})
+        for i in range(50)
     ]
     steps = [
         StepState("build", "complete", {"artifact": "app.tar.gz", "size": 52_000}),
@@ -119,20 +120,58 @@ class Row:
     eval_rust_context: float
 
 
-def best(fn: Callable[[], object], number: int, repeat: int) -> float:
-    """Seconds per call: the best of ``repeat`` runs of ``number`` calls, in CPU time."""
-    return min(timeit.repeat(fn, number=number, repeat=repeat, timer=time.process_time)) / number
+def interleaved_best(fns: list[Callable[[], object]], budget: float, repeat: int) -> list[float]:
+    """Seconds per call of each function: the best of ``repeat`` rounds, in CPU time.
+
+    Each round times every function once, one after the other, so a change in the machine's load affects
+    all of them alike instead of whichever happened to run during it.
+    """
+    timers = [timeit.Timer(fn, timer=time.process_time) for fn in fns]
+    numbers = [_calls_for(fn, budget / repeat) for fn in fns]
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for index, (timer, number) in enumerate(zip(timers, numbers, strict=True)):
+            best[index] = min(best[index], timer.timeit(number) / number)
+    return best
 
 
-def calls_for(fn: Callable[[], object], budget: float) -> int:
+def _calls_for(fn: Callable[[], object], budget: float) -> int:
     """How many calls fit in about ``budget`` seconds (at least 3)."""
     start = time.process_time()
-    fn()
-    once = max(time.process_time() - start, 1e-7)
+    for _ in range(3):
+        fn()
+    once = max((time.process_time() - start) / 3, 1e-7)
     return max(3, int(budget / once))
 
 
-def measure(quick: bool) -> list[Row]:
+@dataclass
+class Prepared:
+    """One expression made ready in every engine, over the shared data."""
+
+    label: str
+    ours: str
+    theirs: str
+    condition: Condition
+    ctx: ConditionContext
+    celpy_env: Any
+    celpy_program: Any
+    celpy_activation: dict[str, Any]
+    rust_program: Any
+    rust_vars: dict[str, Any]
+    rust_context: Any
+
+    def verdicts(self) -> tuple[bool, bool, bool, bool]:
+        """plangate, cel-python, Rust CEL with a dict, Rust CEL with a prebuilt context."""
+        return (
+            self.condition.evaluate(self.ctx).satisfied,
+            bool(self.celpy_program.evaluate(self.celpy_activation)),
+            bool(self.rust_program.execute(self.rust_vars)),
+            bool(self.rust_program.execute(self.rust_context)),
+        )
+
+
+def prepare() -> list[Prepared]:
+    """Compile every expression in every engine."""
     import cel  # Rust-backed CEL ("common-expression-language")
     import celpy  # cel-python
 
@@ -141,71 +180,63 @@ def measure(quick: bool) -> list[Row]:
     plain = {step_id: as_plain(step) for step_id, step in steps.items()}
     celpy_env = celpy.Environment()
     # cel-python evaluates over its own value types; converting once up front is the cheapest real use
-    # (it is not required per evaluation), so that cost is left out.
-    celpy_activation = {name: celpy.json_to_cel(value) for name, value in plain.items()}
-    budget = 0.02 if quick else 0.2
-    repeat = 3 if quick else 7
-
-    rows: list[Row] = []
+    # (its API does not require it per evaluation), so that cost is left out.
+    activation = {name: celpy.json_to_cel(value) for name, value in plain.items()}
+    prepared = []
     for label, ours, theirs in EXPRESSIONS:
-        condition = Condition(ours)
-        program_celpy = celpy_env.program(celpy_env.compile(theirs))
-        program_rust = cel.compile(theirs)
+        program = cel.compile(theirs)
         # Rust CEL: ``execute(dict)`` converts the Python data on every call; a prebuilt ``cel.Context``
         # converts once and is reused until it changes. Both are real uses: the first when the step states
         # change between evaluations (as in a running formula), the second when many expressions read one
         # unchanging snapshot. Only the variables the expression reads are passed, as a careful user would.
-        names = [name for name in program_rust.variables() if name in plain]
-        rust_vars = {name: plain[name] for name in names}
-        rust_context = cel.Context(rust_vars)
+        rust_vars = {name: plain[name] for name in program.variables() if name in plain}
+        prepared.append(
+            Prepared(
+                label,
+                ours,
+                theirs,
+                Condition(ours),
+                ctx,
+                celpy_env,
+                celpy_env.program(celpy_env.compile(theirs)),
+                activation,
+                program,
+                rust_vars,
+                cel.Context(rust_vars),
+            )
+        )
+    return prepared
 
-        results = {
-            bool(condition.evaluate(ctx).satisfied),
-            bool(program_celpy.evaluate(celpy_activation)),
-            bool(program_rust.execute(rust_vars)),
-            bool(program_rust.execute(rust_context)),
-        }
-        if len(results) != 1:
-            raise SystemExit(f"engines disagree on {label!r}: {results}")
 
-        def plangate_eval(condition: Condition = condition) -> object:
-            return condition.evaluate(ctx)
+def measure(quick: bool) -> list[Row]:
+    """Time compiling and evaluating every expression in every engine."""
+    import cel
 
-        def plangate_reason(condition: Condition = condition) -> object:
-            return condition.evaluate(ctx).reason
-
-        def compile_ours(text: str = ours) -> object:
-            return Condition(text)  # the uncached path
-
-        def compile_celpy(text: str = theirs) -> object:
-            return celpy_env.program(celpy_env.compile(text))
-
-        def compile_rust(text: str = theirs) -> object:
-            return cel.compile(text)
-
-        def celpy_eval(program: Any = program_celpy) -> object:
-            return program.evaluate(celpy_activation)
-
-        def rust_dict(program: Any = program_rust, variables: dict[str, Any] = rust_vars) -> object:
-            return program.execute(variables)
-
-        def rust_context_eval(program: Any = program_rust, context: Any = rust_context) -> object:
-            return program.execute(context)
-
-        timings = []
-        for fn in (
-            compile_ours,
-            compile_celpy,
-            compile_rust,
-            plangate_eval,
-            plangate_reason,
-            celpy_eval,
-            rust_dict,
-            rust_context_eval,
-        ):
-            timings.append(best(fn, calls_for(fn, budget / repeat), repeat))
-        rows.append(Row(label, *timings))
+    budget = 0.03 if quick else 0.3  # seconds of timed calls per function and expression
+    repeat = 3 if quick else 9
+    rows: list[Row] = []
+    for item in prepare():
+        if len(set(item.verdicts())) != 1:
+            raise SystemExit(f"engines disagree on {item.label!r}: {item.verdicts()}")
+        rows.append(Row(item.label, *interleaved_best(_timed(item, cel), budget, repeat)))
     return rows
+
+
+def _timed(item: Prepared, cel: Any) -> list[Callable[[], object]]:
+    """What is timed for one expression, in the order of ``Row``'s fields."""
+    condition, ctx, env = item.condition, item.ctx, item.celpy_env
+    celpy_program, activation = item.celpy_program, item.celpy_activation
+    rust_program, rust_vars, rust_context = item.rust_program, item.rust_vars, item.rust_context
+    return [
+        lambda: Condition(item.ours),  # compile, the uncached path
+        lambda: env.program(env.compile(item.theirs)),
+        lambda: cel.compile(item.theirs),
+        lambda: condition.evaluate(ctx),  # evaluate: the verdict, with the reason left unwritten
+        lambda: condition.evaluate(ctx).reason,  # evaluate and read the reason
+        lambda: celpy_program.evaluate(activation),
+        lambda: rust_program.execute(rust_vars),
+        lambda: rust_program.execute(rust_context),
+    ]
 
 
 def report(rows: list[Row]) -> None:
@@ -220,8 +251,8 @@ def report(rows: list[Row]) -> None:
     print("-" * len(header.splitlines()[1]))
     for r in rows:
         print(
-            f"{r.label:<16} {r.compile_plangate * us:9.1f} {r.compile_celpy * us:9.1f} {r.compile_rust * us:8.1f}"
-            f" {r.compile_celpy / r.compile_plangate:6.1f}"
+            f"{r.label:<16} {r.compile_plangate * us:9.1f} {r.compile_celpy * us:9.1f}"
+            f" {r.compile_rust * us:8.1f} {r.compile_celpy / r.compile_plangate:6.1f}"
             f" {r.eval_plangate * us:9.3f} {r.eval_plangate_reason * us:8.2f} {r.eval_celpy * us:9.1f}"
             f" {r.eval_rust_dict * us:8.2f} {r.eval_rust_context * us:8.3f}"
             f" {r.eval_celpy / r.eval_plangate:8.1f} {r.eval_rust_dict / r.eval_plangate:7.1f}"
@@ -248,9 +279,10 @@ def report(rows: list[Row]) -> None:
     print()
     print(TARGETS)
     print(
-        "note: 'rust' converts the Python data on every execute(dict) call; 'rust ctx' reuses a cel.Context\n"
-        "      built once (conversion excluded). cel-python's activation is converted once, outside the timing.\n"
-        "      '+reason' is plangate evaluation plus reading the result's reason (written on first read)."
+        "note: 'rust' converts the Python data on every execute(dict) call; 'rust ctx' reuses a\n"
+        "      cel.Context built once (conversion excluded). cel-python's activation is converted once,\n"
+        "      outside the timing. '+reason' is plangate evaluation plus reading the result's reason\n"
+        "      (written on first read). plangate compile is the uncached path, Condition(text)."
     )
 
 

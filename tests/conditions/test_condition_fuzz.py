@@ -17,8 +17,8 @@ from plangate.conditions.ast import STATUSES, to_source
 # -- bad input -----------------------------------------------------------------------------------------------
 
 VOCABULARY = [
-    *"a run-tests status output id step vars env file exists steps children descendants all any count".split(),
-    *"complete and or not true false null && || ! == != < <= > >= = === <> & | ( ) . ,".split(),
+    *"a run-tests status output id step vars env file exists steps children descendants all any".split(),
+    *"count complete and or not true false null && || ! == != < <= > >= = === <> & | ( ) . ,".split(),
     *"'x' \"y\" ' \" 1 -2 1e6 1.5 1e - + @ {{v}} \\ é".split(),
     "\t",
     "\n",

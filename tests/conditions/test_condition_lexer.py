@@ -14,20 +14,35 @@ def _triples(text: str) -> list[tuple[str, str, int]]:
 
 def test_every_token_carries_its_position() -> None:
     assert _triples("run-tests.status == 'complete' && !x.output.ok") == [
-        ("name", "run-tests", 0),
-        (".", ".", 9),
-        ("name", "status", 10),
+        ("name", "run-tests.status", 0),
         ("op", "==", 17),
         ("string", "'complete'", 20),
         ("and", "&&", 31),
         ("not", "!", 34),
-        ("name", "x", 35),
-        (".", ".", 36),
-        ("name", "output", 37),
-        (".", ".", 43),
-        ("name", "ok", 44),
+        ("name", "x.output.ok", 35),
         ("end", "", 46),
     ]
+
+
+def test_a_path_written_with_spaces_or_ending_in_a_dot_is_separate_tokens() -> None:
+    assert _triples("x . output.\tok") == [
+        ("name", "x", 0),
+        (".", ".", 2),
+        ("name", "output", 4),
+        (".", ".", 10),
+        ("name", "ok", 12),
+        ("end", "", 14),
+    ]
+    assert _triples("children(a).all") == [
+        ("name", "children", 0),
+        ("(", "(", 8),
+        ("name", "a", 9),
+        (")", ")", 10),
+        (".", ".", 11),
+        ("name", "all", 12),
+        ("end", "", 15),
+    ]
+    assert _triples("true.x")[:3] == [("const", "true", 0), (".", ".", 4), ("name", "x", 5)]
 
 
 def test_keywords_and_their_symbol_spellings_share_a_kind() -> None:

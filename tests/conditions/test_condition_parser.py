@@ -105,7 +105,7 @@ ERRORS: list[tuple[str, int, str]] = [
     ("a.status == 'x' & b.status == 'y'", 16, "expected '&&' or 'and' at column 17, found '&'"),
     ("a.status == 'x' | b.status == 'y'", 16, "expected '||' or 'or' at column 17, found '|'"),
     ("a.status == 'x' foo", 16, "unexpected 'foo' after the expression at column 17"),
-    ("a.status == 'x' b.status == 'y'", 16, "unexpected 'b' after the expression at column 17"),
+    ("a.status == 'x' b.status == 'y'", 16, "unexpected 'b.status' after the expression at column 17"),
     ("a.status == 'x' == 'y'", 16, "unexpected '==' after the expression at column 17"),
     (
         "(a.status == 'x'",
@@ -114,10 +114,12 @@ ERRORS: list[tuple[str, int, str]] = [
     ),
     ("a.status == 'x')", 15, "unexpected ')' after the expression at column 16"),
     ("()", 1, "expected a value after '(' at column 2, found ')'"),
-    ("build", 5, "expected '.status', '.id' or '.output' after step 'build' at column 6, found end of input"),
+    ("build", 5, "expected '.' and 'status', 'id' or 'output' after 'build' at column 6, found end of input"),
     ("build.", 6, "expected 'status', 'id' or 'output' after 'build.' at column 7, found end of input"),
     ("build.foo", 6, "expected 'status', 'id' or 'output' after 'build.' at column 7, found 'foo'"),
-    ("build.status.x", 12, "unexpected '.' after the expression at column 13"),
+    ("build.status.x", 12, "expected an operator after 'build.status' at column 13, found '.x'"),
+    ("build . status . x", 15, "expected an operator after 'build.status' at column 16, found '.x'"),
+    ("build . output . a . 1", 21, "expected an output key after 'a.' at column 22, found '1'"),
     ("build.output.", 13, "expected an output key after 'output.' at column 14, found end of input"),
     ("build.output.1", 13, "expected an output key after 'output.' at column 14, found '1'"),
     (".status", 0, "expected an expression at column 1, found '.'"),
@@ -156,7 +158,8 @@ ERRORS: list[tuple[str, int, str]] = [
     (
         "steps",
         5,
-        "expected '.all(', '.any(', '.count(' or '.<status>' after 'steps' at column 6, found end of input",
+        "expected '.' and all, any, count or a step status (pending, ready, running, waiting, complete,"
+        " failed, skipped, cancelled) after 'steps' at column 6, found end of input",
     ),
     (
         "steps.foo",
@@ -189,14 +192,16 @@ ERRORS: list[tuple[str, int, str]] = [
     ("file.exists('x'", 15, "expected ')' after the path of file.exists at column 16, found end of input"),
     ("file.read('x')", 5, "expected 'exists' after 'file.' at column 6, found 'read'"),
     ("vars", 4, "expected '.' and a variable name after 'vars' at column 5, found end of input"),
-    ("vars.a.b", 6, "unexpected '.' after the expression at column 7"),
+    ("vars.a.b", 6, "expected an operator after 'vars.a' at column 7, found '.b'"),
     ("env.'CI'", 4, "expected an environment variable name after 'env.' at column 5, found \"'CI'\""),
     ("step.x", 5, "expected 'status', 'id' or 'output' after 'step.' at column 6, found 'x'"),
     ("not", 3, "expected a value after 'not' at column 4, found end of input"),
     ("!", 1, "expected a value after '!' at column 2, found end of input"),
     ("a.status == 'x' or or b.status == 'y'", 19, "expected a value after 'or' at column 20, found 'or'"),
     ("and a.status == 'x'", 0, "expected an expression at column 1, found 'and'"),
-    ("status.output", 6, "unexpected '.' after the expression at column 7"),
+    ("status.output", 6, "expected an operator after 'status' at column 7, found '.output'"),
+    ("children.x(a)", 8, "expected '(' after 'children' at column 9, found '.x'"),
+    ("children(a.b).all(true)", 9, "expected a step id after 'children(' at column 10, found 'a.b'"),
     ("true false", 5, "unexpected 'false' after the expression at column 6"),
 ]
 

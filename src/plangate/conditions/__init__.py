@@ -4,6 +4,12 @@
 closures; ``Condition.evaluate(ctx)`` returns a ``ConditionResult`` with a verdict and a reason. It cannot run
 code, read files outside the context's root, or print environment values. Running formulas, and deciding what
 a gate's result means for a run, belong to ``plangate.formulas``.
+
+>>> from plangate.conditions import ConditionContext, StepState, evaluate
+>>> ctx = ConditionContext({"build": StepState("build", "complete", {"warnings": 2})})
+>>> result = evaluate("build.status == 'complete' and build.output.warnings < 1", ctx)
+>>> result.satisfied, result.reason
+(False, 'build.output.warnings is 2, not < 1')
 """
 
 from __future__ import annotations

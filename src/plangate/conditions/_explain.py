@@ -40,7 +40,7 @@ _NOUNS = {
 }
 
 
-def explain(tree: ast.Node, ctx: ConditionContext) -> Fact:
+def explain(tree: ast.Expr, ctx: ConditionContext) -> Fact:
     """The verdict of ``tree`` against ``ctx`` and the reason for it. Never raises."""
     try:
         return why(tree, ctx, None)
@@ -50,7 +50,7 @@ def explain(tree: ast.Node, ctx: ConditionContext) -> Fact:
         return False, f"could not evaluate the condition ({type(exc).__name__})"
 
 
-def why(node: ast.Node, ctx: ConditionContext, focus: Focus) -> Fact:
+def why(node: ast.Expr, ctx: ConditionContext, focus: Focus) -> Fact:
     """``node`` as a condition: its verdict and the fact that decided it."""
     handler = _WHY.get(type(node))
     if handler is not None:
@@ -59,7 +59,7 @@ def why(node: ast.Node, ctx: ConditionContext, focus: Focus) -> Fact:
     return _truthy(node, ctx, focus)
 
 
-def shown(node: ast.Node, ctx: ConditionContext, focus: Focus) -> Shown:
+def shown(node: ast.Expr, ctx: ConditionContext, focus: Focus) -> Shown:
     """``node`` as a value, and how a reason shows that value."""
     handler = _SHOW.get(type(node))
     if handler is not None:
@@ -115,7 +115,7 @@ def _aggregate_value(node: ast.Aggregate, ctx: ConditionContext, focus: Focus) -
     return verdict, "true" if verdict else "false"
 
 
-def _truthy(node: ast.Node, ctx: ConditionContext, focus: Focus) -> Fact:
+def _truthy(node: ast.Expr, ctx: ConditionContext, focus: Focus) -> Fact:
     value, display = shown(node, ctx, focus)
     verdict = bool(value)
     if isinstance(node, ast.EnvRef):

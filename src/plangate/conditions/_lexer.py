@@ -31,7 +31,10 @@ Value = str | int | float | bool | None
 
 
 class Token(NamedTuple):
-    """One token: its kind, its exact source text, where it starts, and its value (for literals)."""
+    """One token: its kind, its exact source text, where it starts, and its value (for literals).
+
+    A ``NAME`` token may be a dotted path (``build.output.size``) when written without spaces.
+    """
 
     kind: str
     text: str
@@ -45,7 +48,9 @@ _token = tuple.__new__
 
 # The lexer matches short character classes with small patterns because they are fast in CPython; the
 # structure of the language is recognised by the hand-written parser, never by a pattern.
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# A name, or a dotted path of names written without spaces (``run-tests.output.a``): one token instead of
+# five, since references are most of every expression.
+_NAME_AND_SPACE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)[ \t\r\n]*")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 # What a malformed number swallows, so the error shows the whole bad word (``1e``, ``1.2.3``, ``3x``).
 _NUMBER_TAIL = re.compile(r"[A-Za-z0-9_.+-]*")
@@ -54,6 +59,7 @@ _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _NAME_CHAR = _NAME_START | frozenset("0123456789-")
 _DIGITS = frozenset("0123456789")
 _SPACE = frozenset(" \t\r\n")
+_COMPARISONS = frozenset({"==", "!=", "<=", ">="})
 _HEX = frozenset("0123456789abcdefABCDEF")
 _KEYWORDS: dict[str, tuple[str, Value]] = {
     "and": (AND, None),
@@ -84,31 +90,53 @@ def tokenize(text: str) -> list[Token]:
     """
     tokens: list[Token] = []
     append = tokens.append
+    # Names are most tokens; their branch uses locals and skips the whitespace after them in the same match.
+    match_name, keywords, name_start, new = _NAME_AND_SPACE.match, _KEYWORDS, _NAME_START, _token
     size = len(text)
     i = 0
     while i < size and text[i] in _SPACE:
         i += 1
     while i < size:
         ch = text[i]
-        if ch in _NAME_START:
-            match = _NAME.match(text, i)
+        if ch in name_start:
+            match = match_name(text, i)
             assert match is not None  # ch starts a name
-            word = match.group()
-            kind, value = _KEYWORDS.get(word, (NAME, word))
-            append(_token(Token, (kind, word, i, value)))
-            i += len(word)
+            word = match[1]
+            keyword = keywords.get(word)
+            if keyword is not None:
+                append(new(Token, (keyword[0], word, i, keyword[1])))
+            elif "." in word and word.partition(".")[0] in keywords:
+                word = word.partition(".")[0]  # ``true.x``: a keyword never starts a path
+                kind, value = keywords[word]
+                append(new(Token, (kind, word, i, value)))
+                i += len(word)
+                continue
+            else:
+                append(new(Token, (NAME, word, i, word)))
+            i = match.end()
+            continue
         elif ch in _DIGITS or (ch == "-" and text[i + 1 : i + 2] in _DIGITS):
             token = _number(text, i)
             append(token)
             i += len(token.text)
         elif ch == "'" or ch == '"':
-            token = _string(text, i)
-            append(token)
-            i += len(token.text)
+            close = text.find(ch, i + 1)
+            if close > 0 and text.find("\\", i + 1, close) < 0:  # no escapes: the common case, inline
+                append(new(Token, (STRING, text[i : close + 1], i, text[i + 1 : close])))
+                i = close + 1
+            else:
+                token = _string(text, i)
+                append(token)
+                i += len(token.text)
         elif ch in "=!<>&|":
-            token = _operator(text, i)
-            append(token)
-            i += len(token.text)
+            pair = text[i : i + 2]
+            if pair in _COMPARISONS and text[i + 2 : i + 3] != "=":  # ``==``, ``!=``, ``<=``, ``>=``
+                append(new(Token, (OP, pair, i, pair)))
+                i += 2
+            else:
+                token = _operator(text, i)
+                append(token)
+                i += len(token.text)
         elif ch == "(" or ch == ")" or ch == ".":
             append(_token(Token, (ch, ch, i, None)))
             i += 1

@@ -86,8 +86,8 @@ def field_test(node: ast.StepField, op: str, constant: object) -> Test:
         equal = op == "=="
         if step_id is None:
             return lambda ctx, focus: (
-                read(focus if focus is not None else focus_step(ctx, None)) == constant
-            ) is equal
+                (read(focus if focus is not None else focus_step(ctx, None)) == constant) is equal
+            )
         missing = f"step '{step_id}' not found"
 
         def named_string(ctx: ConditionContext, focus: Focus) -> bool:
@@ -98,6 +98,8 @@ def field_test(node: ast.StepField, op: str, constant: object) -> Test:
 
         return named_string
     check = literal_test(op, constant)
+    if node.field == "output" and len(node.path) == 1:
+        return _output_key_test(step_id, node.path, check)
     extract = _extractor(node.field, node.path)
     if step_id is None:
         return lambda ctx, focus: check(extract(focus if focus is not None else focus_step(ctx, None)))
@@ -110,6 +112,28 @@ def field_test(node: ast.StepField, op: str, constant: object) -> Test:
         return check(extract(step))
 
     return named
+
+
+def _output_key_test(step_id: str | None, path: tuple[str, ...], check: Callable[[object], bool]) -> Test:
+    # ``x.output.key OP constant`` and, in aggregate predicates, ``output.key OP constant``.
+    key = path[0]
+    if step_id is None:
+
+        def focused_key(ctx: ConditionContext, focus: Focus) -> bool:
+            output = (focus if focus is not None else focus_step(ctx, None)).output
+            return check(output.get(key, MISSING) if output.__class__ is dict else lookup(output, path))
+
+        return focused_key
+    missing = f"step '{step_id}' not found"
+
+    def named_key(ctx: ConditionContext, focus: Focus) -> bool:
+        step = ctx.steps.get(step_id)
+        if step is None:
+            raise Unsatisfied(missing)
+        output = step.output
+        return check(output.get(key, MISSING) if output.__class__ is dict else lookup(output, path))
+
+    return named_key
 
 
 def var_ref(node: ast.VarRef) -> Getter:

@@ -37,8 +37,11 @@ MAX_LENGTH = 4096
 MAX_DEPTH = 64
 MAX_NODES = 1000
 
-_STEP_FIELDS = "'.status', '.id' or '.output'"
-_AGGREGATE_KINDS = ("all", "any", "count")
+_FIELD_NAMES = "'status', 'id' or 'output'"
+_STEPS_WORDS = "all, any, count or a step status (" + ", ".join(ast.STATUSES) + ")"
+# The precedence table, loosest first: or < and < not < comparison < operand. Each level is one method
+# below; these map a level's operator tokens to what they build.
+_CHAINS: dict[str, type[ast.Or | ast.And]] = {OR: ast.Or, AND: ast.And}
 _COMPARISONS: dict[str, ast.CompareOp] = {op: op for op in ("==", "!=", "<", "<=", ">", ">=")}
 _FIELDS: dict[str, ast.StepFieldName] = {"status": "status", "id": "id", "output": "output"}
 _KINDS: dict[str, ast.AggregateKind] = {"all": "all", "any": "any", "count": "count"}
@@ -77,7 +80,7 @@ def parse(expression: str) -> ast.Expr:
 
 
 class _Parser:
-    __slots__ = ("_depth", "_heights", "_nodes", "_pos", "_text", "_tokens")
+    __slots__ = ("_depth", "_heights", "_nodes", "_pos", "_spaced", "_text", "_tokens")
 
     def __init__(self, text: str) -> None:
         self._text = text
@@ -86,6 +89,8 @@ class _Parser:
         self._depth = 0  # open parentheses, ``not``s and aggregate predicates around the current token
         self._nodes = 0
         self._heights: dict[int, int] = {}  # id(node) -> height of its subtree; leaves are absent (1)
+        # For the reference being read: where its names that came as separate tokens are, by index.
+        self._spaced: dict[int, tuple[int, int]] | None = None
 
     def parse(self) -> ast.Expr:
         node = self._or()
@@ -104,10 +109,16 @@ class _Parser:
     # -- precedence levels, loosest first --------------------------------------------------------------------
 
     def _or(self) -> ast.Expr:
-        return self._chain(OR, ast.Or, self._and)
+        first = self._and()
+        if self._tokens[self._pos].kind != OR:
+            return first
+        return self._chain(first, OR, self._and)
 
     def _and(self) -> ast.Expr:
-        return self._chain(AND, ast.And, self._not)
+        first = self._not()
+        if self._tokens[self._pos].kind != AND:
+            return first
+        return self._chain(first, AND, self._not)
 
     def _not(self) -> ast.Expr:
         token = self._tokens[self._pos]
@@ -127,7 +138,15 @@ class _Parser:
         self._pos += 1
         right = self._operand()
         node = ast.Compare(_COMPARISONS[token.text], left, right, position=left.position)
-        return self._composite(node, left, right)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            self._too_large(node)
+        heights = self._heights
+        height = 1 + max(heights.get(id(left), 1), heights.get(id(right), 1))
+        if height > MAX_DEPTH:
+            self._too_deep(node.position)
+        heights[id(node)] = height
+        return node
 
     def _operand(self) -> ast.Expr:
         token = self._tokens[self._pos]
@@ -137,23 +156,24 @@ class _Parser:
         self._pos += 1
         return handler(self, token)
 
-    def _chain(
-        self, kind: str, node_type: type[ast.And | ast.Or], tighter: Callable[[], ast.Expr]
-    ) -> ast.Expr:
-        first = tighter()
+    def _chain(self, first: ast.Expr, kind: str, tighter: Callable[[], ast.Expr]) -> ast.Expr:
+        """The rest of ``first and b and ...`` (or ``or``): one node for the whole chain."""
         tokens = self._tokens
-        if tokens[self._pos].kind != kind:
-            return first
         operands = [first]
         while tokens[self._pos].kind == kind:
             self._pos += 1
             operands.append(tighter())
-        return self._composite(node_type(tuple(operands), position=first.position), *operands)
+        node = _CHAINS[kind](tuple(operands), position=first.position)
+        return self._composite(node, *operands)
 
     # -- operands --------------------------------------------------------------------------------------------
 
     def _literal(self, token: Token) -> ast.Expr:
-        return self._leaf(ast.Literal(token.value, position=token.position))
+        node = ast.Literal(token.value, position=token.position)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            self._too_large(node)
+        return node
 
     def _group(self, token: Token) -> ast.Expr:
         self._enter(token)
@@ -166,104 +186,144 @@ class _Parser:
         return node
 
     def _name(self, token: Token) -> ast.Expr:
-        special = _NAMES.get(token.text)
+        parts = self._path(token)
+        special = _NAMES.get(parts[0])
         if special is not None:
-            return special(self, token)
-        self._expect(DOT, "{} after step '{}'", _STEP_FIELDS, token.text)
-        return self._step_field(token.text, token)
+            return special(self, token, parts)
+        return self._step_field(parts[0], token, parts)
 
-    def _focus_field(self, token: Token) -> ast.Expr:
-        # ``status``, ``id`` and ``output...`` on their own: fields of the step in focus.
-        field = _FIELDS[token.text]
-        path = self._keys() if field == "output" else ()
-        return self._leaf(ast.StepField(None, field, path, position=token.position))
-
-    def _step(self, token: Token) -> ast.Expr:
-        self._expect(DOT, "{} after 'step'", _STEP_FIELDS)
-        return self._step_field(None, token)
-
-    def _step_field(self, step: str | None, start: Token) -> ast.Expr:
-        token = self._tokens[self._pos]
-        field = _FIELDS.get(token.text) if token.kind == NAME else None
-        if field is None:
-            self._fail(f"'status', 'id' or 'output' after '{start.text}.'", token)
-        self._pos += 1
-        path = self._keys() if field == "output" else ()
-        return self._leaf(ast.StepField(step, field, path, position=start.position))
-
-    def _keys(self) -> tuple[str, ...]:
+    def _path(self, token: Token) -> list[str]:
+        """The names of a dotted reference: ``build.output.a`` or, written with spaces, ``build . output``."""
+        parts = token.text.split(".")
+        self._spaced = None
         tokens = self._tokens
-        if tokens[self._pos].kind != DOT:
-            return ()
-        keys: list[str] = []
-        while tokens[self._pos].kind == DOT:
-            self._pos += 1
-            token = tokens[self._pos]
-            if token.kind not in _KEY_KINDS or (not token.text[0].isalpha() and token.text[0] != "_"):
-                self._fail(f"an output key after '{tokens[self._pos - 2].text}.'", token)
-            keys.append(token.text)
-            self._pos += 1
-            if len(keys) > MAX_DEPTH:
-                self._too_deep(token.position)
-        return tuple(keys)
+        if tokens[self._pos].kind == DOT and _is_key(tokens[self._pos + 1]):
+            spaced = self._spaced = {}
+            while tokens[self._pos].kind == DOT and _is_key(tokens[self._pos + 1]):
+                word = tokens[self._pos + 1]
+                spaced[len(parts)] = (word.position, tokens[self._pos].position)
+                parts.append(word.text)
+                self._pos += 2
+        return parts
 
-    def _vars(self, token: Token) -> ast.Expr:
-        return self._leaf(ast.VarRef(self._single_name(token, "a variable name"), position=token.position))
+    def _where(self, token: Token, parts: list[str], index: int) -> tuple[int, int]:
+        """Where name ``index`` of the path just read starts, and where the dot before it is.
 
-    def _env(self, token: Token) -> ast.Expr:
-        name = self._single_name(token, "an environment variable name")
+        Worked out only for messages, so that reading a reference stays cheap.
+        """
+        if self._spaced is not None and index in self._spaced:
+            return self._spaced[index]
+        position = token.position + sum(len(name) + 1 for name in parts[:index])
+        return position, position - 1
+
+    def _focus_field(self, token: Token, parts: list[str]) -> ast.Expr:
+        # ``status``, ``id`` and ``output...`` on their own: fields of the step in focus.
+        field = _FIELDS[parts[0]]
+        return self._field(None, field, token, parts, 1)
+
+    def _step(self, token: Token, parts: list[str]) -> ast.Expr:
+        return self._step_field(None, token, parts)
+
+    def _step_field(self, step: str | None, token: Token, parts: list[str]) -> ast.Expr:
+        name = parts[1] if len(parts) > 1 else self._part(parts, 1, _FIELD_NAMES)
+        field = _FIELDS.get(name)
+        if field is None:
+            where = self._where(token, parts, 1)[0]
+            self._fail_at(where, f"{_FIELD_NAMES} after '{parts[0]}.'", describe(name))
+        return self._field(step, field, token, parts, 2)
+
+    def _field(
+        self, step: str | None, field: ast.StepFieldName, token: Token, parts: list[str], used: int
+    ) -> ast.Expr:
+        if field != "output":
+            if len(parts) > used:
+                self._end_of_path(token, parts, used)
+            return self._leaf(ast.StepField(step, field, position=token.position))
+        keys = tuple(parts[used:])
+        if len(keys) > MAX_DEPTH:
+            self._too_deep(self._where(token, parts, used + MAX_DEPTH)[0])
+        if self._tokens[self._pos].kind == DOT:  # a dot not followed by a name
+            self._fail(f"an output key after '{parts[-1]}.'", self._tokens[self._pos + 1])
+        return self._leaf(ast.StepField(step, field, keys, position=token.position))
+
+    def _vars(self, token: Token, parts: list[str]) -> ast.Expr:
+        name = self._part(parts, 1, "a variable name")
+        self._end_of_path(token, parts, 2)
+        return self._leaf(ast.VarRef(name, position=token.position))
+
+    def _env(self, token: Token, parts: list[str]) -> ast.Expr:
+        name = self._part(parts, 1, "an environment variable name")
+        self._end_of_path(token, parts, 2)
         return self._leaf(ast.EnvRef(name, position=token.position))
 
-    def _single_name(self, start: Token, what: str) -> str:
-        self._expect(DOT, "'.' and {} after '{}'", what, start.text)
-        return self._expect(NAME, "{} after '{}.'", what, start.text).text
-
-    def _file(self, token: Token) -> ast.Expr:
-        self._expect(DOT, "'.exists(' after 'file'")
-        word = self._tokens[self._pos]
-        if word.kind != NAME or word.text != "exists":
-            self._fail("'exists' after 'file.'", word)
-        self._pos += 1
+    def _file(self, token: Token, parts: list[str]) -> ast.Expr:
+        if self._part(parts, 1, "'exists'") != "exists":
+            self._fail_at(self._where(token, parts, 1)[0], "'exists' after 'file.'", describe(parts[1]))
+        self._end_of_path(token, parts, 2)
         self._expect(LPAREN, "'(' after 'file.exists'")
         path = self._expect(STRING, "a quoted path after 'file.exists('")
         self._expect(RPAREN, "')' after the path of file.exists")
         return self._leaf(ast.FileExists(str(path.value), position=token.position))
 
-    def _steps(self, token: Token) -> ast.Expr:
-        self._expect(DOT, "'.all(', '.any(', '.count(' or '.<status>' after 'steps'")
-        word = self._tokens[self._pos]
-        if word.kind == NAME and word.text in ast.STATUSES:
-            self._pos += 1
-            return self._leaf(ast.StatusCount(word.text, position=token.position))
-        if word.kind != NAME or word.text not in _AGGREGATE_KINDS:
-            statuses = ", ".join(ast.STATUSES)
-            self._fail(f"all, any, count or a step status ({statuses}) after 'steps.'", word)
-        return self._aggregate("steps", None, token)
+    def _steps(self, token: Token, parts: list[str]) -> ast.Expr:
+        word = self._part(parts, 1, _STEPS_WORDS)
+        self._end_of_path(token, parts, 2)
+        if word in ast.STATUSES:
+            return self._leaf(ast.StatusCount(word, position=token.position))
+        kind = _KINDS.get(word)
+        if kind is None:
+            self._fail_at(self._where(token, parts, 1)[0], f"{_STEPS_WORDS} after 'steps.'", describe(word))
+        return self._aggregate("steps", None, kind, token)
 
-    def _scoped(self, token: Token) -> ast.Expr:
+    def _scoped(self, token: Token, parts: list[str]) -> ast.Expr:
         # ``children(x)`` / ``descendants(x)``; ``step`` as x means the step in focus.
-        name = token.text
+        name = parts[0]
+        if len(parts) > 1:
+            self._fail_at(self._where(token, parts, 1)[1], f"'(' after '{name}'", describe(f".{parts[1]}"))
         self._expect(LPAREN, "'(' after '{}'", name)
-        parent = self._expect(NAME, "a step id after '{}('", name).text
-        self._expect(RPAREN, "')' after '{}({}'", name, parent)
-        self._expect(DOT, "'.all(', '.any(' or '.count(' after '{}({})'", name, parent)
-        word = self._tokens[self._pos]
-        if word.kind != NAME or word.text not in _AGGREGATE_KINDS:
-            self._fail(f"all, any or count after '{name}({parent}).'", word)
-        return self._aggregate(_SCOPES[name], None if parent == "step" else parent, token)
-
-    def _aggregate(self, scope: ast.AggregateScope, step: str | None, start: Token) -> ast.Expr:
-        word = self._tokens[self._pos]
+        parent = self._tokens[self._pos]
+        if parent.kind != NAME or "." in parent.text:
+            self._fail(f"a step id after '{name}('", parent)
         self._pos += 1
-        opening = self._expect(LPAREN, "'(' after '{}'", word.text)
+        self._expect(RPAREN, "')' after '{}({}'", name, parent.text)
+        self._expect(DOT, "'.all(', '.any(' or '.count(' after '{}({})'", name, parent.text)
+        word = self._tokens[self._pos]
+        kind = _KINDS.get(word.text) if word.kind == NAME else None
+        if kind is None:
+            self._fail(f"all, any or count after '{name}({parent.text}).'", word)
+        self._pos += 1
+        step = None if parent.text == "step" else parent.text
+        return self._aggregate(_SCOPES[name], step, kind, token)
+
+    def _part(self, parts: list[str], index: int, what: str) -> str:
+        """The name at ``index`` of a path, or a failure saying ``what`` was expected there."""
+        if index < len(parts):
+            return parts[index]
+        prefix = ".".join(parts)
+        token = self._tokens[self._pos]
+        if token.kind == DOT:  # a dot followed by something that is not a name
+            self._fail(f"{what} after '{prefix}.'", self._tokens[self._pos + 1])
+        self._fail(f"'.' and {what} after '{prefix}'", token)
+
+    def _end_of_path(self, token: Token, parts: list[str], used: int) -> None:
+        """Fail when a path goes on after the names its reference takes (``build.status.x``)."""
+        if len(parts) > used:
+            dot = self._where(token, parts, used)[1]
+            consumed = ".".join(parts[:used])
+            self._fail_at(dot, f"an operator after '{consumed}'", describe(f".{parts[used]}"))
+
+    def _aggregate(
+        self, scope: ast.AggregateScope, step: str | None, kind: ast.AggregateKind, start: Token
+    ) -> ast.Expr:
+        opening = self._expect(LPAREN, "'(' after '{}'", kind)
         self._enter(opening)
         predicate = self._or()
         if self._tokens[self._pos].kind != RPAREN:
-            hint = f"the '{word.text}(' at column {opening.position + 1} is not closed"
+            hint = f"the '{kind}(' at column {opening.position + 1} is not closed"
             self._fail("')'", self._tokens[self._pos], hint)
         self._pos += 1
         self._depth -= 1
-        node = ast.Aggregate(_KINDS[word.text], scope, step, predicate, position=start.position)
+        node = ast.Aggregate(kind, scope, step, predicate, position=start.position)
         return self._composite(node, predicate)
 
     # -- bookkeeping -----------------------------------------------------------------------------------------
@@ -284,6 +344,9 @@ class _Parser:
     def _fail(self, expected: str, token: Token, hint: str = "") -> NoReturn:
         found = "end of input" if token.kind == END else describe(token.text)
         raise ConditionSyntaxError(self._text, token.position, expected, found, hint=hint)
+
+    def _fail_at(self, position: int, expected: str, found: str) -> NoReturn:
+        raise ConditionSyntaxError(self._text, position, expected, found)
 
     def _enter(self, token: Token) -> None:
         self._depth += 1
@@ -330,7 +393,13 @@ class _Parser:
         )
 
 
+def _is_key(token: Token) -> bool:
+    # Names, and words the lexer took for keywords (``output.true``), but not ``&&`` or ``!``.
+    return token.kind in _KEY_KINDS and (token.text[0].isalpha() or token.text[0] == "_")
+
+
 _Handler = Callable[[_Parser, Token], ast.Expr]
+_NameHandler = Callable[[_Parser, Token, list[str]], ast.Expr]
 
 # What a token means where an operand is expected.
 _OPERANDS: dict[str, _Handler] = {
@@ -342,7 +411,7 @@ _OPERANDS: dict[str, _Handler] = {
 }
 
 # Names with a meaning of their own at the start of a reference; any other name is a step id.
-_NAMES: dict[str, _Handler] = {
+_NAMES: dict[str, _NameHandler] = {
     "status": _Parser._focus_field,
     "id": _Parser._focus_field,
     "output": _Parser._focus_field,

@@ -1,7 +1,8 @@
-"""What compiled closures share at evaluation time: value kinds, typed comparison, output lookup, display.
+"""What the compiled closures and the reason writer share: value kinds, typed comparison, lookups, display.
 
 This module defines the meaning of values (``1 == 1.0``, a boolean is not a number, ordering across kinds is
-not satisfied) and how values are shown in reasons. It does not walk syntax trees; the compiler does.
+not satisfied), how steps and outputs are found, and how values are shown in reasons. Both evaluation paths
+read the context through it, which keeps their verdicts equal. It compiles nothing and words no reason.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, TypeAlias
 
 from plangate.conditions import ast
 from plangate.conditions.context import ConditionContext, StepState
@@ -60,7 +61,9 @@ class Unsatisfied(Exception):  # a verdict carried out of nested closures, not a
 Focus: TypeAlias = StepState | None
 Getter: TypeAlias = Callable[[ConditionContext, Focus], object]
 Test: TypeAlias = Callable[[ConditionContext, Focus], bool]
-def redacted_source(node: ast.Node) -> str:
+
+
+def redacted_source(node: ast.Expr) -> str:
     """``to_source`` for reasons: every literal compared with ``env.X`` is shown as ``'***'``.
 
     A literal an environment variable is tested against may be that variable's value.
@@ -68,20 +71,28 @@ def redacted_source(node: ast.Node) -> str:
     return ast.to_source(_redact(node))
 
 
-def _redact(node: ast.Node) -> ast.Node:
+def _redact(node: ast.Expr) -> ast.Expr:
+    # Returns ``node`` itself when nothing below it changes, which is nearly always.
     if isinstance(node, ast.Compare):
         left, right = _redact(node.left), _redact(node.right)
         if isinstance(left, ast.EnvRef) and isinstance(right, ast.Literal):
             right = ast.Literal("***")
         elif isinstance(right, ast.EnvRef) and isinstance(left, ast.Literal):
             left = ast.Literal("***")
-        return dataclasses.replace(node, left=cast(ast.Expr, left), right=cast(ast.Expr, right))
+        if left is node.left and right is node.right:
+            return node
+        return dataclasses.replace(node, left=left, right=right)
     if isinstance(node, ast.Not):
-        return dataclasses.replace(node, operand=cast(ast.Expr, _redact(node.operand)))
+        operand = _redact(node.operand)
+        return node if operand is node.operand else dataclasses.replace(node, operand=operand)
     if isinstance(node, ast.And | ast.Or):
-        return dataclasses.replace(node, operands=tuple(cast(ast.Expr, _redact(op)) for op in node.operands))
+        operands = tuple(_redact(operand) for operand in node.operands)
+        if all(new is old for new, old in zip(operands, node.operands, strict=True)):
+            return node
+        return dataclasses.replace(node, operands=operands)
     if isinstance(node, ast.Aggregate):
-        return dataclasses.replace(node, predicate=cast(ast.Expr, _redact(node.predicate)))
+        predicate = _redact(node.predicate)
+        return node if predicate is node.predicate else dataclasses.replace(node, predicate=predicate)
     return node
 
 
@@ -157,8 +168,8 @@ def literal_test(op: str, literal: object) -> Callable[[object], bool]:
     if op in ("==", "!="):
         same = op == "=="
         return lambda value: (
-            isinstance(value, int | float) and value.__class__ is not bool and value == literal
-        ) is same
+            (isinstance(value, int | float) and value.__class__ is not bool and value == literal) is same
+        )
     order = ORDERING[op]
     return lambda value: (
         isinstance(value, int | float) and value.__class__ is not bool and order(value, literal)

@@ -11,7 +11,7 @@ identity: two trees parsed from differently spaced text compare equal.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
@@ -31,14 +31,23 @@ class Node:
     position: int = field(default=0, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+# Each node's ``__init__`` writes its slots through their descriptors: the same frozen result as the
+# dataclass-generated one (which goes through ``object.__setattr__``), in about half the time. The parser
+# builds several nodes per comparison, so this is a visible part of compiling.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Literal(Node):
     """A string, number, ``true``, ``false`` or ``null`` written in the expression."""
 
     value: Scalar
 
+    def __init__(self, value: Scalar, *, position: int = 0) -> None:
+        _literal_value(self, value)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class StepField(Node):
     """A field of a step: ``build.status``, ``tests.output.summary.failed``, ``step.id``, bare ``status``.
 
@@ -53,36 +62,60 @@ class StepField(Node):
     field: StepFieldName
     path: tuple[str, ...] = ()
 
+    def __init__(
+        self, step: str | None, field: StepFieldName, path: tuple[str, ...] = (), *, position: int = 0
+    ) -> None:
+        _field_step(self, step)
+        _field_field(self, field)
+        _field_path(self, path)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class VarRef(Node):
     """``vars.NAME``: a formula variable."""
 
     name: str
 
+    def __init__(self, name: str, *, position: int = 0) -> None:
+        _var_name(self, name)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class EnvRef(Node):
     """``env.NAME``: an environment variable, read from the context's allow-listed environment."""
 
     name: str
 
+    def __init__(self, name: str, *, position: int = 0) -> None:
+        _env_name(self, name)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class FileExists(Node):
     """``file.exists('path')``: true when the path (after ``{{var}}`` substitution) exists under the root."""
 
     path: str
 
+    def __init__(self, path: str, *, position: int = 0) -> None:
+        _file_path(self, path)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class StatusCount(Node):
     """``steps.<status>``: how many steps are in that status."""
 
     status: str
 
+    def __init__(self, status: str, *, position: int = 0) -> None:
+        _count_status(self, status)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Aggregate(Node):
     """``children(x).all(p)``, ``descendants(x).any(p)``, ``steps.count(p)``.
 
@@ -101,8 +134,23 @@ class Aggregate(Node):
     step: str | None
     predicate: Expr
 
+    def __init__(
+        self,
+        kind: AggregateKind,
+        scope: AggregateScope,
+        step: str | None,
+        predicate: Expr,
+        *,
+        position: int = 0,
+    ) -> None:
+        _aggregate_kind(self, kind)
+        _aggregate_scope(self, scope)
+        _aggregate_step(self, step)
+        _aggregate_predicate(self, predicate)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Compare(Node):
     """``left OP right`` with one of the six comparison operators."""
 
@@ -110,27 +158,65 @@ class Compare(Node):
     left: Expr
     right: Expr
 
+    def __init__(self, op: CompareOp, left: Expr, right: Expr, *, position: int = 0) -> None:
+        _compare_op(self, op)
+        _compare_left(self, left)
+        _compare_right(self, right)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Not(Node):
     """``not x`` / ``!x``."""
 
     operand: Expr
 
+    def __init__(self, operand: Expr, *, position: int = 0) -> None:
+        _not_operand(self, operand)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class And(Node):
     """``a and b and ...``: two or more operands, evaluated left to right, stopping at the first false."""
 
     operands: tuple[Expr, ...]
 
+    def __init__(self, operands: tuple[Expr, ...], *, position: int = 0) -> None:
+        _and_operands(self, operands)
+        _position(self, position)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Or(Node):
     """``a or b or ...``: two or more operands, evaluated left to right, stopping at the first true."""
 
     operands: tuple[Expr, ...]
 
+    def __init__(self, operands: tuple[Expr, ...], *, position: int = 0) -> None:
+        _or_operands(self, operands)
+        _position(self, position)
+
+
+def _setter(cls: type[Node], name: str) -> Callable[[Node, object], None]:
+    setter: Callable[[Node, object], None] = getattr(cls, name).__set__
+    return setter
+
+
+_position = _setter(Node, "position")
+_literal_value = _setter(Literal, "value")
+_field_step, _field_field, _field_path = (_setter(StepField, name) for name in ("step", "field", "path"))
+_var_name = _setter(VarRef, "name")
+_env_name = _setter(EnvRef, "name")
+_file_path = _setter(FileExists, "path")
+_count_status = _setter(StatusCount, "status")
+_aggregate_kind, _aggregate_scope, _aggregate_step, _aggregate_predicate = (
+    _setter(Aggregate, name) for name in ("kind", "scope", "step", "predicate")
+)
+_compare_op, _compare_left, _compare_right = (_setter(Compare, name) for name in ("op", "left", "right"))
+_not_operand = _setter(Not, "operand")
+_and_operands = _setter(And, "operands")
+_or_operands = _setter(Or, "operands")
 
 Expr = Literal | StepField | VarRef | EnvRef | FileExists | StatusCount | Aggregate | Compare | Not | And | Or
 

@@ -15,7 +15,7 @@ from plangate.conditions._explain import explain
 from plangate.conditions._parser import parse
 from plangate.conditions._runtime import Test
 from plangate.conditions.context import ConditionContext
-from plangate.conditions.result import ConditionResult
+from plangate.conditions.result import ConditionResult, deferred
 
 CACHE_SIZE = 1024
 
@@ -24,7 +24,8 @@ class Condition:
     """A compiled expression, ready to be evaluated many times.
 
     ``Condition(text)`` parses and compiles every time; ``compile_condition(text)`` does the same through a
-    cache. Instances are immutable and safe to share between threads.
+    cache. An instance does not change once built (``references`` is worked out on first use) and is safe to
+    share between threads.
 
     ``references`` lists the step ids it names (``build`` in ``build.status``, ``tests`` in
     ``children(tests)``), for load-time checks.
@@ -62,14 +63,14 @@ class Condition:
     def evaluate(self, ctx: ConditionContext) -> ConditionResult:
         """Evaluate against ``ctx``. Never raises: any problem is an unsatisfied result with a reason.
 
-        The reason is written when first read, from the same context; mutating the context in between makes
-        the reason say so.
+        The reason is written when first read, from the same context; if the context was changed in between so
+        that the verdict no longer holds, the reason says so.
         """
         try:
             satisfied = bool(self._test(ctx, None))
         except Exception:  # an unknown step, a refused path, or a context of the wrong shape
             satisfied = False
-        return ConditionResult.deferred(satisfied, self._explain, ctx)
+        return deferred(satisfied, self._explain, ctx)
 
     def explain(self, ctx: ConditionContext) -> ConditionResult:
         """Evaluate against ``ctx`` and write the reason at once (same verdict as ``evaluate``)."""

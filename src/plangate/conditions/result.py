@@ -2,7 +2,7 @@
 
 The verdict is computed when the result is made; the reason is written the first time it is read (then
 kept), because most gates are checked far more often than their reasons are shown. This module holds the
-result type only; how a reason is worded is the compiler's business.
+result type only; how a reason is worded is ``_explain``'s business.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from collections.abc import Callable
 from plangate.conditions.context import ConditionContext
 
 Explain = Callable[[ConditionContext], tuple[bool, str]]
+# Until the reason is written, the result holds what writes it and the context it explains.
+_Pending = tuple[Explain, ConditionContext]
 
 
 class ConditionResult:
@@ -24,49 +26,27 @@ class ConditionResult:
         satisfied: the verdict.
     """
 
-    __slots__ = ("_pending", "_reason", "satisfied")
+    __slots__ = ("_reason", "satisfied")
 
     satisfied: bool
 
     def __init__(self, satisfied: bool, reason: str) -> None:
         self.satisfied = satisfied
-        self._reason: str | None = reason
-        # What writes the reason, and what it explains; kept only until the reason is written.
-        self._pending: tuple[Explain, ConditionContext] | None = None
-
-    @classmethod
-    def deferred(cls, satisfied: bool, explain: Explain, context: ConditionContext) -> ConditionResult:
-        """A result whose reason is ``explain(context)``, written on first read.
-
-        Args:
-            satisfied: the verdict already computed.
-            explain: re-runs the evaluation in words, returning its verdict and the reason.
-            context: what to explain against; released once the reason is written.
-        """
-        result = object.__new__(cls)
-        result.satisfied = satisfied
-        result._reason = None
-        result._pending = (explain, context)
-        return result
+        self._reason: str | _Pending = reason
 
     @property
     def reason(self) -> str:
         """Why the condition holds or not, e.g. ``b.output.n is 2, not > 3``."""
         reason = self._reason
-        if reason is None:
-            reason = self._write()
-        return reason
-
-    def _write(self) -> str:
-        assert self._pending is not None  # set whenever ``_reason`` is None
-        explain, context = self._pending
-        verdict, reason = explain(context)
+        if isinstance(reason, str):
+            return reason
+        explain, context = reason
+        verdict, text = explain(context)
         if verdict != self.satisfied:
             # Only possible when the context was changed between evaluating and reading the reason.
-            reason += " (the context changed after evaluation: this reason no longer matches the verdict)"
-        self._reason = reason
-        self._pending = None
-        return reason
+            text += " (the context changed after evaluation: this reason no longer matches the verdict)"
+        self._reason = text  # also lets go of the context
+        return text
 
     def __bool__(self) -> bool:
         return self.satisfied
@@ -83,4 +63,22 @@ class ConditionResult:
         return f"ConditionResult(satisfied={self.satisfied!r}, reason={self.reason!r})"
 
 
-__all__ = ["ConditionResult"]
+_new = object.__new__
+
+
+def deferred(satisfied: bool, explain: Explain, context: ConditionContext) -> ConditionResult:
+    """A result whose reason is ``explain(context)``, written when first read.
+
+    Args:
+        satisfied: the verdict already computed.
+        explain: repeats the evaluation in words, returning its verdict and the reason.
+        context: what to explain against; released once the reason is written.
+    """
+    # Skipping ``__init__`` (one Python call) is a third of making a result, which every evaluation does.
+    result: ConditionResult = _new(ConditionResult)
+    result.satisfied = satisfied
+    result._reason = (explain, context)
+    return result
+
+
+__all__ = ["ConditionResult", "deferred"]
