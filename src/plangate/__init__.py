@@ -1,5 +1,54 @@
-"""plangate: a runtime for LLM agents and workflows that plan, act only with consent, and prove each step."""
+"""plangate: a runtime for LLM agents and workflows that plan, act only with consent, and prove each step.
+
+The names below are imported on first use, so ``import plangate`` stays cheap (the CLI's start-up, a
+worker's import) however much the engines pull in.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_LAZY = {
+    "Agent": "plangate.agent",
+    "RunResult": "plangate.agent",
+    "tool": "plangate.tools",
+    "Approve": "plangate.interactions",
+    "Reject": "plangate.interactions",
+    "Answer": "plangate.interactions",
+    "Edit": "plangate.interactions",
+    "load_formula": "plangate.formulas",
+    "run_formula": "plangate.formulas.runtime",
+}
+
+if TYPE_CHECKING:
+    from plangate.agent import Agent, RunResult
+    from plangate.formulas import load_formula
+    from plangate.formulas.runtime import run_formula
+    from plangate.interactions import Answer, Approve, Edit, Reject
+    from plangate.tools import tool
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'plangate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "Agent",
+    "Answer",
+    "Approve",
+    "Edit",
+    "Reject",
+    "RunResult",
+    "__version__",
+    "load_formula",
+    "run_formula",
+    "tool",
+]

@@ -1,8 +1,9 @@
 """``plangate run | resume | status | runs | events | approve | reject | answer | complete | cancel``.
 
 For: driving formula runs from a terminal: live progress (each step's state, gates with their reasons),
-questions asked in the terminal unless ``--detach``, and ``--json`` for scripts. Not for: any run logic
-(``plangate.formulas.runtime``).
+questions asked in the terminal unless ``--detach``, and ``--json`` for scripts. ``approve``, ``reject``,
+``answer`` and ``resume`` hand an agent run over to ``cli/_agent.py``. Not for: any run logic
+(``plangate.formulas.runtime``, ``plangate.agent``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 
+from plangate.cli import _agent
 from plangate.cli._console import err, fail, out, parse_vars, print_json
 from plangate.cli._loading import StoreOpt, ToolsOpt, run_tool_specs, store_from, tool_specs, tools_from
 from plangate.errors import UserError
@@ -244,6 +246,10 @@ def resume_command(
 ) -> None:
     """Continue a run from its last committed transition (after a crash, or once a person answered)."""
     try:
+        opened = store_from(store)
+        if opened.get_run(run_id).kind == "agent":
+            _agent.resume(opened, run_id, tools=tools, model=None, json=json)
+            return
         runner = _runner_for(store, tools, run_id=run_id)
         with _Progress(runner.store) if not json else nullcontext():
             result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
@@ -365,8 +371,18 @@ def _resolve(
     tools: list[str] | None,
     resume: bool,
     json: bool,
+    model: str | None = None,
 ) -> None:
     try:
+        opened = store_from(store)
+        interaction = opened.get_interaction(interaction_id)
+        if opened.get_run(interaction.run_id).kind == "agent":
+            if not resume:
+                fail("--no-resume applies to formula runs; an agent run continues as soon as it is answered")
+            _agent.resolve(
+                opened, interaction, resolution, tools=tools, model=model, json=json, store_url=store
+            )
+            return
         runner = _runner_for(store, tools, interaction_id=interaction_id)
         run_id = runner.resolve(interaction_id, resolution, by="cli")
         root = run_id
@@ -384,6 +400,10 @@ def _resolve(
 
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue the run here afterwards.")]
 IdArg = Annotated[str, typer.Argument(help="The interaction id.")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="Agent runs: the model to continue with (default: the run's own)."),
+]
 
 
 def approve_command(
@@ -392,9 +412,10 @@ def approve_command(
     store: StoreOpt = None,
     resume: ResumeOpt = True,
     json: JsonOpt = False,
+    model: ModelOpt = None,
 ) -> None:
     """Approve an open interaction (a consent request or an approval gate)."""
-    _resolve(interaction, Approve(), store, tools, resume, json)
+    _resolve(interaction, Approve(), store, tools, resume, json, model)
 
 
 def reject_command(
@@ -404,9 +425,10 @@ def reject_command(
     store: StoreOpt = None,
     resume: ResumeOpt = True,
     json: JsonOpt = False,
+    model: ModelOpt = None,
 ) -> None:
     """Reject an open interaction, with a reason."""
-    _resolve(interaction, Reject(reason=reason), store, tools, resume, json)
+    _resolve(interaction, Reject(reason=reason), store, tools, resume, json, model)
 
 
 def answer_command(
@@ -416,9 +438,10 @@ def answer_command(
     store: StoreOpt = None,
     resume: ResumeOpt = True,
     json: JsonOpt = False,
+    model: ModelOpt = None,
 ) -> None:
     """Answer an open question."""
-    _resolve(interaction, Answer(text=text), store, tools, resume, json)
+    _resolve(interaction, Answer(text=text), store, tools, resume, json, model)
 
 
 def complete_command(

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _conditions, _formula, _runs
+from plangate.cli import _agent, _conditions, _formula, _runs
 from plangate.cli._console import err
 from plangate.errors import UserError
 
@@ -41,6 +41,7 @@ def _root(
 _conditions.register(app)
 _formula.register(app)
 _runs.register(app)
+_agent.register(app)
 
 
 def main() -> None:

@@ -162,13 +162,16 @@ class CorrectionEvent(BaseEvent):
 
 
 class RoundEvent(BaseEvent):
-    """One execute round: the decision the model declared and how the runtime judged it."""
+    """One execute round: the decision the model declared, how the runtime judged it, and what it did."""
 
     type: Literal["round"] = "round"
     round: int
     step_index: int | None
     decision: JsonObject
     validation: JsonObject
+    result: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the round did (the action taken, the tool, its arguments, success and summary); left out of the
+    JSON form when absent, so events written before the field existed keep their exact form."""
 
 
 class OutcomeEvent(BaseEvent):

@@ -1,4 +1,4 @@
-"""Choosing a model from a spec: ``openai:gpt-4o-mini``, ``anthropic:<model>``, ``local``, ``scripted``.
+"""Choosing a model from a spec: ``openai:gpt-4o-mini``, ``anthropic:<id>``, ``local``, ``scripted:<file>``.
 
 What it is for: ``resolve_model`` and the registry ``PROVIDERS`` (provider name → factory of the model id),
 so a run can store only the spec and rebuild its model on resume. Providers are imported only when chosen,
@@ -8,13 +8,22 @@ instance for that).
 
 Adding a provider is one line: ``PROVIDERS["name"] = factory``. The ``local`` entry looks for a module
 ``plangate.models.local`` that defines ``create_model(model_id: str) -> Model``.
+
+The default model (``resolve_model(None)``), first rule that applies:
+
+1. ``PLANGATE_MODEL``, when set;
+2. ``openai:gpt-4o-mini`` when ``OPENAI_API_KEY`` is set (checked first when both keys are);
+3. ``anthropic:claude-haiku-4-5`` when ``ANTHROPIC_API_KEY`` is set;
+4. ``local``: the small model that runs offline, so a machine with no key still works.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from plangate.errors import ConfigError
 from plangate.models.base import Model
@@ -23,6 +32,15 @@ ProviderFactory = Callable[[str], Model]
 """Builds a model from the id after ``provider:`` (``""`` when the spec has none)."""
 
 ENV_VAR = "PLANGATE_MODEL"
+
+DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
+"""The default when only ``OPENAI_API_KEY`` is set: small, cheap, with structured outputs."""
+
+DEFAULT_ANTHROPIC_MODEL = "anthropic:claude-haiku-4-5"
+"""The default when only ``ANTHROPIC_API_KEY`` is set: Anthropic's small, fast current model."""
+
+# Keys whose presence picks a hosted default; checked in this order.
+_KEYED_DEFAULTS = (("OPENAI_API_KEY", DEFAULT_OPENAI_MODEL), ("ANTHROPIC_API_KEY", DEFAULT_ANTHROPIC_MODEL))
 
 _LOCAL_MODULE = "plangate.models.local"
 
@@ -46,10 +64,38 @@ def _anthropic(model_id: str) -> Model:
 
 
 def _scripted(model_id: str) -> Model:
-    raise ConfigError(
-        "the scripted model replays responses written in code: build ScriptedModel([...]) "
-        "(from plangate.models) and pass the instance instead of the name 'scripted'"
-    )
+    if not model_id:
+        raise ConfigError(
+            "the scripted model replays responses written in code: build ScriptedModel([...]) "
+            "(from plangate.models) and pass the instance instead of the name 'scripted', or name a JSON "
+            "file of responses: 'scripted:path/to/responses.json'"
+        )
+    return _scripted_file(model_id)
+
+
+def _scripted_file(path: str) -> Model:
+    """``scripted:<file>``: a JSON list of responses, or ``{"wire": "json" | "tagged", "responses": [...]}``.
+
+    For the command line and offline demos; the model is named after the file, and each model built from it
+    replays it from the first response.
+    """
+    from plangate.models.scripted import ScriptedModel
+
+    where = f"scripted:{path}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the responses file: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{where}: expected a JSON list of response strings; {exc}") from None
+    wire: object = "json"
+    if isinstance(data, dict):
+        wire, data = data.get("wire", "json"), data.get("responses")
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise ConfigError(f'{where}: expected a JSON list of response strings (or {{"responses": [...]}})')
+    if wire not in ("json", "tagged"):
+        raise ConfigError(f"{where}: wire: expected 'json' or 'tagged', got {wire!r}")
+    return ScriptedModel(data, wire="tagged" if wire == "tagged" else "json", name=where)
 
 
 def _local(model_id: str) -> Model:
@@ -77,25 +123,57 @@ PROVIDERS: dict[str, ProviderFactory] = {
 """Provider name → factory. ``resolve_model`` reads it at each call, so entries added later count."""
 
 
+def default_model_spec(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The spec ``resolve_model(None)`` uses, and why (the module docstring gives the rule).
+
+    Args:
+        environ: the environment to read; default the process environment.
+
+    Returns:
+        ``(spec, origin)``: the spec, and where it came from (``PLANGATE_MODEL``, ``OPENAI_API_KEY``,
+        ``ANTHROPIC_API_KEY``, or ``no API key`` for the local model).
+    """
+    env = os.environ if environ is None else environ
+    chosen = env.get(ENV_VAR, "")
+    if chosen.strip():
+        return chosen, ENV_VAR
+    for key, spec in _KEYED_DEFAULTS:
+        if env.get(key, "").strip():
+            return spec, key
+    return "local", "no API key"
+
+
+def describe_model(model: Model) -> str:
+    """A one-line, human description of ``model``, for the CLI and logs.
+
+    A model may describe itself with a ``description`` string attribute (the local model says
+    ``local (SmolLM2-135M-Instruct, Q4_1, offline)``); otherwise its name is used.
+    """
+    description = getattr(model, "description", None)
+    if isinstance(description, str) and description.strip():
+        return description
+    return model.name
+
+
 def resolve_model(spec: str | Model | None = None) -> Model:
     """The model a spec names.
 
     Args:
         spec: a ``Model`` (returned as is), a spec string ``provider[:model-id]`` (``openai:gpt-4o-mini``,
-            ``openai:qwen2.5:7b``, ``local``), or ``None`` to read ``PLANGATE_MODEL``.
+            ``openai:qwen2.5:7b``, ``local``), or ``None`` for the default model (``PLANGATE_MODEL``, else
+            a hosted model whose API key is set, else ``local``; see ``default_model_spec``).
 
     Raises:
-        ConfigError: no spec and no ``PLANGATE_MODEL``, an unknown provider (the message lists the known
-            ones), a missing model id, a missing SDK, or a missing API key.
+        ConfigError: an unknown provider (the message lists the known ones), a missing model id, a missing
+            SDK or model package, or a missing API key. An error for a default model says where it came
+            from (``PLANGATE_MODEL='…': …``).
     """
     if isinstance(spec, Model):
         return spec
     origin = ""
     if spec is None:
-        spec = os.environ.get(ENV_VAR, "")
-        if not spec.strip():
-            raise ConfigError(f"no model given: pass a model or set {ENV_VAR} (e.g. openai:gpt-4o-mini)")
-        origin = f"{ENV_VAR}="
+        spec, source = default_model_spec()
+        origin = f"{ENV_VAR}=" if source == ENV_VAR else f"default model ({source}) "
     if not isinstance(spec, str):
         found = type(spec).__name__
         raise ConfigError(f"model: expected a spec such as 'openai:gpt-4o-mini' or a Model, got {found}")
@@ -112,4 +190,13 @@ def resolve_model(spec: str | Model | None = None) -> Model:
         raise ConfigError(f"{origin}{spec!r}: {exc}") from None
 
 
-__all__ = ["ENV_VAR", "PROVIDERS", "ProviderFactory", "resolve_model"]
+__all__ = [
+    "DEFAULT_ANTHROPIC_MODEL",
+    "DEFAULT_OPENAI_MODEL",
+    "ENV_VAR",
+    "PROVIDERS",
+    "ProviderFactory",
+    "default_model_spec",
+    "describe_model",
+    "resolve_model",
+]

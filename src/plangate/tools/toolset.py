@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -192,37 +194,58 @@ class Toolset:
         catalogue = "; ".join(
             f"{domain} (packs: {', '.join(packs)})" for domain, packs in self.registry.domains().items()
         )
+        add, remove = _meta_templates()
+        # The argument schemas are built once per process; each toolset only binds its own functions.
+        return [
+            replace(
+                add,
+                function=self._add,
+                description=f"Activate a domain's tools. Domains: {catalogue or 'none'}.",
+            ),
+            replace(remove, function=self._remove),
+        ]
 
-        @tool(name=ADD_TOOL, description=f"Activate a domain's tools. Domains: {catalogue or 'none'}.")
-        async def add(domain: str, packs: list[str] | None = None, mode: Mode = "merge") -> ToolResult:
-            """Activate tools.
+    async def _add(self, domain: str, packs: list[str] | None = None, mode: Mode = "merge") -> ToolResult:
+        try:
+            self.activate(domain, packs, mode)
+        except ConfigError as exc:
+            return ToolResult.failed("unknown_domain_or_pack", str(exc))
+        return ToolResult.done(self.describe_active(), summary=f"activated {domain}")
 
-            Args:
-                domain: the domain whose tools to activate.
-                packs: the packs to activate; all of the domain's packs when omitted.
-                mode: 'merge' adds to the active tools; 'replace' first deactivates other domains.
-            """
-            try:
-                self.activate(domain, packs, mode)
-            except ConfigError as exc:
-                return ToolResult.failed("unknown_domain_or_pack", str(exc))
-            return ToolResult.done(self.describe_active(), summary=f"activated {domain}")
+    async def _remove(self, domain: str, packs: list[str] | None = None) -> ToolResult:
+        try:
+            self.deactivate(domain, packs)
+        except ConfigError as exc:
+            return ToolResult.failed("unknown_domain_or_pack", str(exc))
+        return ToolResult.done(self.describe_active(), summary=f"deactivated {domain}")
 
-        @tool(name=REMOVE_TOOL, description="Deactivate a domain's tools that are no longer needed.")
-        async def remove(domain: str, packs: list[str] | None = None) -> ToolResult:
-            """Deactivate tools.
 
-            Args:
-                domain: the domain whose tools to deactivate.
-                packs: the packs to deactivate; all of the domain's packs when omitted.
-            """
-            try:
-                self.deactivate(domain, packs)
-            except ConfigError as exc:
-                return ToolResult.failed("unknown_domain_or_pack", str(exc))
-            return ToolResult.done(self.describe_active(), summary=f"deactivated {domain}")
+@cache
+def _meta_templates() -> tuple[Tool, Tool]:
+    """The meta tools' schemas and docs; their functions are bound per toolset with ``replace``."""
 
-        return [add, remove]
+    @tool(name=ADD_TOOL, description="Activate a domain's tools.")
+    async def add(domain: str, packs: list[str] | None = None, mode: Mode = "merge") -> ToolResult:
+        """Activate tools.
+
+        Args:
+            domain: the domain whose tools to activate.
+            packs: the packs to activate; all of the domain's packs when omitted.
+            mode: 'merge' adds to the active tools; 'replace' first deactivates other domains.
+        """
+        raise NotImplementedError  # never called: each toolset binds its own function
+
+    @tool(name=REMOVE_TOOL, description="Deactivate a domain's tools that are no longer needed.")
+    async def remove(domain: str, packs: list[str] | None = None) -> ToolResult:
+        """Deactivate tools.
+
+        Args:
+            domain: the domain whose tools to deactivate.
+            packs: the packs to deactivate; all of the domain's packs when omitted.
+        """
+        raise NotImplementedError  # never called: each toolset binds its own function
+
+    return add, remove
 
 
 def _load_state(state: ToolsetState | Mapping[str, Any]) -> ToolsetState:

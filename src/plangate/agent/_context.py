@@ -1,0 +1,255 @@
+"""The prompt of each model call, rebuilt from the run's state every time: a pure function of its inputs.
+
+For: the messages of the route, plan, execute and deliver calls. An execute prompt is, in order: a system
+message (rules, the answer format for the model's wire, the active tool catalogue, the run's own
+instructions), the visible conversation, then one closing user message made of named sections: the ReAct
+record, the pinned blocks ``current_plan``, ``current_step`` and ``execution_context``, and the hidden
+corrections of the last rounds. The sections are data (``Context``), so a later layer can shrink the
+conversation and the record while keeping every pinned block. Not for: calling the model (``_calls.py``)
+or folding the record from events (``_transcript.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plangate.agent._state import AgentConfig
+from plangate.agent._transcript import Transcript, Turn
+from plangate.decisions import PlanStep
+from plangate.models import Message, Role, Wire
+
+PINNED = ("current_plan", "current_step", "execution_context")
+"""The sections no compaction may drop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A named part of the closing user message."""
+
+    name: str
+    text: str
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A prompt as data: the system text, the conversation and the named sections that close it."""
+
+    system: str
+    conversation: tuple[Turn, ...]
+    sections: tuple[Section, ...]
+
+    def section(self, name: str) -> Section | None:
+        """The section called ``name``, if the prompt has one."""
+        return next((item for item in self.sections if item.name == name), None)
+
+    def messages(self) -> list[Message]:
+        """The chat messages: system first, consecutive turns of one role joined (some providers need
+        user and assistant to alternate)."""
+        roles: list[Role] = []
+        texts: list[str] = []
+
+        def add(role: Role, text: str) -> None:
+            if roles and roles[-1] == role:
+                texts[-1] += "\n\n" + text
+            else:
+                roles.append(role)
+                texts.append(text)
+
+        for turn in self.conversation:
+            add("assistant" if turn.role == "assistant" else "user", turn.text)
+        closing = "\n\n".join(f"## {item.name}\n{item.text}" for item in self.sections)
+        if closing:
+            add("user", closing)
+        return [Message("system", self.system), *(Message(r, t) for r, t in zip(roles, texts, strict=True))]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Everything a prompt is built from.
+
+    Attributes:
+        catalogue: the active tools as JSON text (``Toolset.catalogue()``).
+        evidence: successful receipts bound to the current step.
+    """
+
+    config: AgentConfig
+    wire: Wire
+    catalogue: str
+    transcript: Transcript
+    plan: Sequence[PlanStep] | None
+    step_index: int
+    rounds_used: int
+    evidence: int
+
+
+_EXECUTE_RULES = """\
+You are an agent that completes the user's request through tools, one decision per round. The runtime, not \
+you, runs tools, decides which calls need the user's consent, and judges every decision.
+
+Each round, declare exactly one decision:
+- action "continue": make progress; put at most one tool call in tool_call {name, arguments}. Its \
+observation arrives next round.
+- action "ask_user": ask the user one question, written in speak.
+- action "confirm": ask the user to approve a tool call that changes something (tool_call required).
+- action "next_plan": the current plan step is complete; goal_check says why (its done_when and the \
+evidence).
+- action "done": the whole request is complete (under a plan: only on the last step, with a goal_check).
+- action "abort": stop; abort.user_message tells the user why.
+speak is shown to the user; reason is for the logs.
+
+A plan step counts as complete only with evidence gathered while it was current: a successful tool \
+observation, an executed change, or the user's answer. Tools with effect "write" run only after the user \
+approves them. Repeating the same call without learning anything new stops the run."""
+
+_PLAN_RULES = """\
+You plan how to complete the user's request with the tools below. Reply with action "plan_done" and \
+plan_steps: a short list of steps, each with content (what to do) and done_when (the observable evidence \
+that it is complete). Set context_hook {domain, packs} to activate the tools of a domain for the plan, or \
+null. Use action "ask_user" with a question when the request cannot be planned without the user's answer, \
+or "continue" with a reason to take another planning pass."""
+
+_ROUTE_RULES = """\
+Decide how to handle the user's request. route "reply": answer directly (write the answer in reply); \
+route "plan": it needs several steps; route "execute": act with tools, without a plan."""
+
+_DELIVER_RULES = """\
+Write the closing message for the user: what was done and the result, briefly and precisely. Plain \
+text, no JSON. Use only facts from the conversation and the record."""
+
+_FORMATS: dict[Wire, str] = {
+    "json": "Reply with one JSON object that matches the response schema, and nothing else.",
+    "tagged": (
+        "Start the reply with <decision>{...}</decision> holding the JSON object, then write the text for "
+        "the user after the closing tag."
+    ),
+}
+
+
+@functools.lru_cache(maxsize=64)
+def _system(rules: str, wire: Wire | None, catalogue: str, instructions: str | None) -> str:
+    parts = [rules]
+    if wire is not None:
+        parts.append(_FORMATS[wire])
+    if catalogue:
+        parts.append(f"Active tools (name, description, parameters, effect):\n{catalogue}")
+    if instructions:
+        parts.append(f"Instructions for this agent:\n{instructions}")
+    return "\n\n".join(parts)
+
+
+def catalogue_text(entries: Sequence[object]) -> str:
+    """The tool catalogue as the system message shows it: one compact JSON object per line."""
+    return "\n".join(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) for entry in entries)
+
+
+def plan_checklist(plan: Sequence[PlanStep], done_through: int) -> str:
+    """``[x] step …`` for steps up to ``done_through`` (exclusive), ``[ ] step …`` for the rest."""
+    return "\n".join(
+        f"[{'x' if index < done_through else ' '}] {step.content}" for index, step in enumerate(plan)
+    )
+
+
+def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
+    if not plan:
+        return Section("current_plan", "No plan: act step by step until the request is complete.", True)
+    lines = []
+    for index, step in enumerate(plan):
+        mark = "x" if index < step_index else (">" if index == step_index else " ")
+        done_when = f" (done when: {step.done_when})" if step.done_when else ""
+        lines.append(f"{index + 1}. [{mark}] {step.content}{done_when}")
+    return Section("current_plan", "\n".join(lines), True)
+
+
+def _step_section(view: View) -> Section:
+    plan = view.plan
+    if not plan:
+        return Section("current_step", "None (no plan).", True)
+    step = plan[view.step_index]
+    text = (
+        f"Step {view.step_index + 1} of {len(plan)}: {step.content}\n"
+        f"Done when: {step.done_when or 'not stated'}\n"
+        f"Evidence for this step so far: {view.evidence} successful receipt(s)"
+    )
+    last = (
+        "This is the last step: declare done when it is complete."
+        if view.step_index == len(plan) - 1
+        else ("Declare next_plan when it is complete.")
+    )
+    return Section("current_step", f"{text}\n{last}", True)
+
+
+def _execution_section(view: View) -> Section:
+    budget = view.config.max_rounds
+    left = budget - view.rounds_used
+    return Section(
+        "execution_context",
+        f"Round {view.rounds_used} of {budget} ({left} left after this one).",
+        True,
+    )
+
+
+def _record_section(transcript: Transcript) -> list[Section]:
+    if not transcript.acts:
+        return []
+    return [Section("react_record", "\n\n".join(act.text() for act in transcript.acts))]
+
+
+def _correction_section(transcript: Transcript) -> list[Section]:
+    if not transcript.corrections:
+        return []
+    notes = "\n".join(f"- {note}" for note in transcript.corrections)
+    return [Section("correction", f"Your last decision was not accepted, for this reason:\n{notes}")]
+
+
+def execute_context(view: View) -> Context:
+    """The prompt of one execute round."""
+    system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
+    sections = [
+        *_record_section(view.transcript),
+        _plan_section(view.plan, view.step_index),
+        _step_section(view),
+        _execution_section(view),
+        *_correction_section(view.transcript),
+    ]
+    return Context(system, tuple(view.transcript.turns), tuple(sections))
+
+
+def plan_context(view: View) -> Context:
+    """The prompt of one planning call."""
+    system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.system_prompt)
+    sections = [*_record_section(view.transcript), *_correction_section(view.transcript)]
+    return Context(system, tuple(view.transcript.turns), tuple(sections))
+
+
+def route_context(view: View) -> Context:
+    """The prompt of the routing call."""
+    system = _system(_ROUTE_RULES, view.wire, "", view.config.system_prompt)
+    return Context(system, tuple(view.transcript.turns), ())
+
+
+def deliver_context(view: View, outcome_note: str) -> Context:
+    """The prompt of the closing message, after the run completed."""
+    system = _system(_DELIVER_RULES, None, "", view.config.system_prompt)
+    sections = _record_section(view.transcript)
+    if view.plan:
+        sections.append(Section("current_plan", plan_checklist(view.plan, view.step_index + 1), True))
+    sections.append(Section("execution_context", outcome_note, True))
+    return Context(system, tuple(view.transcript.turns), tuple(sections))
+
+
+__all__ = [
+    "PINNED",
+    "Context",
+    "Section",
+    "View",
+    "catalogue_text",
+    "deliver_context",
+    "execute_context",
+    "plan_checklist",
+    "plan_context",
+    "route_context",
+]

@@ -1,0 +1,75 @@
+"""The deliver phase: the closing message, the ``outcome`` event and the run's terminal status.
+
+For: ``run_deliver``, through which every ending goes. A completed run gets a summary written by the model
+(purpose ``deliver``), or a mechanical checklist of the plan when the model fails or says nothing; a route's
+direct reply is used as it is. An aborted, exhausted or cancelled run gets fixed text built from its
+outcome, with no model call: a run that ended because the model misbehaved must not depend on it to say so.
+Not for: deciding the outcome (the phase that ended the run did).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from plangate.agent._batch import Batch
+from plangate.agent._calls import call
+from plangate.agent._context import deliver_context, plan_checklist
+from plangate.agent.result import Outcome
+from plangate.decisions import PlanStep
+from plangate.errors import StoreError
+from plangate.events import OutcomeEvent, SpeakEvent
+
+if TYPE_CHECKING:
+    from plangate.agent.loop import RunLoop
+
+
+async def run_deliver(loop: RunLoop) -> None:
+    """Write the closing message and end the run, in one commit."""
+    state = loop.state
+    outcome = state.outcome
+    if outcome is None:
+        raise StoreError(
+            f"run {loop.run_id!r} reached deliver with no outcome (the snapshot is inconsistent)"
+        )
+    if outcome.status != "completed":
+        answer = fixed_text(outcome, state.plan, state.step_index)
+    elif state.answer:
+        answer = state.answer
+    else:
+        answer = await _summary(loop, outcome)
+    state.answer = answer
+    state.phase = "done"
+    event = OutcomeEvent(
+        status=outcome.status,
+        stage=outcome.stage,
+        code=outcome.code,
+        user_message=outcome.user_message,
+        internal_reason=outcome.internal_reason,
+    )
+    loop.commit(Batch([SpeakEvent(text=answer), event], status=outcome.status))
+
+
+async def _summary(loop: RunLoop, outcome: Outcome) -> str:
+    note = f"The run completed ({outcome.stage}: {outcome.code})."
+    answer = await call(loop.model, "deliver", deliver_context(loop.view(), note).messages())
+    text = answer.text.strip() if answer.failure is None else ""
+    if text:
+        return text
+    state = loop.state
+    if state.plan:
+        return plan_checklist(state.plan, state.step_index + 1)
+    return outcome.user_message or "Done."
+
+
+def fixed_text(outcome: Outcome, plan: list[PlanStep] | None, step_index: int) -> str:
+    """The closing message of a run that did not complete: its outcome's message, and the plan's progress."""
+    lead = {
+        "exhausted": outcome.user_message,
+        "cancelled": f"The run was cancelled: {outcome.user_message}",
+    }.get(outcome.status, outcome.user_message)
+    if not plan:
+        return lead
+    return f"{lead}\n\nProgress:\n{plan_checklist(plan, step_index)}"
+
+
+__all__ = ["fixed_text", "run_deliver"]

@@ -1,0 +1,42 @@
+"""The route phase: one model call decides whether to reply directly, plan, or act without a plan.
+
+For: ``run_route``. An answer that cannot be read routes to ``plan`` (SPEC §4), and so does a model that
+fails: planning is the careful path, and the plan phase reports a model that keeps failing. The call does
+not consume a round of the budget. Not for: ``mode="plan"`` / ``"react"`` runs, which skip this phase.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from plangate.agent._batch import Batch
+from plangate.agent._calls import call, read_route, route_schema
+from plangate.agent._context import route_context
+from plangate.agent.result import Outcome
+from plangate.events import StatusEvent
+
+if TYPE_CHECKING:
+    from plangate.agent.loop import RunLoop
+
+
+async def run_route(loop: RunLoop) -> None:
+    """Pick the run's path and commit it."""
+    answer = await call(loop.model, "route", route_context(loop.view()).messages(), schema=route_schema())
+    route = None if answer.failure is not None else read_route(answer.text)
+    state = loop.state
+    if route is None:
+        why = f"the model failed: {answer.failure}" if answer.failure else "the route could not be read"
+        event = StatusEvent(stage="route", code="plan", text=f"planning, since {why}")
+        state.phase = "plan"
+    elif route.route == "reply":
+        event = StatusEvent(stage="route", code="reply", text="answering directly")
+        state.answer = route.reply
+        loop.end(Outcome(status="completed", stage="route", code="replied", user_message=route.reply or ""))
+    else:
+        text = "planning first" if route.route == "plan" else "acting step by step, without a plan"
+        event = StatusEvent(stage="route", code=route.route, text=text)
+        state.phase = route.route
+    loop.commit(Batch([event]))
+
+
+__all__ = ["run_route"]

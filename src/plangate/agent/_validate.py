@@ -1,0 +1,208 @@
+"""Round validation: the runtime's verdict on one decision (flow, evidence, safety), with no I/O.
+
+For: ``judge``, a pure function of the decision and the run's facts, returning the ``RoundValidation`` to
+record (for every round, passed or not), what the round will do, and, when a check failed, the correction
+code and the message the model reads next round. Not for: acting on the verdict (``_execute.py``) or the
+protocol-level pairing rules (``plangate.decisions``, enforced when a decision is parsed).
+
+The rules (SPEC §3):
+
+- flow: ``next_plan`` needs a current plan step that is not the last; ``done`` under a plan needs the last
+  step; a tool must exist and be active (the correction carries the toolset's hint); ``ask_user`` needs its
+  question in ``speak``; arguments must fit the tool's schema. ``confirm`` on a read tool is downgraded to
+  ``continue``; a write tool that needs consent becomes a consent request whatever the action said.
+- evidence: ``next_plan`` / ``done`` under a plan need a non-empty ``goal_check`` and at least one
+  successful receipt bound to the current step.
+- safety: no interaction open; the same call (tool and argument digest) a third round in a row with nothing
+  new learned is a stall: a correction the first time, the end of the run (``stalled``) the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from plangate.agent._state import Stall
+from plangate.decisions import Decision, RoundValidation, digest_arguments
+from plangate.events import JsonObject
+from plangate.tools import Tool, ToolArgumentsError, Toolset, needs_consent
+
+RoundAct = Literal["speak", "tool", "consent", "ask", "advance", "finish", "abort", "correct", "stalled"]
+"""What a judged round does: speak only, run a tool, ask consent for one, ask the user, advance the plan,
+finish, abort on the model's request, correct the model, or end a stalled run."""
+
+STALL_ROUNDS = 3
+"""The same call this many rounds in a row, learning nothing new, is a stall."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the verdict depends on besides the decision.
+
+    Attributes:
+        plan_length: the number of plan steps, or None without a plan.
+        step_index: the current step (0-based).
+        evidence: successful receipts bound to the current step.
+        waiting: whether an interaction is open.
+    """
+
+    plan_length: int | None
+    step_index: int
+    evidence: int
+    toolset: Toolset
+    always_execute: bool
+    stall: Stall | None
+    waiting: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call that passed flow: the tool, its validated arguments and their digest."""
+
+    tool: Tool
+    arguments: JsonObject
+    digest: str
+
+    @property
+    def key(self) -> str:
+        """What stall detection compares: the tool's name and the arguments' digest."""
+        return f"{self.tool.name}:{self.digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement of one round.
+
+    Attributes:
+        validation: the record of the three checks.
+        act: what the round does.
+        code: the correction code (``act`` is ``correct`` or ``stalled``), else ``""``.
+        message: the correction the model reads next round.
+        call: the tool call, when the decision carried a valid one.
+    """
+
+    validation: RoundValidation
+    act: RoundAct
+    code: str = ""
+    message: str = ""
+    call: Call | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    passed: bool = True
+    reason: str = ""
+    code: str = ""
+
+
+def _fail(code: str, reason: str) -> _Check:
+    return _Check(False, reason, code)
+
+
+def _flow(decision: Decision, facts: Facts) -> tuple[_Check, RoundAct, Call | None]:
+    step = facts.step_index + 1
+    action = decision.action
+    if action == "next_plan":
+        if facts.plan_length is None:
+            reason = "next_plan needs a current plan step, and there is no plan: declare done when finished"
+            return _fail("no_plan", reason), "correct", None
+        if facts.step_index >= facts.plan_length - 1:
+            reason = f"step {step} is the last step of the plan: declare done when it is complete"
+            return _fail("last_step", reason), "correct", None
+        return _Check(), "advance", None
+    if action == "done":
+        if facts.plan_length is not None and facts.step_index != facts.plan_length - 1:
+            reason = (
+                f"done needs the last plan step, and step {step} of {facts.plan_length} is current: "
+                "declare next_plan when it is complete"
+            )
+            return _fail("not_last_step", reason), "correct", None
+        return _Check(), "finish", None
+    if action == "abort":
+        return _Check(), "abort", None
+    if action == "ask_user":
+        if not decision.speak:
+            return _fail("no_question", "ask_user needs the question for the user in speak"), "correct", None
+        return _Check(), "ask", None
+    return _tool_flow(decision, facts)
+
+
+def _tool_flow(decision: Decision, facts: Facts) -> tuple[_Check, RoundAct, Call | None]:
+    intent = decision.tool_call
+    if intent is None:
+        return _Check(), "speak", None
+    hint = facts.toolset.correction_for(intent.name)
+    if hint:
+        code = "inactive_tool" if intent.name in facts.toolset.registry else "unknown_tool"
+        return _fail(code, hint), "correct", None
+    tool = facts.toolset.get(intent.name)
+    try:
+        arguments = tool.validate(intent.arguments)
+    except ToolArgumentsError as exc:
+        reason = f"the arguments of {tool.name!r} do not fit its parameters: {exc}"
+        return _fail("invalid_arguments", reason), "correct", None
+    call = Call(tool, arguments, digest_arguments(arguments))
+    if needs_consent(tool, facts.always_execute):
+        note = f"write tool {tool.name!r} needs the user's consent: asking for it"
+        return _Check(True, note), "consent", call
+    note = ""
+    if decision.action == "confirm":
+        note = (
+            f"confirm on read tool {tool.name!r} downgraded to continue"
+            if tool.effect == "read"
+            else f"write tool {tool.name!r} runs without asking: the run has always_execute"
+        )
+    return _Check(True, note), "tool", call
+
+
+def _evidence(decision: Decision, facts: Facts) -> _Check:
+    if decision.action not in ("next_plan", "done") or facts.plan_length is None:
+        return _Check()
+    step = facts.step_index + 1
+    if not decision.goal_check:
+        return _fail("no_goal_check", f"step {step} needs a goal_check: say why its done_when is met")
+    if facts.evidence == 0:
+        return _fail("no_evidence", f"step {step} has no evidence yet: call a tool or ask the user")
+    return _Check()
+
+
+def _safety(facts: Facts, call: Call | None) -> tuple[_Check, bool]:
+    if facts.waiting:
+        return _fail("interaction_open", "an interaction is open: wait for the person's answer"), False
+    stall = facts.stall
+    if call is not None and stall is not None and stall.call == call.key and stall.count >= STALL_ROUNDS - 1:
+        reason = (
+            f"stalled: {call.tool.name!r} was called with the same arguments {stall.count} rounds in a row "
+            "and returned nothing new; change the arguments, use another tool, or ask the user"
+        )
+        return _fail("stalled", reason), stall.warned
+    return _Check(), False
+
+
+def judge(decision: Decision, facts: Facts) -> Verdict:
+    """Judge one round's decision against the run's facts (see the module docstring for the rules)."""
+    flow, act, call = _flow(decision, facts)
+    evidence = _evidence(decision, facts)
+    safety, stop = _safety(facts, call)
+    validation = RoundValidation(
+        flow_passed=flow.passed,
+        flow_reason=flow.reason,
+        evidence_passed=evidence.passed,
+        evidence_reason=evidence.reason,
+        safety_passed=safety.passed,
+        safety_reason=safety.reason,
+    )
+    if stop:
+        return Verdict(validation, "stalled", safety.code, safety.reason, call)
+    for check in (flow, evidence, safety):
+        if not check.passed:
+            return Verdict(validation, "correct", check.code, check.reason, call)
+    return Verdict(validation, act, call=call)
+
+
+def malformed(message: str) -> RoundValidation:
+    """The validation recorded for a round whose output could not be read as a decision."""
+    return RoundValidation(flow_passed=False, flow_reason=f"malformed output: {message}")
+
+
+__all__ = ["STALL_ROUNDS", "Call", "Facts", "RoundAct", "Verdict", "judge", "malformed"]

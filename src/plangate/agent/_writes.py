@@ -1,0 +1,102 @@
+"""Exactly-once writes: run a write whose intent is committed, record its receipt, reconcile after a crash.
+
+For: the second half of the write protocol of SPEC §6. Before a write tool runs, the caller commits its
+intent (key = the consent's interaction id, or ``<run>:<round>`` under ``always_execute``) together with
+``state.inflight``; ``execute`` then runs exactly that call with the key as idempotency key and commits the
+receipt, clearing ``inflight``, in one transaction. If the process dies in between, the next ``advance``
+finds ``inflight`` set and calls ``recover``, which never re-runs the write blindly: the tool's
+``reconcile(key)`` says whether it happened (its earlier ``ToolResult``) or not (``None``: it runs now, under
+the same key); a tool without ``reconcile`` (or one whose ``reconcile`` fails) marks the step
+``outcome_unknown`` and asks a person. Not for: deciding that a write may run (``_validate``,
+``_interactions``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING
+
+from plangate.agent._batch import Batch, Question, WriteDone, result_event
+from plangate.agent._state import InflightWrite
+from plangate.events import InteractionTool, StatusEvent
+from plangate.tools import ToolResult
+
+if TYPE_CHECKING:
+    from plangate.agent.loop import RunLoop
+
+
+async def execute(loop: RunLoop) -> None:
+    """Run the in-flight write (its intent is committed) and commit its receipt."""
+    inflight = loop.state.inflight
+    if inflight is None:
+        return
+    tool = loop.toolset.registry.get(inflight.tool)
+    outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
+    finish(loop, inflight, outcome)
+
+
+def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None) -> None:
+    """Commit the write's receipt (and its ``tool_result`` event), clearing ``inflight``."""
+    batch = batch if batch is not None else Batch()
+    loop.state.inflight = None
+    batch.write_done = WriteDone(
+        inflight.key, inflight.step_index, outcome.success, outcome.summary, outcome.model_dump(mode="json")
+    )
+    step_id = str(inflight.step_index) if loop.state.plan else None
+    batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))
+    batch.status = "running"
+    loop.commit(batch)
+
+
+async def recover(loop: RunLoop) -> None:
+    """Settle a write that was cut off between its intent and its receipt."""
+    inflight = loop.state.inflight
+    if inflight is None:
+        return
+    intent = loop.store.get_write_intent(inflight.key)
+    if intent is not None and intent.status == "done":
+        # The receipt and the snapshot commit together, so this means the snapshot is behind the store.
+        loop.state.inflight = None
+        loop.commit(Batch([StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")]))
+        return
+    tool = loop.toolset.registry.get(inflight.tool)
+    if tool.reconcile is None:
+        _ask_a_person(loop, inflight, "the tool has no reconcile hook")
+        return
+    try:
+        found = await asyncio.to_thread(tool.reconcile, inflight.key)
+    except Exception as exc:
+        _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
+        return
+    if found is None:
+        note = f"{inflight.tool} left no trace before the restart; running it now, under the same key"
+        loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
+        await execute(loop)
+        return
+    if not isinstance(found, ToolResult):
+        _ask_a_person(
+            loop, inflight, f"its reconcile hook returned a {type(found).__name__}, not a ToolResult"
+        )
+        return
+    note = f"{inflight.tool} had already run before the restart; its result was reconciled"
+    finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
+
+
+def _ask_a_person(loop: RunLoop, inflight: InflightWrite, why: str) -> None:
+    arguments = json.dumps(inflight.arguments, ensure_ascii=False, sort_keys=True)
+    prompt = (
+        f"The approved call {inflight.tool} with {arguments} started, but the run stopped before its result "
+        "was recorded, so it may or may not have happened. Please check, and tell me whether it did."
+    )
+    loop.state.inflight = None
+    tool = InteractionTool(name=inflight.tool, arguments=inflight.arguments, arguments_digest=inflight.digest)
+    batch = Batch(
+        [StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
+        question=Question("ask_user", "outcome_unknown", prompt, inflight.step_index, tool, inflight.key),
+        status="waiting",
+    )
+    loop.commit(batch)
+
+
+__all__ = ["execute", "finish", "recover"]

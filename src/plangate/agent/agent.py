@@ -1,0 +1,304 @@
+"""``Agent``: the public API of the agent runtime (run, stream, resume, cancel).
+
+For: turning the caller's model, tools and store into runs, and finding a stored run again with nothing
+but its id, in this process or another one: the model comes from the agent, or is rebuilt from the spec
+the run recorded (``resolve_model``); the tools come from the agent's registry, by name. Not for: what a
+run does (``loop.py`` and the phase modules).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar, get_args
+
+from plangate.agent import _interactions
+from plangate.agent._state import (
+    SNAPSHOT_VERSION,
+    AgentConfig,
+    AgentState,
+    Mode,
+    Phase,
+    read_input,
+    run_input,
+)
+from plangate.agent._stream import AgentStream
+from plangate.agent._transcript import Evidence, Transcript
+from plangate.agent.loop import RunLoop, load_loop
+from plangate.agent.result import Outcome, RunResult
+from plangate.errors import ConfigError, InteractionError, StaleInteraction
+from plangate.events import OutcomeEvent
+from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.models import Model, resolve_model
+from plangate.store import TERMINAL_STATUSES, Store, open_store
+from plangate.tools import Tool, ToolRegistry, Toolset
+
+T = TypeVar("T")
+Resolution = Approve | Reject | Answer | Edit
+
+_MODES: tuple[str, ...] = get_args(Mode)
+_FIRST_PHASE: dict[str, Phase] = {"auto": "route", "plan": "plan", "react": "execute"}
+_NAME_LENGTH = 80
+
+
+class Agent:
+    """An agent that plans, acts through tools only with consent for writes, and proves each plan step.
+
+    Args:
+        model: a ``Model``, a spec string (``openai:gpt-4o-mini``), or None for ``$PLANGATE_MODEL``. A resumed
+            run uses this model when given, else rebuilds the one it was started with from its spec.
+        tools: a ``ToolRegistry`` or a list of tools.
+        store: a store, a store URL, or None for ``$PLANGATE_STORE`` / ``.plangate/plangate.db``.
+        max_rounds: planning and execute calls a run may make; then it ends ``exhausted``.
+        mode: ``auto`` (route first), ``plan`` (always plan) or ``react`` (act without a plan).
+        always_execute: run write tools without asking for consent.
+        plan_consent: show the plan to a person for consent before executing it.
+        system_prompt: extra instructions added to every system message.
+        owner: who the runs belong to.
+        tool_specs: where the tools came from (``module:attr``), recorded with each run for the command line
+            to find them again; the runtime itself never imports anything from a stored run.
+
+    Example::
+
+        agent = Agent(model="openai:gpt-4o-mini", tools=[get_overview, place], store="sqlite:///runs.db")
+        result = agent.run("Free up Monday morning")
+        while result.waiting:
+            result = agent.resume(result.run_id, result.interaction.id, Approve())
+        print(result.answer)
+
+    Raises:
+        ConfigError: an option has an invalid value, or the tools are not tools.
+    """
+
+    def __init__(
+        self,
+        model: Model | str | None = None,
+        tools: ToolRegistry | Iterable[Tool] | None = None,
+        store: Store | str | None = None,
+        *,
+        max_rounds: int = 60,
+        mode: Mode = "auto",
+        always_execute: bool = False,
+        plan_consent: bool = False,
+        system_prompt: str | None = None,
+        owner: str = "local",
+        tool_specs: Iterable[str] = (),
+    ) -> None:
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+            raise ConfigError(f"Agent max_rounds: expected an integer >= 1; found {max_rounds!r}")
+        if mode not in _MODES:
+            raise ConfigError(f"Agent mode: expected one of {', '.join(_MODES)}; found {mode!r}")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ConfigError(
+                f"Agent system_prompt: expected a string or None; found {type(system_prompt).__name__}"
+            )
+        self._model_spec = model
+        self._resolved: Model | None = model if isinstance(model, Model) else None
+        self.registry = _registry(tools)
+        self.store: Store = open_store(store) if store is None or isinstance(store, str) else store
+        self.max_rounds = max_rounds
+        self.mode: Mode = mode
+        self.always_execute = bool(always_execute)
+        self.plan_consent = bool(plan_consent)
+        self.system_prompt = system_prompt
+        self.owner = owner
+        self.tool_specs = [str(spec) for spec in tool_specs]
+
+    # -- starting runs ------------------------------------------------------------------------------------
+
+    def run(self, prompt: str) -> RunResult:
+        """Start a run and advance it until it ends or waits on a person (see ``run_async``)."""
+        return _sync(self.run_async(prompt))
+
+    async def run_async(self, prompt: str) -> RunResult:
+        """Start a run and advance it until it ends or waits on a person.
+
+        Returns:
+            The result: ``waiting`` with the open ``interaction``, or ended with its ``outcome`` and
+            ``answer``.
+
+        Raises:
+            ConfigError: no model could be resolved, or the prompt is empty.
+        """
+        return await self._start(prompt).advance()
+
+    def stream(self, prompt: str) -> AgentStream:
+        """Start a run and iterate over its events as they are committed (``async for``).
+
+        The stream's ``result`` holds the ``RunResult`` once iteration ended. Leaving the iteration early
+        stops the run after its last commit; ``resume`` continues it.
+        """
+        loop = self._start(prompt)
+        return AgentStream(self.store, loop.run_id, loop.advance)
+
+    # -- stored runs --------------------------------------------------------------------------------------
+
+    def resume(
+        self,
+        run_id: str,
+        interaction_id: str | None = None,
+        resolution: Resolution | None = None,
+        *,
+        by: str | None = None,
+    ) -> RunResult:
+        """Resolve the run's open interaction and continue the run (see ``resume_async``)."""
+        return _sync(self.resume_async(run_id, interaction_id, resolution, by=by))
+
+    async def resume_async(
+        self,
+        run_id: str,
+        interaction_id: str | None = None,
+        resolution: Resolution | None = None,
+        *,
+        by: str | None = None,
+    ) -> RunResult:
+        """Resolve the run's open interaction with ``resolution``, then continue until it ends or waits.
+
+        With no interaction and no resolution, continue a run whose process stopped (a write cut off
+        between its intent and its receipt is reconciled, or a person is asked about it); a waiting or
+        ended run is returned as it stands. The run keeps the settings it was started with.
+
+        Raises:
+            NotFoundError: no such run or interaction.
+            StaleInteraction: the interaction is not the run's open one, or was resolved already (perhaps
+                by a concurrent caller); nothing changed.
+            InteractionError: the resolution does not fit the interaction (``answer`` to a consent
+                request, edited arguments that do not fit the tool, ...), or the run is not an agent run;
+                nothing changed.
+            ConfigError: this agent lacks a tool the run uses, or the run's model cannot be rebuilt.
+        """
+        if (interaction_id is None) != (resolution is None):
+            raise ConfigError("resume: pass both an interaction id and a resolution, or neither")
+        if interaction_id is None or resolution is None:
+            loop = self._load(run_id)
+            if loop.state.phase == "done" or loop.state.waiting is not None:
+                return loop.result()
+            _ = loop.model  # a model that cannot be rebuilt must fail before anything is written
+            return await loop.advance()
+        interaction = self.store.get_interaction(interaction_id)
+        if interaction.run_id != run_id:
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} belongs to run {interaction.run_id!r}, not to run "
+                f"{run_id!r}; nothing changed"
+            )
+        loop = self._load(run_id)
+        edited = _interactions.check(loop, interaction, resolution)
+        _ = loop.model
+        await _interactions.apply(loop, resolution, edited, by)
+        return await loop.advance()
+
+    def cancel(self, run_id: str, reason: str = "cancelled") -> RunResult:
+        """Cancel a run that has not ended: its open interaction expires; it ends ``cancelled``.
+
+        Raises:
+            NotFoundError: no such run.
+            InteractionError: the run already ended, or is not an agent run.
+        """
+        run = self.store.get_run(run_id)
+        if run.kind != "agent":
+            raise InteractionError(f"run {run_id!r} is a {run.kind} run; expected an agent run")
+        if run.status in TERMINAL_STATUSES:
+            raise InteractionError(f"run {run_id!r} already ended ({run.status}); nothing to cancel")
+        snapshot = self.store.get_snapshot(run_id)
+        state = AgentState.from_snapshot(snapshot) if snapshot is not None else AgentState(phase="route")
+        stage = state.phase if state.phase in ("route", "plan", "execute") else "execute"
+        outcome = Outcome(status="cancelled", stage=stage, code="cancelled", user_message=reason)
+        opened = state.waiting
+        state.waiting = None
+        state.outcome = outcome
+        state.phase = "done"
+        state.answer = f"The run was cancelled: {reason}"
+        with self.store.transaction(run_id) as tx:
+            if opened is not None:
+                tx.expire_interaction(opened.interaction_id)
+            tx.append(OutcomeEvent(status="cancelled", stage=stage, code="cancelled", user_message=reason))
+            tx.set_status("cancelled", outcome=outcome.model_dump(mode="json"))
+            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+        return RunResult(run_id, "cancelled", outcome, None, state.answer)
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _model(self) -> Model:
+        # Resolved once: a spec names one model for the agent's whole life (a scripted file is not replayed
+        # from its start when the same agent resumes its run).
+        if self._resolved is None:
+            try:
+                self._resolved = resolve_model(self._model_spec)
+            except ConfigError as exc:
+                raise ConfigError(f"Agent model: {exc}") from None
+        return self._resolved
+
+    def _model_for(self, config: AgentConfig) -> Model:
+        if self._model_spec is not None:
+            return self._model()
+        try:
+            return resolve_model(config.model)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"the run was started with the model {config.model!r}, which cannot be rebuilt from its name "
+                f"({exc}): pass model= to Agent"
+            ) from None
+
+    def _start(self, prompt: str) -> RunLoop:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ConfigError(f"Agent.run: expected a non-empty prompt; found {prompt!r}")
+        model = self._model()
+        config = AgentConfig(
+            model=model.name,
+            tools=self.registry.names(),
+            mode=self.mode,
+            max_rounds=self.max_rounds,
+            always_execute=self.always_execute,
+            plan_consent=self.plan_consent,
+            system_prompt=self.system_prompt,
+        )
+        name = " ".join(prompt.split())[:_NAME_LENGTH]
+        run = self.store.create_run(
+            "agent", name, run_input(prompt, config, self.tool_specs), owner=self.owner
+        )
+        read_input(run.id, run.input)  # what resume will read must read back now
+        return RunLoop(
+            store=self.store,
+            model=model,
+            toolset=Toolset(self.registry),
+            run_id=run.id,
+            prompt=prompt,
+            config=config,
+            state=AgentState(phase=_FIRST_PHASE[self.mode]),
+            transcript=Transcript.start(prompt),
+            evidence=Evidence(),
+            fresh=True,
+        )
+
+    def _load(self, run_id: str) -> RunLoop:
+        return load_loop(self.store, run_id, self._model_for, self.registry)
+
+
+def _registry(tools: ToolRegistry | Iterable[Tool] | None) -> ToolRegistry:
+    if tools is None:
+        return ToolRegistry()
+    if isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, Tool):
+        return ToolRegistry([tools])
+    try:
+        items = list(tools)
+    except TypeError:
+        raise ConfigError(
+            f"Agent tools: expected a ToolRegistry or a list of tools; found {type(tools).__name__}"
+        ) from None
+    return ToolRegistry(items)
+
+
+def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise ConfigError(
+        "this call runs its own event loop and cannot be made from a running one: await the _async variant"
+    )
+
+
+__all__ = ["Agent"]

@@ -1,0 +1,308 @@
+"""The orchestrator of one agent run: which phase runs next, and the one commit each step of it makes.
+
+For: ``RunLoop``, which holds a run's state in memory, dispatches to the phase modules (``_route``,
+``_plan``, ``_execute``, ``_deliver``; ``_writes`` for a write between its intent and its receipt) until the
+run ends or waits on a person, and commits each step's events, receipts, interaction and snapshot in ONE
+transaction (``commit``). After each commit the same events are folded into the in-memory transcript, so
+the live run and a resumed one see the same past. Also ``load_loop``, which rebuilds a loop from the store
+with only the run id. Not for: the public API (``agent.py``) or any phase's logic.
+
+Suspending is not an exception: a phase that opens an interaction sets ``state.waiting`` and commits the
+``waiting`` status, and ``advance`` returns. Nothing in the loop catches a failure of the store: a run whose
+store fails stops, with its last committed step intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from plangate.agent import _deliver, _execute, _plan, _route, _writes
+from plangate.agent._batch import Batch, Question
+from plangate.agent._context import View, catalogue_text
+from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted
+from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
+from plangate.agent._transcript import Evidence, Transcript
+from plangate.agent.result import Outcome, RunResult
+from plangate.errors import ConfigError, InteractionError, StoreError
+from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
+from plangate.models import Model
+from plangate.store import Interaction, Store, Transaction
+from plangate.tools import ToolRegistry, Toolset
+
+Node = Callable[["RunLoop"], Coroutine[Any, Any, None]]
+
+
+class RunLoop:
+    """One agent run in memory, advanced phase by phase.
+
+    Args:
+        store: where the run lives.
+        model: the model the phases call, or a function that builds it when first needed (a run that is
+            only looked at never rebuilds its model).
+        toolset: the run's active tools.
+        run_id: the run.
+        prompt: the user's request.
+        config: the settings the run was started with.
+        state: the state as last committed.
+        transcript: the conversation and record, folded from the committed events.
+        evidence: the successful receipts per plan step.
+        interaction: the open interaction, when the run waits on one.
+        fresh: the run was just created and nothing of it is committed yet.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        model: Model | Callable[[], Model],
+        toolset: Toolset,
+        run_id: str,
+        prompt: str,
+        config: AgentConfig,
+        state: AgentState,
+        transcript: Transcript,
+        evidence: Evidence,
+        interaction: Interaction | None = None,
+        fresh: bool = False,
+    ) -> None:
+        self.store = store
+        self._model: Model | None = model if isinstance(model, Model) else None
+        self._build_model: Callable[[], Model] | None = None if isinstance(model, Model) else model
+        self.toolset = toolset
+        self.run_id = run_id
+        self.prompt = prompt
+        self.config = config
+        self.state = state
+        self.transcript = transcript
+        self.evidence = evidence
+        self.interaction = interaction
+        self._fresh = fresh
+        self._catalogue: tuple[tuple[str, ...], str] | None = None
+
+    @property
+    def model(self) -> Model:
+        """The run's model (built on first use when the loop was given a function)."""
+        if self._model is None and self._build_model is not None:
+            self._model = self._build_model()
+            self._build_model = None
+        assert self._model is not None  # one of the two was given
+        return self._model
+
+    # -- advancing ----------------------------------------------------------------------------------------
+
+    async def advance(self) -> RunResult:
+        """Run phases until the run ends or waits on a person; returns where it stands."""
+        if self._fresh:
+            self._fresh = False
+            self.commit(Batch([StatusEvent(stage=self.state.phase, code="started")], status="running"))
+        while self.state.phase != "done" and self.state.waiting is None:
+            if self.state.inflight is not None:
+                await _writes.recover(self)
+                continue
+            node = _NODES.get(self.state.phase)
+            if node is None:
+                raise StoreError(
+                    f"run {self.run_id!r} is in phase {self.state.phase!r} with no open interaction; "
+                    "expected one to wait on (the snapshot is inconsistent)"
+                )
+            await node(self)
+        return self.result()
+
+    def result(self) -> RunResult:
+        """Where the run stands now, as ``RunResult``."""
+        state = self.state
+        if state.phase == "done" and state.outcome is not None:
+            return RunResult(self.run_id, state.outcome.status, state.outcome, None, state.answer)
+        if state.waiting is not None:
+            return RunResult(self.run_id, "waiting", None, self.interaction, None)
+        return RunResult(self.run_id, "running")
+
+    # -- helpers the phases share -------------------------------------------------------------------------
+
+    def view(self) -> View:
+        """What the prompts of this moment are built from."""
+        state = self.state
+        return View(
+            config=self.config,
+            wire=self.model.wire,
+            catalogue=self.catalogue(),
+            transcript=self.transcript,
+            plan=state.plan,
+            step_index=state.step_index,
+            rounds_used=state.rounds_used,
+            evidence=self.evidence.count(state.step_index),
+        )
+
+    def catalogue(self) -> str:
+        """The active tools as the system message lists them (rebuilt only when the active set changes)."""
+        names = tuple(self.toolset.active_names())
+        if self._catalogue is None or self._catalogue[0] != names:
+            self._catalogue = (names, catalogue_text(self.toolset.catalogue()))
+        return self._catalogue[1]
+
+    def take_round(self, stage: str) -> bool:
+        """Consume one round of the budget before a model call; False (and the run ends ``exhausted``) when
+        none is left."""
+        if self.state.rounds_used >= self.config.max_rounds:
+            self.end(exhausted(stage, self.config.max_rounds))
+            return False
+        self.state.rounds_used += 1
+        return True
+
+    def end(self, outcome: Outcome) -> None:
+        """Decide the run's outcome; the ``deliver`` phase announces it and commits the status."""
+        self.state.outcome = outcome
+        self.state.phase = "deliver"
+
+    def correct(self, batch: Batch, code: str, message: str, stage: str) -> None:
+        """Add a correction to ``batch``; the third in a row ends the run (``corrections_exhausted``)."""
+        self.state.corrections += 1
+        batch.events.append(CorrectionEvent(code=code, message=message))
+        if self.state.corrections >= MAX_CORRECTIONS:
+            self.end(corrections_exhausted(stage, message))
+
+    # -- committing ---------------------------------------------------------------------------------------
+
+    def commit(self, batch: Batch) -> list[Event]:
+        """Write ``batch`` and the current state in one transaction, then fold its events in memory.
+
+        Raises:
+            StaleInteraction: the batch resolves an interaction someone else resolved first; nothing changed.
+        """
+        state = self.state
+        with self.store.transaction(self.run_id) as tx:
+            if batch.resolve is not None:
+                tx.resolve_interaction(*batch.resolve)
+            if batch.intent is not None:
+                tx.record_write_intent(batch.intent.key, batch.intent.tool, batch.intent.digest)
+            if batch.write_done is not None:
+                done = batch.write_done
+                tx.complete_write_intent(
+                    done.key,
+                    step_index=done.step_index,
+                    success=done.success,
+                    summary=done.summary,
+                    result=done.result,
+                )
+            for receipt in batch.receipts:
+                tx.add_receipt(
+                    step_index=receipt.step_index,
+                    source=receipt.source,
+                    name=receipt.name,
+                    arguments_digest=receipt.arguments_digest,
+                    success=receipt.success,
+                    summary=receipt.summary,
+                )
+            for event in batch.events:
+                tx.append(event)
+            if batch.question is not None:
+                self._open(tx, batch.question)
+            if batch.status is not None:
+                ended = state.outcome if batch.status in _ENDED else None
+                tx.set_status(batch.status, outcome=None if ended is None else ended.model_dump(mode="json"))
+            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+            stored = list(tx.events)
+        self._after_commit(batch, stored)
+        return stored
+
+    def _open(self, tx: Transaction, question: Question) -> None:
+        step_id = str(question.step_index) if self.state.plan else None
+        interaction = tx.open_interaction(question.kind, question.prompt, tool=question.tool, step_id=step_id)
+        tool = question.tool
+        self.state.waiting = Waiting(
+            interaction_id=interaction.id,
+            kind=question.kind,
+            purpose=question.purpose,
+            step_index=question.step_index,
+            tool=None if tool is None else tool.name,
+            arguments=None if tool is None else dict(tool.arguments),
+            digest=None if tool is None else tool.arguments_digest,
+            write_key=question.write_key,
+        )
+        self.interaction = interaction
+        tx.append(
+            InteractionOpenedEvent(
+                interaction_id=interaction.id,
+                kind=question.kind,
+                prompt=question.prompt,
+                tool=tool,
+                step_id=step_id,
+            )
+        )
+
+    def _after_commit(self, batch: Batch, stored: list[Event]) -> None:
+        for receipt in batch.receipts:
+            self.evidence.add(receipt.step_index, receipt.success)
+        if batch.write_done is not None:
+            self.evidence.add(batch.write_done.step_index, batch.write_done.success)
+        resolutions: Mapping[str, Mapping[str, object]] = {}
+        if batch.resolve is not None:
+            resolutions = {batch.resolve[0]: batch.resolve[1]}
+            if self.state.waiting is None:
+                self.interaction = None
+        for event in stored:
+            self.transcript.apply(event, resolutions)
+
+
+_ENDED: frozenset[str] = frozenset({"completed", "aborted", "exhausted", "cancelled"})
+
+_NODES: dict[str, Node] = {
+    "route": _route.run_route,
+    "plan": _plan.run_plan,
+    "execute": _execute.run_round,
+    "deliver": _deliver.run_deliver,
+}
+
+
+def load_loop(
+    store: Store, run_id: str, model: Callable[[AgentConfig], Model], registry: ToolRegistry
+) -> RunLoop:
+    """Rebuild a run's loop from the store, with nothing but its id.
+
+    Args:
+        store: the store holding the run.
+        run_id: the run.
+        model: gives the model for the run's settings (the agent's own, or one rebuilt from the spec).
+        registry: the tools; every tool the run was started with must be in it.
+
+    Raises:
+        NotFoundError: no such run.
+        InteractionError: the run is not an agent run.
+        ConfigError: the registry lacks a tool the run uses, or the model cannot be rebuilt.
+        SchemaVersionError: the run was written by a newer plangate.
+    """
+    run = store.get_run(run_id)
+    if run.kind != "agent":
+        raise InteractionError(f"run {run_id!r} is a {run.kind} run; expected an agent run")
+    prompt, config = read_input(run_id, run.input)
+    snapshot = store.get_snapshot(run_id)
+    if snapshot is None:
+        raise StoreError(f"agent run {run_id!r} has no snapshot; expected one from its first commit")
+    state = AgentState.from_snapshot(snapshot)
+    missing = [name for name in config.tools if name not in registry]
+    if missing:
+        raise ConfigError(
+            f"run {run_id!r} was started with the tools {', '.join(config.tools)}; this agent lacks "
+            f"{', '.join(missing)}: pass tools= with them"
+        )
+    interactions = store.list_interactions(run_id=run_id)
+    resolutions = {item.id: item.resolution for item in interactions if item.resolution is not None}
+    transcript = Transcript.fold(prompt, store.events(run_id), resolutions)
+    waiting = state.waiting
+    interaction = next((i for i in interactions if waiting and i.id == waiting.interaction_id), None)
+    return RunLoop(
+        store=store,
+        model=lambda: model(config),
+        toolset=Toolset(registry, state.toolset),
+        run_id=run_id,
+        prompt=prompt,
+        config=config,
+        state=state,
+        transcript=transcript,
+        evidence=Evidence(store.receipts(run_id)),
+        interaction=interaction,
+    )
+
+
+__all__ = ["RunLoop", "load_loop"]

@@ -1,0 +1,337 @@
+"""``plangate agent "PROMPT"``, and the agent side of ``approve | reject | answer | resume``.
+
+For: running an agent from a terminal: every committed event printed live (speak text, the plan, each
+round's decision, tool calls and results, corrections, questions, the outcome), consent and questions
+asked in the terminal (approve, reject with a reason, or edit the arguments as JSON) unless ``--detach``,
+which prints the interaction id and the commands that answer it; ``--json`` prints the result for
+scripts. Not for: any run logic (``plangate.agent``).
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+import sys
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.prompt import Prompt
+
+from plangate.agent import Agent, Mode, RunResult
+from plangate.cli._console import fail, out, print_json
+from plangate.cli._loading import StoreOpt, ToolsOpt, run_tool_specs, store_from, tool_specs, tools_from
+from plangate.errors import InteractionError, StaleInteraction, UserError
+from plangate.events import (
+    CorrectionEvent,
+    Event,
+    InteractionOpenedEvent,
+    InteractionResolvedEvent,
+    OutcomeEvent,
+    PlanEvent,
+    RoundEvent,
+    SpeakEvent,
+    StatusEvent,
+    StepAdvancedEvent,
+    StepStartedEvent,
+    ThinkingEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.store import Commit, Interaction, Store
+from plangate.tools import ToolRegistry
+
+MODEL_ENV = "PLANGATE_MODEL"
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help=f"The model spec (openai:gpt-4o-mini, scripted:file.json); default ${MODEL_ENV}.",
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the result as JSON for scripts (no live events).")
+]
+
+Resolution = Approve | Reject | Answer | Edit
+_OUTCOME_STYLE = {
+    "completed": "green",
+    "aborted": "red",
+    "exhausted": "yellow",
+    "cancelled": "dim",
+    "waiting": "yellow",
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agent`` to ``app``."""
+    app.command("agent")(agent_command)
+
+
+# -- live events ------------------------------------------------------------------------------------------
+
+
+def event_line(event: Event) -> str | None:
+    """The terminal line (rich markup) of an event, or None for events not worth a line."""
+    if isinstance(event, SpeakEvent):
+        return escape(event.text)
+    if isinstance(event, ThinkingEvent):
+        return f"[dim italic]{escape(event.text)}[/]"
+    if isinstance(event, PlanEvent):
+        steps = "\n".join(f"  {i}. {escape(s.content)}" for i, s in enumerate(event.steps, start=1))
+        return f"[bold]plan[/]\n{steps}"
+    if isinstance(event, StepStartedEvent):
+        return f"[cyan]→ step {event.step_index + 1}:[/] {escape(event.content)}"
+    if isinstance(event, StepAdvancedEvent):
+        return f"[green]✓ step {event.from_index + 1} done:[/] {escape(event.goal_check)}"
+    if isinstance(event, RoundEvent):
+        return _round_line(event)
+    if isinstance(event, ToolCallEvent):
+        arguments = jsonlib.dumps(event.arguments, ensure_ascii=False, sort_keys=True)
+        return f"  [blue]↳ {escape(event.tool)}[/] {escape(arguments)}"
+    if isinstance(event, ToolResultEvent):
+        style = "green" if event.success else "red"
+        return f"  [{style}]← {escape(event.summary or event.status)}[/]"
+    if isinstance(event, CorrectionEvent):
+        return f"[yellow]correction ({escape(event.code)}):[/] {escape(event.message)}"
+    if isinstance(event, InteractionOpenedEvent):
+        return f"[bold yellow]? {event.kind}[/] {escape(event.prompt)} [dim]({event.interaction_id})[/]"
+    if isinstance(event, InteractionResolvedEvent):
+        return f"[dim]{event.kind} {event.interaction_id}: {event.resolution}[/]"
+    if isinstance(event, OutcomeEvent):
+        style = _OUTCOME_STYLE.get(event.status, "white")
+        return f"[bold {style}]outcome: {event.status}[/] ({escape(event.code)})"
+    if isinstance(event, StatusEvent) and event.code != "started":
+        text = f"[{event.stage}] {event.code}" + (f": {event.text}" if event.text else "")
+        return f"[dim]{escape(text)}[/]"
+    return None
+
+
+def _round_line(event: RoundEvent) -> str:
+    result = event.result or {}
+    action = str(result.get("action", event.decision.get("action", "?")))
+    tool = result.get("tool")
+    line = f"[dim]round {event.round}[/] [bold]{escape(action)}[/]" + (
+        f" {escape(str(tool))}" if tool else ""
+    )
+    failed = [
+        str(event.validation.get(f"{check}_reason", ""))
+        for check in ("flow", "evidence", "safety")
+        if event.validation.get(f"{check}_passed") is False
+    ]
+    return line + (f" [red]({escape(failed[0])})[/]" if failed else "")
+
+
+class _Printer:
+    """Prints the events of one store's commits as they happen."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.unsubscribe: Callable[[], None] | None = None
+
+    def __enter__(self) -> _Printer:
+        self.unsubscribe = self.store.subscribe(self._on_commit)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.unsubscribe is not None:
+            self.unsubscribe()
+
+    def _on_commit(self, commit: Commit) -> None:
+        for event in commit.events:
+            line = event_line(event)
+            if line is not None:
+                out.print(line)
+
+
+# -- asking in the terminal -------------------------------------------------------------------------------
+
+
+def ask(interaction: Interaction) -> Resolution:
+    """Ask the person at the terminal: an answer to a question; approve, reject or edit for consent."""
+    if interaction.kind == "ask_user":
+        return Answer(text=Prompt.ask("[bold]your answer[/]", console=out))
+    choices = ["a", "r", "e"] if interaction.tool is not None else ["a", "r"]
+    labels = "approve / reject / edit the arguments" if interaction.tool is not None else "approve / reject"
+    choice = Prompt.ask(f"[bold]{labels}[/]", choices=choices, default="a", console=out)
+    if choice == "a":
+        return Approve()
+    if choice == "r":
+        return Reject(reason=Prompt.ask("reason", default="", console=out))
+    return _edit(interaction)
+
+
+def _edit(interaction: Interaction) -> Edit:
+    current = jsonlib.dumps(interaction.tool.arguments if interaction.tool else {}, ensure_ascii=False)
+    while True:
+        text = Prompt.ask("arguments (JSON)", default=current, console=out)
+        try:
+            value = jsonlib.loads(text)
+        except jsonlib.JSONDecodeError as exc:
+            out.print(f"[red]not JSON:[/] {escape(exc.msg)} at column {exc.colno}")
+            continue
+        if isinstance(value, dict):
+            return Edit(arguments=value)
+        out.print(f"[red]expected a JSON object, got {type(value).__name__}[/]")
+
+
+def drive(agent: Agent, result: RunResult, *, ask_here: bool) -> RunResult:
+    """While the run waits on a person and we may ask here, ask and resume."""
+    while result.waiting and result.interaction is not None and ask_here:
+        interaction = result.interaction
+        resolution = ask(interaction)
+        try:
+            result = agent.resume(result.run_id, interaction.id, resolution, by="terminal")
+        except StaleInteraction:
+            raise
+        except InteractionError as exc:
+            # A resolution that does not fit (an edit the tool refuses) changed nothing: ask again.
+            out.print(f"[red]{escape(str(exc))}[/]")
+    return result
+
+
+def report(result: RunResult, json: bool, hint: str = "") -> None:
+    """Print where the run stands (or its JSON form); exit 1 when it did not complete."""
+    if json:
+        print_json(
+            {
+                "run_id": result.run_id,
+                "status": result.status,
+                "outcome": result.outcome.model_dump(mode="json") if result.outcome else None,
+                "interaction": result.interaction.model_dump(mode="json") if result.interaction else None,
+                "answer": result.answer,
+            }
+        )
+    elif result.waiting and result.interaction is not None:
+        interaction = result.interaction
+        out.print(
+            f"run [bold]{result.run_id}[/] waits on interaction [bold]{interaction.id}[/] "
+            f"({interaction.kind}): {escape(interaction.prompt)}"
+        )
+        out.print(f"  answer with: {escape(answer_commands(interaction, hint))}")
+    else:
+        style = _OUTCOME_STYLE.get(result.status, "white")
+        code = f" ({result.outcome.code})" if result.outcome else ""
+        out.print(f"run [bold]{result.run_id}[/] [{style}]{result.status}[/]{code}")
+    if result.status in ("aborted", "exhausted", "cancelled"):
+        raise typer.Exit(1)
+
+
+def answer_commands(interaction: Interaction, hint: str = "") -> str:
+    """The commands that resolve ``interaction`` from another terminal."""
+    suffix = f" {hint}" if hint else ""
+    if interaction.kind == "ask_user":
+        return f'plangate answer {interaction.id} "YOUR ANSWER"{suffix}'
+    return (
+        f"plangate approve {interaction.id}{suffix}  |  "
+        f'plangate reject {interaction.id} --reason "WHY"{suffix}'
+    )
+
+
+def _tools_of(store: Store, run_id: str, tools: list[str] | None) -> ToolRegistry:
+    """The tools given on the command line, else the ones the run was started with."""
+    specs = tool_specs(tools)
+    return tools_from(specs or run_tool_specs(store, run_id))
+
+
+def _hint(store: str | None, model: str | None) -> str:
+    parts = [f"--store {store}"] if store else []
+    if model and model.startswith("scripted:"):
+        parts.append("--model scripted:NEXT.json")
+    return " ".join(parts)
+
+
+# -- commands ---------------------------------------------------------------------------------------------
+
+
+def agent_command(
+    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    model: ModelOpt = None,
+    tools: ToolsOpt = None,
+    mode: Annotated[
+        str, typer.Option(help="auto (route first), plan (always plan) or react (no plan).")
+    ] = "auto",
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Planning and execute calls allowed.")] = 60,
+    always_execute: Annotated[
+        bool, typer.Option("--always-execute", help="Run write tools without asking for consent.")
+    ] = False,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Leave the run waiting when a person is needed; don't ask here.")
+    ] = False,
+    interactive: Annotated[
+        bool | None,
+        typer.Option(
+            "--interactive/--no-interactive", help="Ask in the terminal (default: when stdin is a TTY)."
+        ),
+    ] = None,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Run an agent: live events, and consent and questions asked here when a person is needed."""
+    spec = model or os.environ.get(MODEL_ENV, "").strip()
+    if not spec:
+        fail(f"no model: pass --model SPEC or set {MODEL_ENV} (e.g. openai:gpt-4o-mini)")
+    if mode not in ("auto", "plan", "react"):
+        fail(f"--mode: expected auto, plan or react; found {mode!r}")
+    chosen: Mode = "plan" if mode == "plan" else ("react" if mode == "react" else "auto")
+    ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
+    try:
+        specs = tool_specs(tools)
+        runner = Agent(
+            model=spec,
+            tools=tools_from(specs),
+            tool_specs=specs,
+            store=store_from(store),
+            max_rounds=max_rounds,
+            mode=chosen,
+            always_execute=always_execute,
+        )
+        with _Printer(runner.store) if not json else nullcontext():
+            result = drive(runner, runner.run(prompt), ask_here=ask_here)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    report(result, json, _hint(store, spec))
+
+
+def resolve(
+    store: Store,
+    interaction: Interaction,
+    resolution: Resolution,
+    *,
+    tools: list[str] | None,
+    model: str | None,
+    json: bool,
+    store_url: str | None = None,
+) -> None:
+    """Resolve an agent run's interaction from the command line and continue the run here."""
+    runner = Agent(model=model, tools=_tools_of(store, interaction.run_id, tools), store=store)
+    with _Printer(store) if not json else nullcontext():
+        result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
+    report(result, json, _hint(store_url, model))
+
+
+def resume(store: Store, run_id: str, *, tools: list[str] | None, model: str | None, json: bool) -> None:
+    """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
+    runner = Agent(model=model, tools=_tools_of(store, run_id, tools), store=store)
+    with _Printer(store) if not json else nullcontext():
+        result = runner.resume(run_id)
+    report(result, json)
+
+
+__all__ = [
+    "agent_command",
+    "answer_commands",
+    "ask",
+    "drive",
+    "event_line",
+    "register",
+    "report",
+    "resolve",
+    "resume",
+]

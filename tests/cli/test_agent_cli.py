@@ -1,0 +1,324 @@
+"""``plangate agent`` from the command line, and ``approve | reject | answer | resume`` on agent runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from plangate.cli import _agent, _runs
+from plangate.store import SQLiteStore
+
+TOOLS_PY = textwrap.dedent(
+    '''
+    from plangate.tools import tool
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        return f"found {query}"
+
+    @tool(effect="write")
+    def place(task: str, slot: int) -> str:
+        """Place a task in a slot."""
+        return f"placed {task} at {slot}"
+
+    tools = [lookup, place]
+    '''
+)
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+
+    @root.callback()
+    def _root() -> None:
+        """The root command."""
+
+    _runs.register(root)
+    _agent.register(root)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLANGATE_MODEL", raising=False)
+    monkeypatch.delenv("PLANGATE_TOOLS", raising=False)
+    monkeypatch.setenv("PLANGATE_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
+    (tmp_path / "tools.py").write_text(TOOLS_PY, encoding="utf-8")
+    return tmp_path
+
+
+def script(home: Path, name: str, *responses: object) -> str:
+    path = home / f"{name}.json"
+    path.write_text(
+        json.dumps([r if isinstance(r, str) else json.dumps(r) for r in responses]), encoding="utf-8"
+    )
+    return f"scripted:{path}"
+
+
+def invoke(app: typer.Typer, *args: str, input: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), input=input)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+PLACE = {"action": "continue", "tool_call": {"name": "place", "arguments": {"task": "gym", "slot": 3}}}
+LOOKUP = {
+    "action": "continue",
+    "speak": "Let me look.",
+    "tool_call": {"name": "lookup", "arguments": {"query": "week"}},
+}
+
+
+def test_agent_streams_the_run_live_and_ends_completed(app: typer.Typer, home: Path) -> None:
+    model = script(home, "s", LOOKUP, {"action": "done", "speak": "All done."}, "The week is free.")
+
+    code, out, err = invoke(
+        app, "agent", "Look at my week", "--model", model, "--tools", "tools.py:tools", "--mode", "react"
+    )
+
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[:4] == [
+        "round 1 tool lookup",
+        "Let me look.",
+        '  ↳ lookup {"query": "week"}',
+        "  ← found week",
+    ]
+    assert "The week is free." in lines
+    assert "outcome: completed (done)" in lines
+    assert re.fullmatch(r"run run_\S+ completed \(done\)", lines[-1])
+
+
+def test_no_model_is_a_one_line_error(app: typer.Typer, home: Path) -> None:
+    code, out, err = invoke(app, "agent", "hello")
+
+    assert code == 2 and out == ""
+    assert err.strip() == "error: no model: pass --model SPEC or set PLANGATE_MODEL (e.g. openai:gpt-4o-mini)"
+
+
+def test_the_model_can_come_from_the_environment(
+    app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANGATE_MODEL", script(home, "env", {"route": "reply", "reply": "Hi!"}))
+
+    code, out, _ = invoke(app, "agent", "hello", "--json")
+
+    assert code == 0
+    assert json.loads(out)["answer"] == "Hi!"
+
+
+def test_detach_prints_the_interaction_and_approve_finishes_the_run(app: typer.Typer, home: Path) -> None:
+    first = script(home, "first", PLACE)
+    rest = script(home, "rest", {"action": "done"}, "The gym is in slot 3.")
+
+    code, out, _ = invoke(
+        app,
+        "agent",
+        "Put the gym in slot 3",
+        "-m",
+        first,
+        "--tools",
+        "tools.py:tools",
+        "--mode",
+        "react",
+        "--detach",
+    )
+
+    assert code == 0, out
+    match = re.search(r"waits on interaction (int_\S+) \(confirm\): Allow place", out)
+    assert match is not None, out
+    interaction = match.group(1)
+    assert f"answer with: plangate approve {interaction} --model scripted:NEXT.json  |  " in out
+
+    code, out, err = invoke(app, "approve", interaction, "--model", rest, "--json")
+
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert (result["status"], result["answer"]) == ("completed", "The gym is in slot 3.")
+    store = SQLiteStore(home / "runs.db")
+    (receipt,) = store.receipts(result["run_id"])
+    assert (receipt.source, receipt.name) == ("write_receipt", "place")
+    store.close()
+
+
+def test_reject_and_answer_commands_resolve_agent_runs(app: typer.Typer, home: Path) -> None:
+    first = script(home, "first", PLACE)
+    ask = script(home, "ask", {"action": "ask_user", "speak": "Which slot then?"})
+    end = script(home, "end", {"action": "done"}, "Noted.")
+    code, out, _ = invoke(
+        app,
+        "agent",
+        "Place the gym",
+        "-m",
+        first,
+        "--tools",
+        "tools.py:tools",
+        "--mode",
+        "react",
+        "--detach",
+        "--json",
+    )
+    waiting = json.loads(out)
+
+    code, out, _ = invoke(
+        app, "reject", waiting["interaction"]["id"], "--reason", "taken", "--model", ask, "--json"
+    )
+    asked = json.loads(out)
+    assert code == 0 and asked["interaction"]["kind"] == "ask_user"
+    code, out, _ = invoke(app, "answer", asked["interaction"]["id"], "slot 5", "--model", end, "--json")
+
+    assert code == 0 and json.loads(out)["answer"] == "Noted."
+    store = SQLiteStore(home / "runs.db")
+    results = [e for e in store.events(waiting["run_id"]) if e.type == "tool_result"]
+    assert [r.error_code for r in results] == ["rejected"]  # type: ignore[union-attr]
+    store.close()
+
+
+def test_no_resume_is_refused_for_agent_runs(app: typer.Typer, home: Path) -> None:
+    code, out, _ = invoke(
+        app,
+        "agent",
+        "Place",
+        "-m",
+        script(home, "s", PLACE),
+        "--tools",
+        "tools.py:tools",
+        "--mode",
+        "react",
+        "--detach",
+        "--json",
+    )
+    interaction = json.loads(out)["interaction"]["id"]
+
+    code, _, err = invoke(app, "approve", interaction, "--no-resume")
+
+    assert code == 2
+    assert "--no-resume applies to formula runs" in err
+
+
+@pytest.mark.parametrize(
+    ("answers", "slot", "tool_result"),
+    [
+        ("a\n", 3, "  ← placed gym at 3"),
+        ('e\n{"task": "gym", "slot": 7}\n', 7, "  ← placed gym at 7"),
+        (
+            'e\nnot json\n{"task": "gym", "slot": "x"}\ne\n{"task": "gym", "slot": 8}\n',
+            8,
+            "  ← placed gym at 8",
+        ),
+        ("r\nslot is taken\n", None, "  ← declined by the user"),
+    ],
+)
+def test_consent_is_asked_in_the_terminal(
+    app: typer.Typer, home: Path, answers: str, slot: int | None, tool_result: str
+) -> None:
+    model = script(home, "s", PLACE, {"action": "done"}, "Finished.")
+
+    code, out, _ = invoke(
+        app,
+        "agent",
+        "Place the gym",
+        "-m",
+        model,
+        "--tools",
+        "tools.py:tools",
+        "--mode",
+        "react",
+        "--interactive",
+        input=answers,
+    )
+
+    assert code == 0, out
+    assert tool_result in out.splitlines()
+    if "not json" in answers:
+        assert "not JSON: Expecting value at column 1" in out
+        assert "arguments.slot: expected an integer, got 'x'" in out
+    store = SQLiteStore(home / "runs.db")
+    run = store.list_runs(limit=1).items[0]
+    receipts = store.receipts(run.id)
+    assert [r.summary for r in receipts] == ([] if slot is None else [f"placed gym at {slot}"])
+    store.close()
+
+
+def test_a_question_is_answered_in_the_terminal(app: typer.Typer, home: Path) -> None:
+    model = script(
+        home, "s", {"action": "ask_user", "speak": "Which day?"}, {"action": "done"}, "Tuesday it is."
+    )
+
+    code, out, _ = invoke(
+        app, "agent", "Pick a day", "-m", model, "--mode", "react", "--interactive", input="Tuesday\n"
+    )
+
+    assert code == 0
+    assert "Tuesday it is." in out.splitlines()
+
+
+def test_an_aborted_run_exits_1(app: typer.Typer, home: Path) -> None:
+    model = script(home, "s", "garbage", "garbage", "garbage")
+
+    code, out, _ = invoke(app, "agent", "go", "-m", model, "--mode", "react", "--max-rounds", "5")
+
+    assert code == 1
+    assert "correction (malformed_output)" in out
+    assert re.search(r"run run_\S+ aborted \(corrections_exhausted\)", out)
+
+
+def test_resume_continues_an_agent_run(app: typer.Typer, home: Path) -> None:
+    code, out, _ = invoke(
+        app,
+        "agent",
+        "Pick",
+        "-m",
+        script(home, "s", {"action": "ask_user", "speak": "?"}),
+        "--mode",
+        "react",
+        "--detach",
+        "--json",
+    )
+    run_id = json.loads(out)["run_id"]
+
+    code, out, _ = invoke(app, "resume", run_id, "--json")
+
+    assert code == 0
+    assert json.loads(out)["status"] == "waiting"
+
+
+def test_a_scripted_file_can_use_the_tagged_wire(app: typer.Typer, home: Path) -> None:
+    path = home / "tagged.json"
+    responses = ['<decision>{"action": "done"}</decision>Nothing to do.', "All good."]
+    path.write_text(json.dumps({"wire": "tagged", "responses": responses}), encoding="utf-8")
+
+    code, out, _ = invoke(app, "agent", "anything?", "-m", f"scripted:{path}", "--mode", "react", "--json")
+
+    assert code == 0
+    assert json.loads(out)["answer"] == "All good."
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read the responses file: No such file or directory"),
+        ("[1, 2]", 'expected a JSON list of response strings (or {"responses": [...]})'),
+        ('{"wire": "xml", "responses": []}', "wire: expected 'json' or 'tagged', got 'xml'"),
+    ],
+)
+def test_a_bad_scripted_file_is_a_one_line_error(
+    app: typer.Typer, home: Path, content: str | None, message: str
+) -> None:
+    path = home / "bad.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+
+    code, _, err = invoke(app, "agent", "hi", "-m", f"scripted:{path}")
+
+    assert code == 2
+    assert err.strip() == f"error: Agent model: scripted:{path}: {message}"
