@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from formula_helpers import Library, cooked, formula
 
 from plangate.formulas import Issue, Plan, PlanStep, check, check_formula, has_errors
@@ -146,31 +145,33 @@ def test_unknown_tools_only_when_tools_are_given() -> None:
     ]
 
 
-def test_agent_and_llm_steps_are_not_supported_yet() -> None:
+def test_agent_and_llm_steps_are_supported_and_an_agent_names_only_known_tools() -> None:
     text = """
     formula = "f"
     [[steps]]
     id = "a"
-    agent = { prompt = "do it", tools = ["search"] }
+    agent = { prompt = "do it", tools = ["search", "serch"] }
     [[steps]]
     id = "b"
-    llm = { prompt = "say it" }
+    llm = { prompt = "say it", schema = { type = "object" } }
     """
     assert issues(text, tools={"search"}) == [
         (
             "error",
-            "unsupported-executor",
-            "steps[0].agent",
-            "agent steps need the agent runtime, which is not available yet",
-        ),
-        (
-            "error",
-            "unsupported-executor",
-            "steps[1].llm",
-            "llm steps need the agent runtime, which is not available yet",
-        ),
+            "unknown-tool",
+            "steps[0].agent.tools",
+            "the executor names unknown tool 'serch' (did you mean 'search'?)",
+        )
     ]
-    assert {"tool", "human", "formula", "manual"} == SUPPORTED_EXECUTORS
+    assert issues(text) == []  # without a registry, tool names are not judged
+    assert {"tool", "agent", "llm", "human", "formula", "manual"} == SUPPORTED_EXECUTORS
+
+
+def test_an_llm_schema_that_is_not_a_json_schema_is_an_error() -> None:
+    text = 'formula = "f"\n[[steps]]\nid = "a"\nllm = { prompt = "p", schema = { type = "objekt" } }\n'
+    ((level, code, path, message),) = issues(text)
+    assert (level, code, path) == ("error", "llm-schema", "steps[0].llm.schema")
+    assert message.startswith("not a valid JSON schema: at $.type: ") and "'objekt'" in message
 
 
 def test_output_references_must_name_a_step_that_is_needed() -> None:
@@ -295,10 +296,3 @@ def test_has_errors_ignores_warnings() -> None:
     assert not has_errors([warning])
     assert has_errors([warning, error])
     assert str(error) == "error: p: m [cycle]"
-
-
-@pytest.mark.parametrize("kind", ["agent", "llm"])
-def test_the_unsupported_message_is_the_only_issue_for_a_known_tool(kind: str) -> None:
-    prompt = f'{kind} = {{ prompt = "p" }}'
-    found = issues(f'formula = "f"\n[[steps]]\nid = "a"\n{prompt}\n', tools=set())
-    assert [code for _, code, _, _ in found] == ["unsupported-executor"]

@@ -19,6 +19,11 @@ TOOLS = {
     "notify",
     "write_draft",
     "list_regions",
+    "db_query",
+    "get_overview",
+    "query_available_slots",
+    "analyze_health",
+    "place",
 }
 VARS = {
     "release": {"version": "1.4.0"},

@@ -9,6 +9,7 @@ import pytest
 
 from plangate.errors import ConfigError
 from plangate.models import PROVIDERS, Model, ScriptedModel, resolve_model
+from plangate.models.registry import default_model_spec
 
 
 def test_a_model_instance_is_returned_as_is() -> None:
@@ -37,11 +38,8 @@ def test_plangate_model_is_read_when_no_spec_is_given(monkeypatch: pytest.Monkey
     assert resolve_model(None).name == "openai:gpt-4o-mini"
 
 
-def test_no_spec_and_no_environment_is_a_config_error() -> None:
-    with pytest.raises(
-        ConfigError, match=r"no model given: pass a model or set PLANGATE_MODEL \(e.g. openai:gpt-4o-mini\)"
-    ):
-        resolve_model()
+def test_no_spec_and_no_key_defaults_to_the_offline_local_model() -> None:
+    assert default_model_spec()[0] == "local"
 
 
 def test_unknown_provider_lists_the_known_ones(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import plangate.store
 from plangate.errors import ConfigError, RunError, StoreError
 from plangate.events import SpeakEvent
 from plangate.store import DEFAULT_STORE_PATH, SCHEMA_VERSION, SQLiteStore, open_store
+from plangate.store._sqlite_schema import MIGRATIONS
 from plangate.store.url import sqlite_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -137,7 +138,7 @@ def test_the_file_is_in_wal_mode_with_normal_sync(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
-def _schema(path: Path) -> str:
+def _schema(path: Path, expected_version: int = SCHEMA_VERSION) -> str:
     conn = sqlite3.connect(path)
     try:
         found = conn.execute(
@@ -146,15 +147,53 @@ def _schema(path: Path) -> str:
         version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
     finally:
         conn.close()
-    assert version == SCHEMA_VERSION
+    assert version == expected_version
     return "".join(f"-- {kind} {name}\n{sql};\n\n" for kind, name, sql in found).rstrip() + "\n"
+
+
+def _frozen(version: int) -> str:
+    return (FIXTURES / f"sqlite_schema_v{version}.sql").read_text().split("\n\n", 1)[1]
+
+
+def _store_at_version(path: Path, version: int) -> None:
+    """A store file as a plangate whose newest migration was number ``version`` left it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for script in MIGRATIONS[:version]:
+            for statement in script:
+                conn.execute(statement)
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+    finally:
+        conn.close()
 
 
 def test_the_schema_matches_the_frozen_one(tmp_path: Path) -> None:
     SQLiteStore(tmp_path / "fresh.db").close()
-    frozen = (FIXTURES / f"sqlite_schema_v{SCHEMA_VERSION}.sql").read_text()
-    body = frozen.split("\n\n", 1)[1]
-    assert _schema(tmp_path / "fresh.db") == body
+    assert _schema(tmp_path / "fresh.db") == _frozen(SCHEMA_VERSION)
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION + 1))
+def test_every_migration_still_builds_its_frozen_schema(tmp_path: Path, version: int) -> None:
+    path = tmp_path / f"v{version}.db"
+    _store_at_version(path, version)
+    assert _schema(path, version) == _frozen(version)
+
+
+def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _store_at_version(path, 1)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO runs (id, kind, name, owner, status, input, created_at, updated_at) "
+            "VALUES ('run_old', 'agent', 'from v1', 'local', 'completed', '{}', 1.0, 1.0)"
+        )
+    conn.close()
+    with SQLiteStore(path) as store:
+        assert store.get_run("run_old").name == "from v1"
+        assert store.put_document("schedule", "default", {"tasks": []}, expected_version=None).version == 1
+    assert _schema(path) == _frozen(SCHEMA_VERSION)
 
 
 def test_an_empty_sqlite_file_is_migrated(tmp_path: Path) -> None:

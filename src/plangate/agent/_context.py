@@ -2,11 +2,12 @@
 
 For: the messages of the route, plan, execute and deliver calls. An execute prompt is, in order: a system
 message (rules, the answer format for the model's wire, the active tool catalogue, the run's own
-instructions), the visible conversation, then one closing user message made of named sections: the ReAct
-record, the pinned blocks ``current_plan``, ``current_step`` and ``execution_context``, and the hidden
-corrections of the last rounds. The sections are data (``Context``), so a later layer can shrink the
-conversation and the record while keeping every pinned block. Not for: calling the model (``_calls.py``)
-or folding the record from events (``_transcript.py``).
+instructions), the visible conversation, then one closing user message made of named sections: the run's
+summary (once compaction folded older records out), the ReAct record, the pinned blocks ``current_plan``,
+``current_step`` and ``execution_context``, and the hidden corrections of the last rounds. The run's
+``Memory`` says how many of the oldest turns and records the summary stands for; they are left out here,
+while the user's request and every pinned block always stay. Not for: deciding what to fold (``_compact.py``),
+calling the model (``_calls.py``) or folding the record from events (``_transcript.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plangate.agent._state import AgentConfig
-from plangate.agent._transcript import Transcript, Turn
+from plangate.agent._state import AgentConfig, Memory
+from plangate.agent._transcript import Act, Transcript, Turn
 from plangate.decisions import PlanStep
 from plangate.models import Message, Role, Wire
 
@@ -74,6 +75,7 @@ class View:
     Attributes:
         catalogue: the active tools as JSON text (``Toolset.catalogue()``).
         evidence: successful receipts bound to the current step.
+        memory: what compaction folded out of the prompt, if anything.
     """
 
     config: AgentConfig
@@ -84,6 +86,19 @@ class View:
     step_index: int
     rounds_used: int
     evidence: int
+    memory: Memory | None = None
+
+    def turns(self) -> tuple[Turn, ...]:
+        """The conversation the prompt shows: the user's request, then the turns no summary stands for."""
+        turns = self.transcript.turns
+        if self.memory is None or not self.memory.turns:
+            return tuple(turns)
+        return (*turns[:1], *turns[1 + self.memory.turns :])
+
+    def acts(self) -> list[Act]:
+        """The ReAct records the prompt shows verbatim: those no summary stands for."""
+        acts = self.transcript.acts
+        return acts[self.memory.acts :] if self.memory is not None and self.memory.acts else acts
 
 
 _EXECUTE_RULES = """\
@@ -192,10 +207,29 @@ def _execution_section(view: View) -> Section:
     )
 
 
-def _record_section(transcript: Transcript) -> list[Section]:
-    if not transcript.acts:
+def summary_text(memory: Memory) -> str:
+    """The ``run_summary`` section's text ("" when the memory holds no summary and dropped nothing)."""
+    parts = []
+    if memory.summary:
+        parts.append(f"The oldest turns and records of this run, summarised:\n{memory.summary}")
+    if memory.dropped:
+        parts.append(
+            f"({memory.dropped} older turn(s) or record(s) were dropped without a summary to keep the prompt "
+            "within its budget.)"
+        )
+    return "\n".join(parts)
+
+
+def _summary_section(memory: Memory | None) -> list[Section]:
+    text = "" if memory is None else summary_text(memory)
+    return [Section("run_summary", text)] if text else []
+
+
+def _record_section(view: View) -> list[Section]:
+    acts = view.acts()
+    if not acts:
         return []
-    return [Section("react_record", "\n\n".join(act.text() for act in transcript.acts))]
+    return [Section("react_record", "\n\n".join(act.text() for act in acts))]
 
 
 def _correction_section(transcript: Transcript) -> list[Section]:
@@ -209,36 +243,41 @@ def execute_context(view: View) -> Context:
     """The prompt of one execute round."""
     system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
     sections = [
-        *_record_section(view.transcript),
+        *_summary_section(view.memory),
+        *_record_section(view),
         _plan_section(view.plan, view.step_index),
         _step_section(view),
         _execution_section(view),
         *_correction_section(view.transcript),
     ]
-    return Context(system, tuple(view.transcript.turns), tuple(sections))
+    return Context(system, view.turns(), tuple(sections))
 
 
 def plan_context(view: View) -> Context:
     """The prompt of one planning call."""
     system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    sections = [*_record_section(view.transcript), *_correction_section(view.transcript)]
-    return Context(system, tuple(view.transcript.turns), tuple(sections))
+    sections = [
+        *_summary_section(view.memory),
+        *_record_section(view),
+        *_correction_section(view.transcript),
+    ]
+    return Context(system, view.turns(), tuple(sections))
 
 
 def route_context(view: View) -> Context:
     """The prompt of the routing call."""
     system = _system(_ROUTE_RULES, view.wire, "", view.config.system_prompt)
-    return Context(system, tuple(view.transcript.turns), ())
+    return Context(system, view.turns(), ())
 
 
 def deliver_context(view: View, outcome_note: str) -> Context:
     """The prompt of the closing message, after the run completed."""
     system = _system(_DELIVER_RULES, None, "", view.config.system_prompt)
-    sections = _record_section(view.transcript)
+    sections = [*_summary_section(view.memory), *_record_section(view)]
     if view.plan:
         sections.append(Section("current_plan", plan_checklist(view.plan, view.step_index + 1), True))
     sections.append(Section("execution_context", outcome_note, True))
-    return Context(system, tuple(view.transcript.turns), tuple(sections))
+    return Context(system, view.turns(), tuple(sections))
 
 
 __all__ = [
@@ -252,4 +291,5 @@ __all__ = [
     "plan_checklist",
     "plan_context",
     "route_context",
+    "summary_text",
 ]

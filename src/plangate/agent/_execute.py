@@ -1,13 +1,14 @@
 """The execute phase: one round = one budgeted model call, one decision, one verdict, one commit.
 
-For: ``run_round``. The round consumes a round of the budget, asks the model for a decision on its wire,
-reads it (a malformed answer is a correction with the parser's message), judges it (``_validate.judge``)
-and acts: run a read tool (its observation, and a ``tool_observation`` receipt when it succeeded), open a
-consent request for a write, ask the user, advance the plan, finish, abort, or correct. Whatever the round
-did, its ``round`` event records the decision, the validation and the result, with the round number and the
-plan step that was current when the decision was made. A write that runs without consent
-(``always_execute``) goes through the intent/receipt protocol of ``_writes.py``. Not for: resolving
-interactions (``_interactions.py``) or the closing message (``_deliver.py``).
+For: ``run_round``. The round consumes a round of the budget, fits its prompt in the context budget
+(``_compact.py``), asks the model for a decision on its wire, reads it (a malformed answer is a correction
+with the parser's message), judges it (``_validate.judge``) and acts: run a read tool (its observation, and
+a ``tool_observation`` receipt when it succeeded), open a consent request for a write, ask the user, advance
+the plan, finish, abort, or correct. Whatever the round did, its ``round`` event records the decision, the
+validation and the result, with the round number and the plan step that was current when the decision was
+made. A write that runs without consent (``always_execute``) goes through the intent/receipt protocol of
+``_writes.py``. Not for: resolving interactions (``_interactions.py``) or the closing message
+(``_deliver.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from plangate.agent import _writes
 from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event
 from plangate.agent._calls import call, decision_schema, read_decision
-from plangate.agent._context import execute_context
+from plangate.agent._compact import fit_context
 from plangate.agent._outcomes import model_failed, stalled
 from plangate.agent._state import InflightWrite, Stall, short_digest
 from plangate.agent._validate import Call, Facts, Verdict, judge, malformed
@@ -74,12 +75,13 @@ async def run_round(loop: RunLoop) -> None:
     if not loop.take_round("execute"):
         return
     names = loop.toolset.active_names()
-    messages = execute_context(loop.view()).messages()
+    # A compaction is committed with the round it made room for: a crash before the commit only redoes it.
+    messages, compacted = await fit_context(loop)
     answer = await call(
         loop.model, "execute", messages, schema=decision_schema(tuple(names)), tool_names=names
     )
     state = loop.state
-    batch = Batch([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])
+    batch = Batch([*compacted, *([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])])
     current = _Round(
         loop, batch, state.rounds_used, state.step_index if state.plan else None, len(batch.events)
     )

@@ -2,13 +2,16 @@
 
 For: what must survive a restart, as identifiers and small values only: the model's spec string, the tool
 names, the toolset's active packs, the phase, the plan, the current step, the budget used, the stall
-tracker, the open interaction and an in-flight write. The snapshot is rewritten every round, so it holds
-nothing that grows with the run: the conversation and the ReAct record live in the event log and are folded
-back on load (``_transcript.py``), receipts live in the store's receipts table. Not for: deciding anything
+tracker, the open interaction, an in-flight write and the context's memory (the summary of what compaction
+folded out of the prompt, capped in size). The snapshot is rewritten every round, so it holds nothing that
+grows with the run: the conversation and the ReAct record live in the event log and are folded back on load
+(``_transcript.py``), receipts live in the store's receipts table. Not for: deciding anything
 (the phase modules) or building prompts (``_context.py``).
 
 Format version 1 is frozen by a JSON fixture in the tests; a snapshot of a newer version is refused with
-``SchemaVersionError``.
+``SchemaVersionError``. Fields added to version 1 since (``memory``; ``context_budget`` and
+``context_reserve`` in the settings) are left out of the JSON form while they hold their defaults, so a run
+that never used them is stored exactly as before.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
@@ -39,6 +42,16 @@ WaitPurpose = Literal["consent", "question", "plan", "outcome_unknown"]
 WaitKind = Literal["ask_user", "confirm", "plan_consent"]
 """The interaction kinds an agent run opens."""
 
+CONTEXT_BUDGET = 80_000
+"""Tokens a prompt may use by default (SPEC §4)."""
+
+CONTEXT_RESERVE = 8_000
+"""Tokens of the budget kept free by default, for the answer and for estimates that run short."""
+
+MIN_CONTEXT = 1_000
+"""The fewest tokens ``context_budget - context_reserve`` may leave: below it not even the rules, the tool
+catalogue and the pinned blocks fit."""
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -59,6 +72,45 @@ class AgentConfig(_Frozen):
     always_execute: bool
     plan_consent: bool
     system_prompt: str | None = None
+    context_budget: int = Field(
+        default=CONTEXT_BUDGET, ge=MIN_CONTEXT, exclude_if=lambda value: value == CONTEXT_BUDGET
+    )
+    context_reserve: int = Field(
+        default=CONTEXT_RESERVE, ge=0, exclude_if=lambda value: value == CONTEXT_RESERVE
+    )
+
+    @model_validator(mode="after")
+    def _leaves_room(self) -> AgentConfig:
+        if self.context_limit < MIN_CONTEXT:
+            raise ValueError(
+                f"context_reserve {self.context_reserve} leaves {self.context_limit} tokens of the "
+                f"context_budget {self.context_budget}; expected at least {MIN_CONTEXT}"
+            )
+        return self
+
+    @property
+    def context_limit(self) -> int:
+        """The most tokens a prompt may use: the budget less the reserve."""
+        return self.context_budget - self.context_reserve
+
+
+class Memory(_Frozen):
+    """What compaction folded out of the prompt: a cumulative summary, and how far it reaches.
+
+    The counts index the transcript folded from the event log (``_transcript.py``), which a resumed run
+    rebuilds exactly, so the snapshot never copies a record.
+
+    Attributes:
+        summary: the model's summary of every folded record (cumulative), or "" when no summary was written.
+        turns: conversation turns folded, counted after the user's request (which is never folded).
+        acts: ReAct records folded, oldest first.
+        dropped: folded records that reached no summary because the compact call failed (truncated).
+    """
+
+    summary: str = ""
+    turns: int = Field(default=0, ge=0)
+    acts: int = Field(default=0, ge=0)
+    dropped: int = Field(default=0, ge=0)
 
 
 class Waiting(_Frozen):
@@ -122,6 +174,7 @@ class AgentState(BaseModel):
         inflight: a write between its intent and its receipt.
         outcome: how the run ended (set when it enters ``deliver``).
         answer: the closing message, once delivered (or a route's direct reply).
+        memory: what compaction folded out of the prompt, once the prompt first outgrew its budget.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -137,6 +190,7 @@ class AgentState(BaseModel):
     inflight: InflightWrite | None = None
     outcome: Outcome | None = None
     answer: str | None = None
+    memory: Memory | None = Field(default=None, exclude_if=lambda value: value is None)
 
     def to_snapshot(self) -> JsonObject:
         """The JSON form written to the store (defaults included, so the format is explicit)."""
@@ -206,10 +260,14 @@ def short_digest(text: str) -> str:
 
 
 __all__ = [
+    "CONTEXT_BUDGET",
+    "CONTEXT_RESERVE",
+    "MIN_CONTEXT",
     "SNAPSHOT_VERSION",
     "AgentConfig",
     "AgentState",
     "InflightWrite",
+    "Memory",
     "Mode",
     "Phase",
     "Stall",

@@ -14,6 +14,8 @@ from typing import Any, TypeVar, get_args
 
 from plangate.agent import _interactions
 from plangate.agent._state import (
+    CONTEXT_BUDGET,
+    MIN_CONTEXT,
     SNAPSHOT_VERSION,
     AgentConfig,
     AgentState,
@@ -54,6 +56,11 @@ class Agent:
         always_execute: run write tools without asking for consent.
         plan_consent: show the plan to a person for consent before executing it.
         system_prompt: extra instructions added to every system message.
+        context_budget: the tokens a prompt may use; past ``context_budget - context_reserve`` the oldest
+            turns and tool records are folded into a summary of the run.
+        context_reserve: the tokens of the budget kept free (for the answer, and for estimates that run
+            short); None: a tenth of the budget (8,000 of the default 80,000), as long as 1,000 tokens are
+            left for the prompt.
         owner: who the runs belong to.
         tool_specs: where the tools came from (``module:attr``), recorded with each run for the command line
             to find them again; the runtime itself never imports anything from a stored run.
@@ -81,6 +88,8 @@ class Agent:
         always_execute: bool = False,
         plan_consent: bool = False,
         system_prompt: str | None = None,
+        context_budget: int = CONTEXT_BUDGET,
+        context_reserve: int | None = None,
         owner: str = "local",
         tool_specs: Iterable[str] = (),
     ) -> None:
@@ -92,6 +101,7 @@ class Agent:
             raise ConfigError(
                 f"Agent system_prompt: expected a string or None; found {type(system_prompt).__name__}"
             )
+        reserve = _context_reserve(context_budget, context_reserve)
         self._model_spec = model
         self._resolved: Model | None = model if isinstance(model, Model) else None
         self.registry = _registry(tools)
@@ -101,6 +111,8 @@ class Agent:
         self.always_execute = bool(always_execute)
         self.plan_consent = bool(plan_consent)
         self.system_prompt = system_prompt
+        self.context_budget = context_budget
+        self.context_reserve = reserve
         self.owner = owner
         self.tool_specs = [str(spec) for spec in tool_specs]
 
@@ -251,6 +263,8 @@ class Agent:
             always_execute=self.always_execute,
             plan_consent=self.plan_consent,
             system_prompt=self.system_prompt,
+            context_budget=self.context_budget,
+            context_reserve=self.context_reserve,
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
         run = self.store.create_run(
@@ -272,6 +286,20 @@ class Agent:
 
     def _load(self, run_id: str) -> RunLoop:
         return load_loop(self.store, run_id, self._model_for, self.registry)
+
+
+def _context_reserve(budget: object, reserve: object) -> int:
+    """The reserve to run with, once both settings are checked."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_CONTEXT:
+        raise ConfigError(f"Agent context_budget: expected an integer >= {MIN_CONTEXT}; found {budget!r}")
+    if reserve is None:
+        return min(budget // 10, budget - MIN_CONTEXT)
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve <= budget - MIN_CONTEXT:
+        raise ConfigError(
+            f"Agent context_reserve: expected an integer from 0 to {budget - MIN_CONTEXT} (it must leave "
+            f"{MIN_CONTEXT} tokens of the context_budget {budget}); found {reserve!r}"
+        )
+    return reserve
 
 
 def _registry(tools: ToolRegistry | Iterable[Tool] | None) -> ToolRegistry:

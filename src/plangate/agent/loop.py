@@ -19,6 +19,7 @@ from typing import Any
 
 from plangate.agent import _deliver, _execute, _plan, _route, _writes
 from plangate.agent._batch import Batch, Question
+from plangate.agent._compact import Meter, MeteredModel
 from plangate.agent._context import View, catalogue_text
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
@@ -49,6 +50,9 @@ class RunLoop:
         evidence: the successful receipts per plan step.
         interaction: the open interaction, when the run waits on one.
         fresh: the run was just created and nothing of it is committed yet.
+
+    Attributes:
+        meter: counts prompt tokens for the context budget, calibrated by the model's reported usage.
     """
 
     def __init__(
@@ -67,7 +71,9 @@ class RunLoop:
         fresh: bool = False,
     ) -> None:
         self.store = store
-        self._model: Model | None = model if isinstance(model, Model) else None
+        # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
+        self.meter = Meter()
+        self._model: Model | None = MeteredModel(model, self.meter) if isinstance(model, Model) else None
         self._build_model: Callable[[], Model] | None = None if isinstance(model, Model) else model
         self.toolset = toolset
         self.run_id = run_id
@@ -84,7 +90,7 @@ class RunLoop:
     def model(self) -> Model:
         """The run's model (built on first use when the loop was given a function)."""
         if self._model is None and self._build_model is not None:
-            self._model = self._build_model()
+            self._model = MeteredModel(self._build_model(), self.meter)
             self._build_model = None
         assert self._model is not None  # one of the two was given
         return self._model
@@ -132,6 +138,7 @@ class RunLoop:
             step_index=state.step_index,
             rounds_used=state.rounds_used,
             evidence=self.evidence.count(state.step_index),
+            memory=state.memory,
         )
 
     def catalogue(self) -> str:

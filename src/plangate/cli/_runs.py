@@ -2,7 +2,8 @@
 
 For: driving formula runs from a terminal: live progress (each step's state, gates with their reasons),
 questions asked in the terminal unless ``--detach``, and ``--json`` for scripts. ``approve``, ``reject``,
-``answer`` and ``resume`` hand an agent run over to ``cli/_agent.py``. Not for: any run logic
+``answer`` and ``resume`` hand an agent run over to ``cli/_agent.py``, unless a formula's agent step started
+it: then its formula runner answers it and the formula continues. Not for: any run logic
 (``plangate.formulas.runtime``, ``plangate.agent``).
 """
 
@@ -202,6 +203,7 @@ def _runner_for(
     *,
     run_id: str | None = None,
     interaction_id: str | None = None,
+    model: str | None = None,
 ) -> FormulaRunner:
     """A runner for an existing run: the tools given, else the ones the run was started with."""
     opened = store_from(store)
@@ -210,7 +212,24 @@ def _runner_for(
         if run_id is None and interaction_id is not None:
             run_id = opened.get_interaction(interaction_id).run_id
         specs = run_tool_specs(opened, run_id) if run_id is not None else []
-    return FormulaRunner(opened, tools_from(specs), tool_specs=specs)
+    return FormulaRunner(opened, tools_from(specs), tool_specs=specs, model=model)
+
+
+def _root(store: Store, run_id: str) -> str:
+    """The run at the top of ``run_id``'s parents (itself when it has none)."""
+    while (parent := store.get_run(run_id).parent_run_id) is not None:
+        run_id = parent
+    return run_id
+
+
+StepModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="The model of agent and llm steps that name none (default: $PLANGATE_MODEL, else the default).",
+    ),
+]
 
 
 def run_command(
@@ -222,11 +241,14 @@ def run_command(
     detach: DetachOpt = False,
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
+    model: StepModelOpt = None,
 ) -> None:
     """Run a formula: live progress, and questions asked here when a person is needed."""
     try:
         specs = tool_specs(tools)
-        runner = FormulaRunner(store_from(store), tools_from(specs), search_paths=path, tool_specs=specs)
+        runner = FormulaRunner(
+            store_from(store), tools_from(specs), search_paths=path, tool_specs=specs, model=model
+        )
         plan = runner.plan(name, parse_vars(var))
         with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
             result = _drive(runner, runner.start(plan), detach=detach, interactive=interactive)
@@ -243,14 +265,17 @@ def resume_command(
     detach: DetachOpt = False,
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
+    model: StepModelOpt = None,
 ) -> None:
     """Continue a run from its last committed transition (after a crash, or once a person answered)."""
     try:
         opened = store_from(store)
-        if opened.get_run(run_id).kind == "agent":
-            _agent.resume(opened, run_id, tools=tools, model=None, json=json)
+        found = opened.get_run(run_id)
+        if found.kind == "agent" and found.parent_run_id is None:
+            _agent.resume(opened, run_id, tools=tools, model=model, json=json)
             return
-        runner = _runner_for(store, tools, run_id=run_id)
+        run_id = _root(opened, run_id)  # an agent step's agent, or a sub-run, continues with its formula
+        runner = _runner_for(store, tools, run_id=run_id, model=model)
         with _Progress(runner.store) if not json else nullcontext():
             result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
     except UserError as exc:
@@ -376,18 +401,17 @@ def _resolve(
     try:
         opened = store_from(store)
         interaction = opened.get_interaction(interaction_id)
-        if opened.get_run(interaction.run_id).kind == "agent":
+        asking = opened.get_run(interaction.run_id)
+        if asking.kind == "agent" and asking.parent_run_id is None:
             if not resume:
                 fail("--no-resume applies to formula runs; an agent run continues as soon as it is answered")
             _agent.resolve(
                 opened, interaction, resolution, tools=tools, model=model, json=json, store_url=store
             )
             return
-        runner = _runner_for(store, tools, interaction_id=interaction_id)
-        run_id = runner.resolve(interaction_id, resolution, by="cli")
-        root = run_id
-        while (parent := runner.store.get_run(root).parent_run_id) is not None:
-            root = parent
+        # a formula's own question, or one of its agent steps' (that agent continues as it is answered)
+        runner = _runner_for(store, tools, interaction_id=interaction_id, model=model)
+        root = _root(runner.store, runner.resolve(interaction_id, resolution, by="cli"))
         if not resume:
             out.print(f"resolved {interaction_id}; run {root} continues with: plangate resume {root}")
             return
@@ -402,7 +426,12 @@ ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue 
 IdArg = Annotated[str, typer.Argument(help="The interaction id.")]
 ModelOpt = Annotated[
     str | None,
-    typer.Option("--model", "-m", help="Agent runs: the model to continue with (default: the run's own)."),
+    typer.Option(
+        "--model",
+        "-m",
+        help="Agent runs, and a formula's agent and llm steps: the model to continue with "
+        "(default: the run's own).",
+    ),
 ]
 
 

@@ -1,22 +1,28 @@
-"""What running one formula step means, per executor: call a tool, run a sub-formula, fan out.
+"""What running one formula step means, per executor: call a tool, run a sub-formula, fan out, ask a model.
 
 For: the work a step does once the scheduler has committed it as ``running``; each function returns a
-``StepOutcome`` and never raises for a failure of the step itself. Not for: gates, people or bookkeeping
-(the scheduler in ``runtime.py`` owns those, and opens the interactions).
+``StepOutcome`` and never raises for a failure of the step itself. ``llm`` steps are here too, with the check
+of their answer against the step's JSON schema (``fits_schema``). Not for: gates, people or bookkeeping (the
+scheduler in ``_scheduler.py`` owns those, and opens the interactions) or agent steps (``_agent_steps.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from plangate.errors import PlangateError
-from plangate.formulas.plan import FormulaExecutor, PlanStep, ToolExecutor
-from plangate.formulas.templates import render_runtime
+from plangate.errors import ConfigError, PlangateError
+from plangate.formulas.plan import FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
+from plangate.formulas.templates import render_runtime, to_text
+from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
 from plangate.tools import ToolRegistry
 
 
@@ -60,7 +66,10 @@ async def run_tool(
         return StepOutcome("failed", reason=f"arguments: {exc}")
     result = await tools.call(executor.name, args)
     if result.success:
-        return StepOutcome("complete", _as_output(result.data, result.observation), result.summary)
+        # a summary that is only the start of a JSON dump says nothing a person can read in one line
+        summary = result.summary if not result.summary.startswith(("{", "[")) else "done"
+        output = _as_output(result.data, result.observation)
+        return StepOutcome("complete", output, f"{executor.name}: {summary}")
     message = result.error_message or result.observation or result.status
     return StepOutcome("failed", {"error_code": result.error_code}, f"{executor.name}: {message}")
 
@@ -179,4 +188,229 @@ def _from_runs(
     return StepOutcome("waiting", output, f"waiting on sub-runs ({done} of {total} completed)", run_ids)
 
 
-__all__ = ["StepOutcome", "SubRun", "fan_out", "items_at", "run_subformula", "run_tool"]
+# -- llm steps ----------------------------------------------------------------------------------------------
+
+_JSON_ONLY = (
+    "Reply with one JSON value that fits this JSON schema, and nothing else (no prose, no code fence):\n"
+    "{schema}"
+)
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+
+
+async def run_llm(
+    step: PlanStep,
+    executor: LlmExecutor,
+    model: Model | str | None,
+    vars: Mapping[str, JsonValue],
+    outputs: Mapping[str, Mapping[str, JsonValue]],
+) -> StepOutcome:
+    """One model call (purpose ``generate``) on the rendered prompt.
+
+    The model is the step's own (``llm.model``), else ``model`` (the runner's), else the default model.
+    Without a schema the output is ``{text}``. With one, the schema is sent as the response schema and the
+    answer must be JSON that fits it: an object becomes the output as it is, any other value ``{value}``.
+    An answer that does not parse or fit fails the step with the reason and the raw ``text`` in its
+    output, so that ``retries`` ask again.
+    """
+    try:
+        rendered = render_runtime(executor.prompt, vars, outputs, path=f"{step.id}.llm.prompt")
+    except PlangateError as exc:
+        return StepOutcome("failed", reason=f"prompt: {exc}")
+    prompt = rendered if isinstance(rendered, str) else to_text(rendered)
+    try:
+        chosen = resolve_model(executor.model if executor.model is not None else model)
+    except ConfigError as exc:
+        return StepOutcome("failed", reason=f"model: {exc}")
+    schema = executor.output_schema
+    messages = [Message("user", prompt)]
+    response_schema: ResponseSchema | None = None
+    if schema is not None:
+        problem = schema_problem(schema)
+        if problem is not None:
+            return StepOutcome("failed", reason=f"llm.schema: {problem}")
+        rules = _JSON_ONLY.format(schema=json.dumps(schema, ensure_ascii=False, sort_keys=True))
+        messages.insert(0, Message("system", rules))
+        response_schema = ResponseSchema("output", schema)
+    request = ModelRequest("generate", messages, response_schema=response_schema, wire="json")
+    try:
+        completion = await complete(chosen, request)
+    except PlangateError as exc:
+        return StepOutcome("failed", reason=f"model {chosen.name}: {exc}")
+    text = completion.text
+    if schema is None:
+        return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters")
+    value, problem = parse_json_answer(text)
+    if problem is None:
+        problem = fits_schema(value, schema)
+    if problem is not None:
+        return StepOutcome("failed", {"text": text}, f"llm: {problem}")
+    output: dict[str, JsonValue] = dict(value) if isinstance(value, dict) else {"value": value}
+    return StepOutcome("complete", output, "llm: the answer fits the schema")
+
+
+def parse_json_answer(text: str) -> tuple[JsonValue, str | None]:
+    """The JSON a model answered (inside a code fence or not), or why there is none."""
+    body = text.strip()
+    fenced = _FENCE.fullmatch(body)
+    if fenced is not None:
+        body = fenced.group(1).strip()
+    if not body:
+        return None, "the answer is empty; expected JSON"
+    try:
+        value: JsonValue = json.loads(body)
+    except json.JSONDecodeError as exc:
+        start = body[:60] + ("..." if len(body) > 60 else "")
+        return None, f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno} ({start!r})"
+    return value, None
+
+
+def _jsonschema() -> ModuleType | None:
+    # Optional: the full specification when installed; the checker below covers the common keywords.
+    try:
+        return importlib.import_module("jsonschema")
+    except ImportError:
+        return None
+
+
+def schema_problem(schema: Mapping[str, JsonValue]) -> str | None:
+    """Why ``schema`` is not a usable JSON schema (None when it is)."""
+    module = _jsonschema()
+    if module is None:
+        return _basic_schema_problem(schema, "$")
+    try:
+        module.validators.validator_for(schema).check_schema(schema)
+    except module.exceptions.SchemaError as exc:
+        return f"not a valid JSON schema: at {exc.json_path}: {exc.message}"
+    return None
+
+
+def fits_schema(value: JsonValue, schema: Mapping[str, JsonValue]) -> str | None:
+    """Why ``value`` does not fit the JSON schema ``schema``, with where (None when it fits).
+
+    With ``jsonschema`` installed, the whole specification (the draft ``$schema`` names, else 2020-12);
+    without it, a small checker of ``type``, ``enum``, ``const``, ``properties``, ``required``,
+    ``additionalProperties``, ``items``, ``minItems``/``maxItems``, ``minimum``/``maximum`` and
+    ``minLength``/``maxLength`` (other keywords are not enforced).
+    """
+    module = _jsonschema()
+    if module is None:
+        return _basic_fit(value, schema, "$")
+    validator = module.validators.validator_for(schema)(schema)
+    error = module.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    return f"the answer does not fit the schema: at {error.json_path}: {error.message}"
+
+
+_TYPES: dict[str, Callable[[object], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    for name in ("null", "object", "array", "string", "integer", "number"):
+        if _TYPES[name](value):
+            return name
+    return type(value).__name__
+
+
+def _basic_schema_problem(schema: object, at: str) -> str | None:
+    if isinstance(schema, bool):
+        return None
+    if not isinstance(schema, dict):
+        return f"not a valid JSON schema: at {at}: expected an object or a boolean"
+    named = schema.get("type")
+    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
+    unknown = [n for n in names if not isinstance(n, str) or n not in _TYPES]
+    if unknown:
+        return f"not a valid JSON schema: at {at}: unknown type {unknown[0]!r}"
+    return None
+
+
+def _basic_fit(value: JsonValue, schema: object, at: str) -> str | None:
+    if schema is False:
+        return f"the answer does not fit the schema: at {at}: no value is allowed here"
+    if not isinstance(schema, dict):
+        return None
+    problem = _basic_value_problem(value, schema)
+    if problem is None and isinstance(value, dict):
+        problem = _basic_object_problem(value, schema, at)
+    if problem is None and isinstance(value, list):
+        problem = _basic_array_problem(value, schema, at)
+    if problem is None or problem.startswith("the answer"):
+        return problem
+    return f"the answer does not fit the schema: at {at}: {problem}"
+
+
+def _basic_value_problem(value: JsonValue, schema: Mapping[str, Any]) -> str | None:
+    named = schema.get("type")
+    if named is not None:
+        names = [named] if isinstance(named, str) else list(named)
+        if not any(name in _TYPES and _TYPES[name](value) for name in names):
+            return f"expected {' or '.join(names)}, found {_json_type(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"expected one of {json.dumps(schema['enum'])}, found {json.dumps(value)}"
+    if "const" in schema and value != schema["const"]:
+        return f"expected {json.dumps(schema['const'])}, found {json.dumps(value)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"expected a number at least {schema['minimum']}, found {value}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"expected a number at most {schema['maximum']}, found {value}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return f"expected at least {schema['minLength']} characters, found {len(value)}"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"expected at most {schema['maxLength']} characters, found {len(value)}"
+    return None
+
+
+def _basic_object_problem(value: Mapping[str, JsonValue], schema: Mapping[str, Any], at: str) -> str | None:
+    for key in schema.get("required", []):
+        if key not in value:
+            return f"missing the required property {key!r}"
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    for key, item in value.items():
+        if key not in properties and extra is False:
+            return f"unexpected property {key!r}"
+        problem = _basic_fit(item, properties.get(key, extra), f"{at}.{key}")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _basic_array_problem(value: Sequence[JsonValue], schema: Mapping[str, Any], at: str) -> str | None:
+    if len(value) < schema.get("minItems", 0):
+        return f"expected at least {schema['minItems']} items, found {len(value)}"
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        return f"expected at most {schema['maxItems']} items, found {len(value)}"
+    for index, item in enumerate(value):
+        problem = _basic_fit(item, schema.get("items", True), f"{at}[{index}]")
+        if problem is not None:
+            return problem
+    return None
+
+
+__all__ = [
+    "StepOutcome",
+    "SubRun",
+    "fan_out",
+    "fits_schema",
+    "items_at",
+    "parse_json_answer",
+    "run_llm",
+    "run_subformula",
+    "run_tool",
+    "schema_problem",
+]

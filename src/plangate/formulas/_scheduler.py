@@ -25,12 +25,14 @@ from plangate.events import (
     StepStateEvent,
     StepStatus,
 )
-from plangate.formulas._executors import StepOutcome, fan_out, run_subformula, run_tool
+from plangate.formulas._executors import StepOutcome, fan_out, run_llm, run_subformula, run_tool
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import (
+    AgentExecutor,
     FormulaExecutor,
     HumanExecutor,
+    LlmExecutor,
     ManualExecutor,
     Plan,
     PlanStep,
@@ -384,13 +386,8 @@ class Scheduler:
                     wait={"kind": "manual"},
                 )
             return
-        if not isinstance(executor, ToolExecutor | FormulaExecutor):
-            self._transition(
-                run,
-                "failed",
-                f"{executor.type} steps need the agent runtime, which this run does not have",
-                attempt=run.attempt + 1,
-            )
+        if not isinstance(executor, ToolExecutor | FormulaExecutor | AgentExecutor | LlmExecutor):
+            self._transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
             return
         self._transition(run, "running", "", attempt=run.attempt + 1)
         self.to_launch.append((step.id, "work"))
@@ -463,11 +460,17 @@ class Scheduler:
         if what == "fanout":
             return await fan_out(step, dict(run.output or {}), sub, existing)
         executor = step.executor
+        outputs = self.state.outputs()
         if isinstance(executor, FormulaExecutor):
-            work = run_subformula(step, executor, sub, plan.vars, self.state.outputs(), existing)
+            work = run_subformula(step, executor, sub, plan.vars, outputs, existing)
+        elif isinstance(executor, AgentExecutor):
+            agents = self.runner.agent_steps
+            work = agents.run(step, executor, self.run_id, self.owner, plan.vars, outputs, existing)
+        elif isinstance(executor, LlmExecutor):
+            work = run_llm(step, executor, self.runner.model, plan.vars, outputs)
         else:
             assert isinstance(executor, ToolExecutor)
-            work = run_tool(step, executor, self.runner.tools, plan.vars, self.state.outputs())
+            work = run_tool(step, executor, self.runner.tools, plan.vars, outputs)
         if step.timeout is None:
             return await work
         try:

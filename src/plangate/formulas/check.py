@@ -11,7 +11,9 @@ Issue codes (``error`` unless marked):
 ``missing-var``             a required var has no value
 ``var-type`` / ``var-enum`` / ``var-pattern``   a var value breaks its declaration
 ``unknown-var``             (warning) a var that the formula does not declare
-``unknown-tool``            an executor names a tool that is not registered (only when ``tools`` is given)
+``unknown-tool``            a ``tool`` step, or an ``agent`` step's ``tools``, names a tool that is not
+                            registered (only when ``tools`` is given)
+``llm-schema``              an ``llm`` step's ``schema`` is not a usable JSON schema
 ``unsupported-executor``    a step needs a runtime that this installation does not have
 ``duplicate-id``            two steps share an id
 ``unknown-formula``         a sub-formula or ``on_complete`` formula that cannot be loaded
@@ -32,21 +34,18 @@ from pydantic import BaseModel, ConfigDict
 from plangate.conditions import ConditionSyntaxError, compile_condition
 from plangate.errors import FormulaError
 from plangate.formulas._cycles import find_cycles
+from plangate.formulas._executors import schema_problem
 from plangate.formulas._schema_base import suggest
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.cook import cook
 from plangate.formulas.loader import FormulaLoader, Loader, SearchPath, load_formula
-from plangate.formulas.plan import AgentExecutor, FormulaExecutor, Plan, PlanStep, ToolExecutor
+from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, Plan, PlanStep, ToolExecutor
 from plangate.formulas.schema import Formula
 from plangate.formulas.templates import runtime_refs
 from plangate.formulas.variables import apply_vars
 
-#: The executor kinds a formula run can execute today. The agent runtime adds "agent" and "llm" here.
-SUPPORTED_EXECUTORS: frozenset[str] = frozenset({"tool", "human", "formula", "manual"})
-_UNSUPPORTED = {
-    "agent": "agent steps need the agent runtime, which is not available yet",
-    "llm": "llm steps need the agent runtime, which is not available yet",
-}
+#: The executor kinds a formula run can execute.
+SUPPORTED_EXECUTORS: frozenset[str] = frozenset({"tool", "agent", "llm", "human", "formula", "manual"})
 
 
 class Issue(BaseModel):
@@ -143,10 +142,14 @@ def _step_issues(step: PlanStep, known: Mapping[str, PlanStep], tools: Collectio
         )
     executor = step.executor
     if executor.type not in SUPPORTED_EXECUTORS:
-        message = _UNSUPPORTED.get(executor.type, f"{executor.type} steps are not supported")
+        message = f"{executor.type} steps are not supported"
         issues.append(
             Issue(level="error", code="unsupported-executor", path=f"{at}.{executor.type}", message=message)
         )
+    if isinstance(executor, LlmExecutor) and executor.output_schema is not None:
+        problem = schema_problem(executor.output_schema)
+        if problem is not None:
+            issues.append(Issue(level="error", code="llm-schema", path=f"{at}.llm.schema", message=problem))
     if tools is not None:
         named: list[tuple[str, str]] = []
         if isinstance(executor, ToolExecutor):

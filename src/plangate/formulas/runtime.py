@@ -3,7 +3,11 @@
 For: ``run_formula`` / ``resume_run`` and the ways a person moves a waiting run on (resolve an interaction,
 complete a manual step, cancel). Every transition is committed (events, and the snapshot when the plan or a
 checkpoint is due) before anything it allows starts, so a process killed at any instant loses at most the
-work in flight. Not for: cooking plans (``cook.py``) or what each executor does (``_executors.py``).
+work in flight. Not for: cooking plans (``cook.py``) or what each executor does (``_executors.py``,
+``_agent_steps.py``).
+
+An agent step's agent is a child run; its questions and consent requests are the formula run's too: the
+run's result shows them, and ``resolve`` (or ``resolve_async``) given one hands it to the agent runtime.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from plangate.errors import FormulaError, InteractionError, NotFoundError
+from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoundError
 from plangate.events import InteractionResolvedEvent, StatusEvent, StepStateEvent
+from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
 from plangate.interactions import Answer, Approve, Edit, Reject, resolution_dict
-from plangate.store import Interaction, RunStatus, Store, open_store
+from plangate.models import Model
+from plangate.store import Interaction, RunRecord, RunStatus, Store, open_store
 from plangate.tools import ToolRegistry
 
 FormulaSource = str | Path | Plan
@@ -67,6 +73,15 @@ class RunResult:
 class FormulaRunner:
     """Runs formulas against one store and one tool registry.
 
+    Args:
+        store: where runs live.
+        tools: what ``tool`` steps call; an ``agent`` step gets the ones it names.
+        model: the model of ``agent`` and ``llm`` steps that name none: a ``Model``, a spec string, or None
+            for the default model (``resolve_model(None)``). A resumed agent step without one continues
+            with the model its agent recorded.
+        agent_runner: what runs the agents of agent steps; by default the agent runtime
+            (``plangate.agent``), imported only when an agent step runs.
+
     Example::
 
         runner = FormulaRunner(open_store(), tools=ToolRegistry([run_tests, publish]))
@@ -89,6 +104,8 @@ class FormulaRunner:
         checkpoint_every: int = 1024,
         clock: Callable[[], float] = time.time,
         tool_specs: Iterable[str] = (),
+        model: Model | str | None = None,
+        agent_runner: StepAgent | None = None,
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -103,6 +120,10 @@ class FormulaRunner:
         self.clock = clock
         # where the tools came from (``module:attr``), kept with the run so another process can resume it
         self.tool_specs = list(tool_specs)
+        self.model = model
+        self.agent_steps = AgentSteps(
+            self, agent_runner if agent_runner is not None else RuntimeStepAgent(store)
+        )
 
     # -- planning -----------------------------------------------------------------------------------------
 
@@ -200,17 +221,62 @@ class FormulaRunner:
     def resolve(
         self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
     ) -> str:
-        """Apply a person's answer to a formula run's open interaction; returns the run id to resume.
+        """Apply a person's answer to an open interaction of a formula run; returns the run id to resume.
 
         The interaction, its event and the step's new state commit together; a stale or unknown id changes
-        nothing.
+        nothing. An interaction of an agent step's agent goes to the agent runtime, which applies it and
+        advances the agent until it waits or ends; the formula run that holds the step is returned (its
+        step picks the agent's state up when the run resumes). That needs an event loop of its own: from
+        async code, ``await resolve_async``.
 
         Raises:
             NotFoundError: no such interaction (for this owner).
             StaleInteraction: it was already resolved.
-            InteractionError: the resolution does not fit (``edit`` on a formula step).
+            InteractionError: the resolution does not fit (``edit`` on a formula step, ``answer`` to a
+                consent request, ...).
+            ConfigError: an agent's interaction, resolved from a running event loop.
         """
         interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run = self.store.get_run(interaction.run_id)
+        if run.kind == "agent":
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return asyncio.run(self._resolve_agent(run, interaction_id, resolution, by))
+            raise ConfigError(
+                f"interaction {interaction_id!r} belongs to the agent run {run.id!r}, which runs on as it "
+                "is answered; from a running event loop, await FormulaRunner.resolve_async instead"
+            )
+        return self._resolve_step(interaction, resolution, by)
+
+    async def resolve_async(
+        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
+    ) -> str:
+        """``resolve`` for async code: the same answers, the same errors, the same run id returned."""
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run = self.store.get_run(interaction.run_id)
+        if run.kind == "agent":
+            return await self._resolve_agent(run, interaction_id, resolution, by)
+        return self._resolve_step(interaction, resolution, by)
+
+    async def _resolve_agent(
+        self, child: RunRecord, interaction_id: str, resolution: Resolution, by: str | None
+    ) -> str:
+        parent_id = child.parent_run_id
+        parent = self.store.get_run(parent_id) if parent_id is not None else None
+        if parent is None or parent.kind != "formula":
+            raise InteractionError(
+                f"interaction {interaction_id!r} belongs to the agent run {child.id!r}, which no formula "
+                "run started: resolve it through the agent (Agent.resume, or plangate approve)"
+            )
+        step_id = step_of_child(parent.id, child.id)
+        plan = self.load(parent.id).plan
+        step = plan.index.get(step_id) if step_id is not None else None
+        await self.agent_steps.resolve(child, step, interaction_id, resolution, by)
+        return parent.id
+
+    def _resolve_step(self, interaction: Interaction, resolution: Resolution, by: str | None) -> str:
+        interaction_id = interaction.id
         run_id = interaction.run_id
         state = self.load(run_id)
         step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction_id), None)
@@ -257,11 +323,13 @@ class FormulaRunner:
             )
 
     def cancel(self, run_id: str, reason: str = "cancelled") -> None:
-        """Cancel a run that has not ended: every unfinished step is cancelled; its interaction expires."""
+        """Cancel a run that has not ended: every unfinished step is cancelled; its interaction expires, and
+        so do those of its steps' agents, which end cancelled."""
         run = self.store.get_run(run_id)
         if run.status in {"completed", "failed", "cancelled", "aborted", "exhausted"}:
             raise InteractionError(f"run {run_id!r} already ended ({run.status})")
         state = self.load(run_id)
+        self.agent_steps.cancel_children(run_id, reason)
         with self.store.transaction(run_id) as tx:
             for step in state.steps.values():
                 if not step.terminal:
@@ -359,8 +427,8 @@ def run_formula(
         formula: a formula name on the search path, a file path, or a :class:`Plan`.
         vars: the formula's variables (strings are converted to each var's declared type).
         store: a store, a store URL, or None for ``PLANGATE_STORE`` / ``.plangate/plangate.db``.
-        tools: the tools ``tool`` steps may call.
-        **options: passed to :class:`FormulaRunner` (``search_paths``, ``concurrency``, ``root``, ...).
+        tools: the tools ``tool`` steps may call (and ``agent`` steps name).
+        **options: passed to :class:`FormulaRunner` (``model``, ``search_paths``, ``concurrency``, ...).
     """
     runner = FormulaRunner(_store(store), tools, **options)
     return asyncio.run(runner.start(formula, vars))

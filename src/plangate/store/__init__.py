@@ -1,4 +1,5 @@
-"""The durable store of runs: event logs, snapshots, interactions, receipts, write intents and leases.
+"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases) and of
+small versioned documents that outlive a run.
 
 For: everything that must survive a restart, behind the ``Store`` protocol (SQLite now, PostgreSQL later).
 Not for: deciding what a run does next (the engines) or how events are encoded (``plangate.events``).
@@ -24,6 +25,8 @@ from plangate.store._sqlite_schema import SCHEMA_VERSION
 from plangate.store.base import (
     TERMINAL_STATUSES,
     Commit,
+    Document,
+    DocumentConflict,
     Interaction,
     InteractionStatus,
     Receipt,
@@ -35,6 +38,7 @@ from plangate.store.base import (
     Snapshot,
     Store,
     Subscriber,
+    Token,
     Transaction,
     WriteIntent,
     WriteIntentConflict,
@@ -50,6 +54,8 @@ __all__ = [
     "STORE_ENV",
     "TERMINAL_STATUSES",
     "Commit",
+    "Document",
+    "DocumentConflict",
     "Interaction",
     "InteractionStatus",
     "Receipt",
@@ -62,6 +68,7 @@ __all__ = [
     "Snapshot",
     "Store",
     "Subscriber",
+    "Token",
     "Transaction",
     "WriteIntent",
     "WriteIntentConflict",

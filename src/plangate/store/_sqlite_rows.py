@@ -1,7 +1,8 @@
 """Rows of the SQLite store turned into records, and the column lists the queries select.
 
 For: the one place that knows how a row maps to ``RunRecord``, ``Interaction``, ``Receipt``, ``WriteIntent``,
-``Snapshot`` and ``Event``. Not for: deciding what to query (``store/sqlite.py``, ``store/_sqlite_tx.py``).
+``Snapshot``, ``Document`` and ``Event``. Not for: deciding what to query (``store/sqlite.py``,
+``store/_sqlite_tx.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from plangate.errors import StoreError
 from plangate.events import Event, EventFormatError, InteractionTool, JsonObject, event_from_parts
-from plangate.store.base import Interaction, Receipt, RunRecord, Snapshot, WriteIntent
+from plangate.store.base import Document, Interaction, Receipt, RunRecord, Snapshot, WriteIntent
 
 RUN_COLUMNS = (
     "pos, id, kind, name, status, input, owner, parent_run_id, outcome, last_seq, created_at, updated_at, "
@@ -27,6 +28,7 @@ INTERACTION_COLUMNS = (
 RECEIPT_COLUMNS = "run_id, step_index, source, name, arguments_digest, success, summary, at"
 WRITE_INTENT_COLUMNS = "key, run_id, tool, arguments_digest, status, result, created_at, completed_at"
 EVENT_COLUMNS = "run_id, seq, type, payload, at"
+DOCUMENT_COLUMNS = "namespace, key, value, version, updated_at"
 
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -119,6 +121,19 @@ def snapshot(row: sqlite3.Row) -> Snapshot:
         version=row["version"],
         seq=row["seq"],
         state=_object(row["state"]),
+        updated_at=row["updated_at"],
+    )
+
+
+def document(row: sqlite3.Row) -> Document:
+    """A ``documents`` row as a record."""
+    return _build(
+        Document,
+        f"document {row['key']!r} in namespace {row['namespace']!r}",
+        namespace=row["namespace"],
+        key=row["key"],
+        value=_object(row["value"]),
+        version=row["version"],
         updated_at=row["updated_at"],
     )
 

@@ -93,6 +93,30 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX write_intents_by_run ON write_intents (run_id, status)",
     ),
+    # 2: small versioned documents that belong to no run (a week planner), written by compare-and-set.
+    (
+        """CREATE TABLE documents (
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            version INTEGER NOT NULL CHECK (version >= 1),
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (namespace, key)
+        ) WITHOUT ROWID""",
+    ),
+    # 3: bearer tokens, by hash (never the token), each speaking for one owner until revoked.
+    (
+        """CREATE TABLE tokens (
+            pos INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL,
+            revoked_at REAL
+        )""",
+        "CREATE INDEX tokens_by_owner ON tokens (owner, pos)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

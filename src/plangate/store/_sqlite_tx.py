@@ -1,4 +1,5 @@
-"""The SQLite store's unit of work on one run: events, snapshot, status, receipts, interactions, intents.
+"""The SQLite store's unit of work on one run: events, snapshot, status, receipts, interactions, intents and
+the documents written together with them.
 
 For: what happens between ``BEGIN IMMEDIATE`` and ``COMMIT`` (``SQLiteStore.transaction`` opens, commits or
 rolls back, and tells subscribers). Not for: reads outside a transaction, or opening the database.
@@ -17,10 +18,12 @@ from pydantic_core import PydanticSerializationError
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
 from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
 from plangate.store import _checks as check
+from plangate.store import _sqlite_documents as documents
 from plangate.store import _sqlite_rows as rows
 from plangate.store._sqlite_errors import Translated
 from plangate.store.base import (
     Commit,
+    Document,
     Interaction,
     Receipt,
     ReceiptSource,
@@ -313,6 +316,27 @@ class SQLiteTransaction:
             success=success,
             summary=summary,
         )
+
+    def get_document(self, namespace: str, key: str) -> Document | None:
+        """The document as this transaction sees it (its own writes included), or None."""
+        self._check_open()
+        namespace, key = documents.checked_name(namespace, key, "get_document")
+        return documents.read(self._conn, self._sql, namespace, key)
+
+    def put_document(
+        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
+    ) -> Document:
+        """Write a document compare-and-set, committed with the run's other changes.
+
+        Raises:
+            DocumentConflict: the stored version is not ``expected_version``; left to propagate out of the
+                ``with`` block, it rolls back everything this transaction wrote.
+            ConfigError: a bad argument.
+        """
+        self._check_open()
+        # The run row is not marked dirty: a document belongs to no run, so it leaves the run's
+        # ``updated_at`` alone.
+        return documents.write(self._conn, self._sql, self._clock, namespace, key, value, expected_version)
 
     # -- used by SQLiteStore.transaction ------------------------------------------------------------------
 

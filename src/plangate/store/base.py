@@ -133,6 +133,47 @@ class Receipt(_Record):
     at: float
 
 
+class Document(_Record):
+    """A small JSON object kept under ``(namespace, key)``, written by compare-and-set.
+
+    Documents hold state that belongs to no single run (a week planner, a user's settings). Each write
+    increments ``version``; a writer names the version it read, so that two writers never overwrite each
+    other's changes unnoticed.
+
+    Attributes:
+        namespace: the kind of document (``schedule``), so that toolkits never collide on keys.
+        key: the document's name inside its namespace.
+        value: the JSON object stored.
+        version: 1 after the first write, one more after each later write.
+        updated_at: when the current version was written.
+    """
+
+    namespace: str
+    key: str
+    value: JsonObject
+    version: int
+    updated_at: float
+
+
+class Token(_Record):
+    """A bearer token as stored: who it speaks for and whether it still works, never the token itself.
+
+    The store keeps only a hash of the token (``create_token``); whoever made the token showed it once.
+
+    Attributes:
+        id: not secret (listings show it); ``revoke_token`` takes it.
+        owner: the owner every request made with the token acts as.
+        name: a label to tell a person's tokens apart (``laptop``, ``ci``); may be empty.
+        revoked_at: when it was revoked, or None while it works.
+    """
+
+    id: str
+    owner: str
+    name: str
+    created_at: float
+    revoked_at: float | None
+
+
 class WriteIntent(_Record):
     """The promise, committed before a write tool runs, that it runs at most once for ``key``.
 
@@ -173,6 +214,34 @@ class WriteIntentConflict(StoreError):
 
     def __init__(self, message: str, *, intent: WriteIntent) -> None:
         self.intent = intent
+        super().__init__(message)
+
+
+class DocumentConflict(StoreError):
+    """A compare-and-set write of a document found another version than the one it expected; nothing changed.
+
+    Read the document again, reapply the change to what is stored now, and write with the new version.
+
+    Attributes:
+        namespace: the document's namespace.
+        key: the document's key.
+        expected_version: the version the writer expected (None: expected no document).
+        current: the document as stored now, or None when there is none.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        namespace: str,
+        key: str,
+        expected_version: int | None,
+        current: Document | None,
+    ) -> None:
+        self.namespace = namespace
+        self.key = key
+        self.expected_version = expected_version
+        self.current = current
         super().__init__(message)
 
 
@@ -248,6 +317,19 @@ class Transaction(Protocol):
         """Promise that the write keyed ``key`` is about to run; commit this before running it."""
         ...
 
+    def get_document(self, namespace: str, key: str) -> Document | None:
+        """The document as this transaction sees it (its own writes included), or None."""
+        ...
+
+    def put_document(
+        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
+    ) -> Document:
+        """Write a document with the run's other changes, compare-and-set (see ``Store.put_document``).
+
+        A conflict raises ``DocumentConflict``; left to propagate, it rolls the whole transaction back.
+        """
+        ...
+
     def complete_write_intent(
         self,
         key: str,
@@ -262,7 +344,8 @@ class Transaction(Protocol):
 
 
 class Store(Protocol):
-    """A durable home for runs, their event logs, snapshots, interactions, receipts and write intents.
+    """A durable home for runs, their event logs, snapshots, interactions, receipts, write intents,
+    small versioned documents and the hashes of bearer tokens.
 
     Methods raise ``NotFoundError`` for an unknown run or interaction id (also when ``owner`` is given and
     the record belongs to someone else), ``ConfigError`` for a bad argument and ``StoreError`` when the
@@ -374,6 +457,58 @@ class Store(Protocol):
 
     def pending_write_intents(self, run_id: str) -> list[WriteIntent]:
         """The run's intents that have no receipt yet (the writes whose fate a restart must reconcile)."""
+        ...
+
+    # -- documents ----------------------------------------------------------------------------------------
+
+    def get_document(self, namespace: str, key: str) -> Document | None:
+        """The document stored under ``(namespace, key)``, or None if none was written."""
+        ...
+
+    def put_document(
+        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
+    ) -> Document:
+        """Write ``value`` (a JSON object) under ``(namespace, key)`` if the stored version is as expected.
+
+        Args:
+            namespace: the kind of document; a non-empty string.
+            key: the document's name; a non-empty string.
+            value: the new content, replacing the old one whole.
+            expected_version: the version read before the change; None to create a document that must not
+                exist yet.
+
+        Returns:
+            The document as stored, with its new version.
+
+        Raises:
+            DocumentConflict: the stored version is not ``expected_version``; nothing changed.
+        """
+        ...
+
+    # -- tokens -------------------------------------------------------------------------------------------
+
+    def create_token(self, owner: str, token_hash: str, name: str = "") -> Token:
+        """Record a bearer token by its hash (a lowercase hex digest), for ``owner``.
+
+        Raises:
+            ConfigError: a bad argument, or a token with that hash exists already.
+        """
+        ...
+
+    def find_token(self, token_hash: str) -> Token | None:
+        """The token with that hash if it exists and is not revoked, else None."""
+        ...
+
+    def list_tokens(self, *, owner: str | None = None) -> list[Token]:
+        """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
+        ...
+
+    def revoke_token(self, token_id: str) -> Token:
+        """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
+
+        Raises:
+            NotFoundError: no token has that id.
+        """
         ...
 
     # -- leases -------------------------------------------------------------------------------------------

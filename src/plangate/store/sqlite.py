@@ -27,12 +27,15 @@ from typing import Self
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.events import Event
 from plangate.store import _checks as check
+from plangate.store import _sqlite_documents as documents
 from plangate.store import _sqlite_rows as rows
+from plangate.store import _sqlite_tokens as tokens
 from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate
 from plangate.store._sqlite_tx import SQLiteTransaction
 from plangate.store.base import (
     Commit,
+    Document,
     Interaction,
     InteractionStatus,
     Receipt,
@@ -42,6 +45,7 @@ from plangate.store.base import (
     RunStatus,
     Snapshot,
     Subscriber,
+    Token,
     WriteIntent,
 )
 
@@ -364,6 +368,61 @@ class SQLiteStore:
                 (run_id,),
             ).fetchall()
         return [rows.write_intent(row) for row in found]
+
+    # -- documents ----------------------------------------------------------------------------------------
+
+    def get_document(self, namespace: str, key: str) -> Document | None:
+        """The document stored under ``(namespace, key)``, or None if none was written."""
+        namespace, key = documents.checked_name(namespace, key, "get_document")
+        with self._reading("get_document") as conn:
+            return documents.read(conn, self._sql("get_document"), namespace, key)
+
+    def put_document(
+        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
+    ) -> Document:
+        """Write ``value`` under ``(namespace, key)`` if the stored version is ``expected_version``.
+
+        ``expected_version=None`` creates the document and fails if one exists. The check and the write run
+        under the file's write lock, so of two writers that read the same version exactly one succeeds.
+
+        Raises:
+            DocumentConflict: the stored version is another one; nothing changed.
+            ConfigError: a bad argument.
+        """
+        with self._writing("put_document") as conn:
+            return documents.write(
+                conn, self._sql("put_document"), self._clock, namespace, key, value, expected_version
+            )
+
+    # -- tokens -------------------------------------------------------------------------------------------
+
+    def create_token(self, owner: str, token_hash: str, name: str = "") -> Token:
+        """Record a bearer token by its hash (a lowercase hex digest), for ``owner``.
+
+        Raises:
+            ConfigError: a bad argument, or a token with that hash exists already.
+        """
+        with self._writing("create_token") as conn:
+            return tokens.create(conn, self._sql("create_token"), self._clock, owner, token_hash, name)
+
+    def find_token(self, token_hash: str) -> Token | None:
+        """The token with that hash if it exists and is not revoked, else None."""
+        with self._reading("find_token") as conn:
+            return tokens.find(conn, self._sql("find_token"), token_hash)
+
+    def list_tokens(self, *, owner: str | None = None) -> list[Token]:
+        """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
+        with self._reading("list_tokens") as conn:
+            return tokens.listed(conn, self._sql("list_tokens"), owner)
+
+    def revoke_token(self, token_id: str) -> Token:
+        """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
+
+        Raises:
+            NotFoundError: no token has that id.
+        """
+        with self._writing("revoke_token") as conn:
+            return tokens.revoke(conn, self._sql("revoke_token"), self._clock, token_id, self._where)
 
     # -- leases -------------------------------------------------------------------------------------------
 

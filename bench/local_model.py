@@ -1,0 +1,183 @@
+"""Benchmark: how the offline default model (SmolLM2-135M on llama.cpp) does as an agent on the week planner.
+
+50 small, self-checking tasks on the built-in ``schedule`` toolkit ("place t9 on Tuesday at 10:00", "what is
+free on Wednesday", "move t8 to Friday 11:00", ...). Each runs as a ReAct agent (``mode="react"``, at most 8
+rounds) on a fresh copy of the example week; every consent request is approved and every question answered
+with "go ahead", as a cooperative person would. Reported, honestly, per the issue:
+
+- decisions that parsed (execute rounds without a ``malformed_output`` correction; target 100%);
+- rounds per task; tasks completed correctly (checked against the planner's state or the answer text);
+- consent: writes that ran vs. consent requests approved for them (target: every write asked first);
+- median seconds per round; how every run ended (every run must end with an outcome).
+
+A 135M model fails many tasks; what must hold is that the runtime never crashes, never writes without
+consent and always ends with an outcome.
+
+Run:  .venv/bin/python bench/local_model.py            (50 tasks)
+      .venv/bin/python bench/local_model.py --tasks 10 (a quicker look)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from plangate.agent import Agent
+from plangate.events import CorrectionEvent, RoundEvent
+from plangate.interactions import Answer, Approve
+from plangate.models.local import LocalModel
+from plangate.store import Store, open_store
+from plangate.tools import ToolRegistry
+from plangate.tools.schedule import ScheduleStore, schedule_tools, seed_week
+
+DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+Check = Callable[[Store, str], bool]
+
+
+@dataclass(frozen=True)
+class Task:
+    prompt: str
+    check: Check
+    writes: bool
+
+
+def _placed(task_id: str, day: int, slot: int) -> Check:
+    def check(store: Store, answer: str) -> bool:
+        state = ScheduleStore(store, "default").load()[0].state
+        task = next(t for t in state.tasks if t.id == task_id)
+        return task.placement is not None and (task.placement.day, task.placement.slot) == (day, slot)
+
+    return check
+
+
+def _unplaced(task_id: str) -> Check:
+    def check(store: Store, answer: str) -> bool:
+        state = ScheduleStore(store, "default").load()[0].state
+        return next(t for t in state.tasks if t.id == task_id).placement is None
+
+    return check
+
+
+def _mentions(*words: str) -> Check:
+    def check(store: Store, answer: str) -> bool:
+        text = answer.lower()
+        return all(word.lower() in text for word in words)
+
+    return check
+
+
+def tasks() -> list[Task]:
+    """Fifty tasks over the example week (t9 grocery 1h and t4 expenses 1h are unplaced; t8 is Fri 08:00)."""
+    found: list[Task] = []
+    free = [(1, 4), (1, 5), (2, 0), (2, 1), (3, 4), (4, 2), (4, 3), (4, 5)]  # (day, slot) free in the week
+    for day, slot in free:
+        hhmm = f"{8 + slot:02d}:00"
+        found.append(Task(f"Place task t9 on {DAYS[day].title()} at {hhmm}.", _placed("t9", day, slot), True))
+        found.append(Task(f"Put the expense report (t4) on {DAYS[day].title()} at {hhmm}.",
+                          _placed("t4", day, slot), True))
+    for day, slot in free[:6]:
+        hhmm = f"{8 + slot:02d}:00"
+        found.append(Task(f"Move task t8 to {DAYS[day].title()} {hhmm}.", _placed("t8", day, slot), True))
+    for task_id in ("t2", "t5", "t6", "t8"):
+        found.append(Task(f"Unplace task {task_id}.", _unplaced(task_id), True))
+    for day in range(5):
+        found.append(Task(f"What is free on {DAYS[day].title()}?", _mentions(DAYS[day][:3]), False))
+    for _ in range(3):
+        found.append(Task("How many tasks are not placed yet?", _mentions("4"), False))
+    found.append(Task("Is my week feasible? Check its health.", _mentions("free"), False))
+    found.append(Task("Which tasks have deadlines?", _mentions("t3"), False))
+    found.append(Task("Show me the week overview.", _mentions("mon"), False))
+    while len(found) < 50:
+        found.append(Task("What should I do next with my week?", _mentions("t"), False))
+    return found[:50]
+
+
+@dataclass
+class Outcome:
+    status: str
+    rounds: int
+    parsed: int
+    correct: bool
+    writes: int
+    consents: int
+    seconds: float
+
+
+async def run_task(model: LocalModel, task: Task, workdir: Path) -> Outcome:
+    store = open_store(str(workdir / "bench.db"))
+    seed_week(store)
+    agent = Agent(model=model, tools=ToolRegistry(schedule_tools(store)), store=store, mode="react",
+                  max_rounds=8)
+    started = time.perf_counter()
+    result = await agent.run_async(task.prompt)
+    consents = 0
+    for _ in range(8):
+        if result.interaction is None:
+            break
+        if result.interaction.kind == "confirm":
+            consents += 1
+            resolution: Approve | Answer = Approve()
+        else:
+            resolution = Answer(text="go ahead")
+        result = await agent.resume_async(result.run_id, result.interaction.id, resolution)
+    elapsed = time.perf_counter() - started
+    events = store.events(result.run_id)
+    rounds = sum(1 for e in events if isinstance(e, RoundEvent))
+    malformed = sum(1 for e in events if isinstance(e, CorrectionEvent) and e.code == "malformed_output")
+    writes = sum(1 for r in store.receipts(result.run_id) if r.source == "write_receipt")
+    outcome = Outcome(
+        status=result.outcome.status if result.outcome else result.status,
+        rounds=rounds,
+        parsed=rounds - malformed,
+        correct=task.check(store, result.answer or ""),
+        writes=writes,
+        consents=consents,
+        seconds=elapsed,
+    )
+    store.close()
+    return outcome
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tasks", type=int, default=50, help="how many of the 50 tasks to run")
+    args = parser.parse_args()
+    model = LocalModel()
+    began = time.perf_counter()
+    model.load()
+    print(f"model: {model.description}, loaded in {time.perf_counter() - began:.2f} s")
+    chosen = tasks()[: args.tasks]
+    results: list[Outcome] = []
+    for i, task in enumerate(chosen):
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(asyncio.run(run_task(model, task, Path(tmp))))
+        r = results[-1]
+        print(f"{i + 1:>3}. {r.status:<10} rounds={r.rounds} parsed={r.parsed} writes={r.writes} "
+              f"consents={r.consents} correct={'yes' if r.correct else 'no'}  {task.prompt}")
+    rounds = sum(r.rounds for r in results)
+    parsed = sum(r.parsed for r in results)
+    writes = sum(r.writes for r in results)
+    consents = sum(r.consents for r in results)
+    per_round = [r.seconds / r.rounds for r in results if r.rounds]
+    print()
+    print(f"tasks                         {len(results)}")
+    print(f"decisions that parsed         {parsed}/{rounds} = {parsed / max(rounds, 1):.1%}   target 100%")
+    print(f"rounds per task (mean)        {rounds / len(results):.2f}")
+    print(f"tasks completed correctly     {sum(r.correct for r in results)}/{len(results)}")
+    print(f"writes that ran               {writes}, each after an approved consent request: "
+          f"{'yes' if writes <= consents else 'NO'} ({consents} consent requests)   target 100%")
+    print(f"median seconds per round      {statistics.median(per_round):.2f}" if per_round else "no rounds")
+    print(f"how runs ended                {dict(Counter(r.status for r in results))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""``plangate serve`` and ``plangate token create | list | revoke``.
+
+For: starting the HTTP API under uvicorn with the project's store, tools and formulas, and managing the
+bearer tokens it accepts. A token is printed once, when it is made; only its hash is stored. Not for: the
+API itself (``plangate.server``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from plangate.cli._console import err, fail, out, print_json
+from plangate.cli._loading import StoreOpt, ToolsOpt, store_from, tool_specs, tools_from
+from plangate.errors import UserError
+from plangate.server.tokens import PEPPER_ENV, hash_token, new_token, pepper_from_env
+
+PathOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--path", "-p", help="A directory to search for formulas first (repeatable)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` and the ``token`` group to ``app``."""
+    app.command("serve")(serve_command)
+    tokens = typer.Typer(name="token", help="Make, list and revoke the bearer tokens of the HTTP API.")
+    tokens.command("create")(token_create)
+    tokens.command("list")(token_list)
+    tokens.command("revoke")(token_revoke)
+    app.add_typer(tokens, name="token", no_args_is_help=True)
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port to listen on.", min=0, max=65535)] = 8400,
+    store: StoreOpt = None,
+    tools: ToolsOpt = None,
+    path: PathOpt = None,
+    model: Annotated[
+        str | None, typer.Option(help="The model of agent runs that name none (default $PLANGATE_MODEL).")
+    ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="Accept requests without a token, all as owner 'local' (dev only)."),
+    ] = False,
+    log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools."""
+    try:
+        import uvicorn
+
+        from plangate.server import create_app
+    except (ImportError, UserError):
+        fail('plangate serve needs the server extra: pip install "plangate[server]"')
+        return
+    try:
+        specs = tool_specs(tools)
+        opened = store_from(store)
+        application = create_app(
+            opened,
+            tools_from(specs),
+            auth=not no_auth,
+            search_paths=path or (),
+            tool_specs=specs,
+            model=model,
+        )
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if no_auth:
+        exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
+        err.print(
+            "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
+            f"{escape(exposed)}; use it for local development only"
+        )
+    try:
+        uvicorn.run(application, host=host, port=port, log_level=log_level)
+    finally:
+        opened.close()
+
+
+def token_create(
+    owner: Annotated[str, typer.Option(help="The owner the token acts as.")],
+    name: Annotated[str, typer.Option(help="A label to tell your tokens apart (laptop, ci).")] = "",
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Make a bearer token for OWNER and print it (once: only its hash is kept)."""
+    if not owner.strip():
+        fail("--owner: expected a non-empty owner name")
+    token = new_token()
+    pepper = pepper_from_env()
+    try:
+        record = store_from(store).create_token(owner.strip(), hash_token(token, pepper), name)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if json:
+        print_json({"id": record.id, "owner": record.owner, "name": record.name, "token": token})
+        return
+    # The token alone on stdout (easy to capture in a script); the rest on stderr.
+    print(token)
+    err.print(
+        f"token [bold]{record.id}[/] for owner [bold]{escape(record.owner)}[/]"
+        + (f" ({escape(record.name)})" if record.name else "")
+        + ": keep it now, it is not shown again"
+        + (f"; hashed with the pepper in ${PEPPER_ENV}" if pepper else "")
+    )
+
+
+def token_list(
+    owner: Annotated[str | None, typer.Option(help="Only this owner's tokens.")] = None,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """List tokens: ids, owners, names and whether they still work (never the tokens themselves)."""
+    try:
+        found = store_from(store).list_tokens(owner=owner)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if json:
+        print_json([record.model_dump(mode="json") for record in found])
+        return
+    table = Table("id", "owner", "name", "created", "state")
+    for record in found:
+        state = "revoked " + _when(record.revoked_at) if record.revoked_at is not None else "active"
+        table.add_row(record.id, escape(record.owner), escape(record.name), _when(record.created_at), state)
+    out.print(table)
+
+
+def token_revoke(
+    token_id: Annotated[
+        str, typer.Argument(help="The token's id (tok_…), as `plangate token list` shows it.")
+    ],
+    store: StoreOpt = None,
+) -> None:
+    """Revoke a token: requests made with it are refused from now on."""
+    try:
+        record = store_from(store).revoke_token(token_id)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    err.print(f"revoked {record.id} (owner {escape(record.owner)})")
+
+
+def _when(at: float | None) -> str:
+    return "" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["register"]

@@ -1,0 +1,349 @@
+"""plangate's configuration file, ``plangate.toml``: the model, the store, extra tools and MCP servers.
+
+For: finding the file (a path given, else ``$PLANGATE_CONFIG``, else ``./plangate.toml``), parsing it and
+validating it into a typed :class:`Config`, with every problem reported at its path
+(``mcp[0].efect_default: unknown field (did you mean 'effect_default'?)``) as a ``ConfigError``, never as a
+traceback. Not for: acting on the settings (the MCP servers start in ``tools/mcp.py``; stores open in
+``store/url.py``; models resolve in ``plangate.models``).
+
+Example file::
+
+    model = "openai:gpt-4o-mini"
+    store = "sqlite:///.plangate/plangate.db"
+    tools = ["myapp.tools:registry"]
+
+    [[mcp]]
+    name = "files"
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+    effect_default = "write"
+    [mcp.effects]
+    read_file = "read"
+    list_directory = "read"
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError
+from pydantic_core import ErrorDetails
+
+from plangate.errors import ConfigError
+
+CONFIG_ENV = "PLANGATE_CONFIG"
+"""The environment variable naming the config file when no path is given."""
+
+CONFIG_FILE = "plangate.toml"
+"""The file looked for in the working directory when neither a path nor ``$PLANGATE_CONFIG`` is given."""
+
+Effect = Literal["read", "write"]
+
+ServerName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
+ToolSpec = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+_PATTERN_HELP = {
+    r"^[A-Za-z0-9_-]{1,32}$": "1-32 letters, digits, '_' or '-'",
+    r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": "'module:attribute' (e.g. 'myapp.tools:registry')",
+}
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "list_type": "an array",
+    "tuple_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
+_SECRET_FIELDS = frozenset({"env"})
+"""Fields whose values are never repeated in an error message (they hold tokens and keys)."""
+
+
+class McpServerConfig(BaseModel):
+    """One ``[[mcp]]`` entry: an MCP server launched over stdio, and how its tools are treated.
+
+    Attributes:
+        name: the server's name; its tools are called ``<name>_<tool>``.
+        command: the executable to launch.
+        args: its command-line arguments.
+        env: extra environment variables for it (never shown in messages).
+        effect_default: the effect of its tools unless ``effects`` says otherwise; ``write`` (each call asks
+            for consent) unless the server is known to be read-only.
+        domain: the tool domain its tools join; the server's name when omitted.
+        effects: tool name (as the server names it) → ``read`` or ``write``.
+        timeout: seconds one call may take before it is reported as failed; no limit when omitted.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ServerName
+    command: NonEmpty
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    effect_default: Effect = "write"
+    domain: ServerName | None = None
+    effects: dict[str, Effect] = Field(default_factory=dict)
+    timeout: Annotated[float, Field(gt=0)] | None = None
+
+    @property
+    def tool_domain(self) -> str:
+        """The domain the server's tools join."""
+        return self.domain or self.name
+
+    def effect_for(self, tool: str) -> Effect:
+        """The effect of the server's tool ``tool``: its override, else ``effect_default``."""
+        return self.effects.get(tool, self.effect_default)
+
+
+class Config(BaseModel):
+    """The settings of ``plangate.toml``; every field is optional.
+
+    Attributes:
+        model: the model to use (``openai:gpt-4o-mini``, ``local``, ...).
+        store: the store URL (``sqlite:///path.db``).
+        tools: tools to import, each ``module:attribute``.
+        mcp: MCP servers whose tools to offer.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: NonEmpty | None = None
+    store: NonEmpty | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+    mcp: list[McpServerConfig] = Field(default_factory=list)
+
+    _source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> Path | None:
+        """The file this configuration was read from; None for defaults or parsed text."""
+        return self._source
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    """One problem in a configuration file: where (``mcp[0].command``) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ConfigFileError(ConfigError):
+    """A configuration file that cannot be read or does not validate.
+
+    Attributes:
+        source: the file (or a label for parsed text).
+        issues: each problem at its path; empty for a file that could not be read or parsed at all.
+    """
+
+    def __init__(self, source: str, issues: Sequence[ConfigIssue], message: str | None = None) -> None:
+        self.source = source
+        self.issues = list(issues)
+        if message is None:
+            if len(self.issues) == 1:
+                message = f"{source}: {self.issues[0]}"
+            else:
+                listed = "\n".join(f"  {issue}" for issue in self.issues)
+                message = f"{source}: {len(self.issues)} problems:\n{listed}"
+        super().__init__(message)
+
+
+def load_config(path: str | Path | None = None, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Find, read and validate the configuration.
+
+    Args:
+        path: the file to read; when None, ``$PLANGATE_CONFIG`` names it, else ``./plangate.toml`` is read
+            if it exists, else the defaults are returned.
+        environ: the environment to read ``PLANGATE_CONFIG`` from; the process's when None.
+
+    Raises:
+        ConfigFileError: the file named by ``path`` or ``$PLANGATE_CONFIG`` does not exist, cannot be read,
+            is not TOML, or does not validate; the message says where.
+    """
+    env = os.environ if environ is None else environ
+    via = ""
+    if path is not None:
+        target = Path(path).expanduser()
+    elif env.get(CONFIG_ENV):
+        target = Path(env[CONFIG_ENV]).expanduser()
+        via = f" ({CONFIG_ENV}={env[CONFIG_ENV]})"
+    else:
+        # The working directory's file is optional; a file named explicitly must exist.
+        target = Path(CONFIG_FILE)
+        if not target.is_file():
+            return Config()
+    if not target.is_file():
+        found = "a directory" if target.is_dir() else "nothing"
+        raise ConfigFileError(
+            str(target), [], f"{target}{via}: expected a plangate.toml config file, found {found} there"
+        )
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigFileError(str(target), [], f"{target}: cannot be read: {reason}") from None
+    config = parse_config(text, source=str(target))
+    config._source = target
+    return config
+
+
+def parse_config(text: str, *, source: str = CONFIG_FILE) -> Config:
+    """Validate the TOML ``text`` of a configuration file.
+
+    Args:
+        text: the file's content.
+        source: what to call it in messages.
+
+    Raises:
+        ConfigFileError: the text is not TOML or does not validate.
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(source, [], f"{source}: not valid TOML: {exc}") from None
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigFileError(source, [_issue(error) for error in exc.errors(include_url=False)]) from None
+    duplicates = _duplicate_servers(config)
+    if duplicates:
+        raise ConfigFileError(source, duplicates)
+    return config
+
+
+def _duplicate_servers(config: Config) -> list[ConfigIssue]:
+    first: dict[str, int] = {}
+    issues: list[ConfigIssue] = []
+    for index, server in enumerate(config.mcp):
+        if server.name in first:
+            issues.append(
+                ConfigIssue(
+                    f"mcp[{index}].name",
+                    f"the server name {server.name!r} is taken by mcp[{first[server.name]}]; names must be "
+                    "unique (they prefix the tool names)",
+                )
+            )
+        first.setdefault(server.name, index)
+    return issues
+
+
+# -- turning pydantic's errors into issues -----------------------------------------------------------------
+
+_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def format_path(loc: Sequence[int | str]) -> str:
+    """``("mcp", 0, "effects", "a.b")`` → ``mcp[0].effects."a.b"``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            key = part if _KEY.match(part) else '"' + part.replace('"', '\\"') + '"'
+            path += f".{key}" if path else key
+    return path
+
+
+def _issue(error: ErrorDetails) -> ConfigIssue:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    secret = any(part in _SECRET_FIELDS for part in loc if isinstance(part, str))
+    found = "" if secret else f", got {_show(error.get('input'))}"
+    if kind == "extra_forbidden":
+        message = "unknown field" + _did_you_mean(loc)
+    elif kind == "missing":
+        message = "required, but missing"
+    elif kind == "literal_error":
+        message = f"expected {error.get('ctx', {}).get('expected', 'one of the allowed values')}{found}"
+    elif kind == "string_pattern_mismatch":
+        pattern = str(error.get("ctx", {}).get("pattern", ""))
+        message = f"expected {_PATTERN_HELP.get(pattern, f'text matching {pattern}')}{found}"
+    elif kind == "string_too_short":
+        message = "expected a non-empty string"
+    elif kind in _EXPECTED:
+        message = f"expected {_EXPECTED[kind]}{found}"
+        if loc == ("mcp",) and kind == "list_type":
+            message += " (write [[mcp]], with two brackets, before each server)"
+    else:
+        text = error["msg"]
+        lowered = text[:1].lower() + text[1:]
+        if lowered.startswith("input should be "):
+            lowered = "expected " + lowered.removeprefix("input should be ")
+        message = lowered + found
+    return ConfigIssue(format_path(loc), message)
+
+
+def _show(value: object) -> str:
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _did_you_mean(loc: Sequence[int | str]) -> str:
+    known = _fields_at(loc[:-1])
+    name = loc[-1] if loc else ""
+    if not known or not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (expected one of: {', '.join(known)})"
+
+
+def _fields_at(loc: Sequence[int | str]) -> list[str]:
+    """The field names of the table at ``loc`` (``("mcp", 0)`` → the server's fields)."""
+    model: type[BaseModel] = Config
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is None:
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, directly or inside a list or an optional."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (list, typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FILE",
+    "Config",
+    "ConfigFileError",
+    "ConfigIssue",
+    "Effect",
+    "McpServerConfig",
+    "format_path",
+    "load_config",
+    "parse_config",
+]

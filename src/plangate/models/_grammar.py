@@ -1,0 +1,393 @@
+"""A GBNF grammar from a wire schema, so a local model can only write output that parses.
+
+The local model (llama.cpp) samples under a grammar. This module turns the JSON schemas of
+``plangate.decisions.schema`` into one, and tightens them first where the schema alone would still let a
+small model write something the decoders refuse:
+
+- a decision's action is paired with the intents it needs (``confirm`` carries a tool call, ``abort`` an
+  abort with a message, the others neither), and the tool name is one of the request's tools;
+- a plan with ``plan_done`` has at least one step, and ``ask_user`` has a question;
+- text the decoders require (a tool name, an abort message, a step's content, a domain) starts with a
+  character that is not whitespace, since the decoders trim it;
+- strings are bounded in length and written without ``\\u`` escapes (no lone surrogates), numbers have a
+  bounded number of digits, and the open ``tool_call.arguments`` object is bounded in keys and depth, so the
+  whole output is finite and a token limit can be chosen that it never reaches in practice.
+
+The converter reads the portable subset the schema module documents (``type``, ``enum``, ``properties``,
+``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems`` and ``pattern: "\\S"``
+(at least one character that is not whitespace). Objects are written with every listed property, in order.
+
+What it is for: building grammars. What it is not for: running the model (``local``) or validating output
+(the decoders in ``plangate.decisions``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from plangate.decisions.outputs import PLAN_ACTIONS
+from plangate.decisions.protocol import ACTIONS
+from plangate.decisions.schema import JsonSchema, decision_json_schema, plan_json_schema, route_json_schema
+from plangate.errors import ConfigError
+
+_Node = dict[str, Any]
+
+NOT_BLANK = r"\S"
+"""The one ``pattern`` the converter understands: at least one character that is not whitespace."""
+
+# What Python's str.strip() removes beyond ASCII controls and space: a first character from this set would
+# let a required text trim to nothing.
+_UNICODE_SPACES = r"\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+
+_PRIMITIVES = {
+    "ws": '" "?',
+    "char": r'[^"\\\x00-\x1F\x7F] | "\\" ["\\/bfnrt]',
+    "head-char": rf'[^"\\\x00-\x20\x7F{_UNICODE_SPACES}] | "\\" ["\\/]',
+    "null": '"null"',
+    "boolean": '"true" | "false"',
+    "integer": '"-"? ("0" | [1-9] [0-9]{0,15})',
+    "number": 'integer ("." [0-9]{1,8})?',
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarLimits:
+    """The bounds a grammar puts on what the schema leaves open.
+
+    A small model that starts repeating itself inside a string goes on until the grammar stops it, so these
+    bounds, more than the model, decide how long an output can get.
+
+    Attributes:
+        text: characters in text a person reads (``speak``, an abort's ``user_message``, a plan's
+            ``question``, a route's ``reply``), and in any string of another schema that sets no bound.
+        note: characters in other text (``reason``, ``goal_check``, ``internal_reason``, a step's
+            ``content`` and ``done_when``).
+        name: characters in an identifier (a tool name, an abort ``code``, a ``domain``, a pack) and in a
+            key of the tool arguments.
+        max_items: items in an array the schema does not bound itself (plan steps, packs).
+        open_keys: keys in an object whose properties the schema leaves open (``tool_call.arguments``).
+        open_depth: how deep values nest inside such an object (1: scalars only).
+        open_string: characters in a string value inside such an object.
+    """
+
+    text: int = 300
+    note: int = 160
+    name: int = 40
+    max_items: int = 6
+    open_keys: int = 6
+    open_depth: int = 3
+    open_string: int = 80
+
+
+class _Builder:
+    """Collects rules while walking a schema; equal rule bodies share one name."""
+
+    def __init__(self, limits: GrammarLimits) -> None:
+        self.limits = limits
+        self.rules: dict[str, str] = {}
+        self._by_body: dict[str, str] = {}
+        self._used_primitives: set[str] = set()
+
+    def primitive(self, name: str) -> str:
+        self._used_primitives.add(name)
+        if name == "number":
+            self._used_primitives.add("integer")
+        if name == "head-char":
+            self._used_primitives.add("char")
+        return name
+
+    def rule(self, hint: str, body: str) -> str:
+        """The name of a rule with ``body``, added under a name derived from ``hint`` if new."""
+        if body in self._by_body:
+            return self._by_body[body]
+        base = "".join(c if c.isalnum() else "-" for c in hint.lower()).strip("-") or "r"
+        name, n = base, 1
+        while name in self.rules or name in _PRIMITIVES or name == "root":
+            n += 1
+            name = f"{base}-{n}"
+        self.rules[name] = body
+        self._by_body[body] = name
+        return name
+
+    def text(self, hint: str, *, min_length: int, max_length: int, not_blank: bool) -> str:
+        if max_length < max(min_length, 1 if not_blank else 0):
+            raise ConfigError(f"{hint}: maxLength {max_length} is below what the string needs")
+        char = self.primitive("char")
+        if not_blank:
+            head = self.primitive("head-char")
+            rest = _repeat(char, max(min_length - 1, 0), max_length - 1)
+            return self.rule(f"{hint}-text", f'"\\"" {head} {rest} "\\""'.replace("  ", " "))
+        return self.rule(f"{hint}-str", f'"\\"" {_repeat(char, min_length, max_length)} "\\""')
+
+    def grammar(self, root: str) -> str:
+        lines = [f"root ::= {root}"]
+        lines += [f"{name} ::= {body}" for name, body in self.rules.items()]
+        lines += [f"{name} ::= {_PRIMITIVES[name]}" for name in _PRIMITIVES if name in self._used_primitives]
+        return "\n".join(lines) + "\n"
+
+
+def _repeat(item: str, low: int, high: int) -> str:
+    if high == 0:
+        return ""
+    if low == high:
+        return f"{item}{{{low}}}"
+    return f"{item}{{{low},{high}}}"
+
+
+def _literal(value: object) -> str:
+    """A GBNF literal matching the JSON text of ``value``."""
+    encoded = json.dumps(value, ensure_ascii=True)
+    return '"' + encoded.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _visit(node: Mapping[str, Any], hint: str, b: _Builder) -> str:
+    """The rule (name or inline expression) for one schema node."""
+    if "enum" in node:
+        values = list(node["enum"])
+        if not values:
+            raise ConfigError(f"{hint}: an empty enum allows no value")
+        return b.rule(f"{hint}-enum", " | ".join(_literal(value) for value in values))
+    if "anyOf" in node:
+        options = [_visit(option, f"{hint}-{i}", b) for i, option in enumerate(node["anyOf"])]
+        return b.rule(hint, " | ".join(options))
+    kind = node.get("type")
+    if isinstance(kind, list):
+        if not kind:
+            raise ConfigError(f"{hint}: an empty type list allows no value")
+        options = [_visit({**node, "type": one}, f"{hint}-{one}", b) for one in kind]
+        return b.rule(hint, " | ".join(options))
+    if kind == "object":
+        return _object(node, hint, b)
+    if kind == "array":
+        items = _visit(node.get("items", {}), f"{hint}-item", b)
+        return _array(items, node, hint, b)
+    if kind == "string":
+        pattern = node.get("pattern")
+        if pattern not in (None, NOT_BLANK):
+            raise ConfigError(f"{hint}: unsupported pattern {pattern!r} (only {NOT_BLANK!r})")
+        return b.text(
+            hint,
+            min_length=int(node.get("minLength", 0)),
+            max_length=int(node.get("maxLength", b.limits.text)),
+            not_blank=pattern == NOT_BLANK,
+        )
+    if kind in ("integer", "number", "boolean", "null"):
+        return b.primitive(str(kind))
+    if kind is None and not node:
+        return _open_value(b.limits.open_depth, b)
+    raise ConfigError(f"{hint}: unsupported schema type {kind!r}")
+
+
+def _object(node: Mapping[str, Any], hint: str, b: _Builder) -> str:
+    properties: Mapping[str, Any] = node.get("properties") or {}
+    if not properties:
+        return _open_object(b.limits.open_depth, b)
+    ws = b.primitive("ws")
+    parts = []
+    for index, (name, sub) in enumerate(properties.items()):
+        sep = '"{" ws' if index == 0 else f'"," {ws}'
+        parts.append(f'{sep} {_literal(name)} ":" {ws} {_visit(sub, f"{hint}-{name}", b)}')
+    return b.rule(hint or "object", " ".join(parts) + ' "}"')
+
+
+def _array(items: str, node: Mapping[str, Any], hint: str, b: _Builder) -> str:
+    low = int(node.get("minItems", 0))
+    high = int(node.get("maxItems", b.limits.max_items))
+    if high < max(low, 0) or high < 1:
+        raise ConfigError(f"{hint}: maxItems {high} allows no array that satisfies minItems {low}")
+    ws = b.primitive("ws")
+    more = _repeat(f'("," {ws} {items})', max(low - 1, 0), high - 1)
+    body = f'"[" {ws} {items} {more} "]"'.replace("  ", " ")
+    if low == 0:
+        body = f'"[" "]" | {body}'
+    return b.rule(f"{hint}-array", body)
+
+
+def _open_value(depth: int, b: _Builder) -> str:
+    limit = b.limits.open_string
+    scalars = [b.text("open", min_length=0, max_length=limit, not_blank=False)]
+    scalars += [b.primitive("number"), b.primitive("boolean"), b.primitive("null")]
+    if depth > 1:
+        scalars += [_open_object(depth - 1, b), _open_array(depth - 1, b)]
+    return b.rule(f"value-{depth}", " | ".join(scalars))
+
+
+def _open_object(depth: int, b: _Builder) -> str:
+    key = b.text("key", min_length=1, max_length=b.limits.name, not_blank=True)
+    ws = b.primitive("ws")
+    pair = b.rule(f"pair-{depth}", f'{key} ":" {ws} {_open_value(depth, b)}')
+    more = _repeat(f'("," {ws} {pair})', 0, b.limits.open_keys - 1)
+    return b.rule(f"object-{depth}", f'"{{" "}}" | "{{" {ws} {pair} {more} "}}"'.replace("  ", " "))
+
+
+def _open_array(depth: int, b: _Builder) -> str:
+    ws = b.primitive("ws")
+    value = _open_value(depth, b)
+    more = _repeat(f'("," {ws} {value})', 0, b.limits.max_items - 1)
+    return b.rule(f"array-{depth}", f'"[" "]" | "[" {ws} {value} {more} "]"'.replace("  ", " "))
+
+
+def schema_to_gbnf(schema: Mapping[str, object], limits: GrammarLimits | None = None) -> str:
+    """A GBNF grammar whose sentences are JSON texts valid under ``schema`` (compact, bounded).
+
+    Args:
+        schema: a schema in the subset described in the module docstring.
+        limits: bounds for what the schema leaves open.
+
+    Raises:
+        ConfigError: the schema uses something outside the subset, or allows no value at all.
+    """
+    builder = _Builder(limits or GrammarLimits())
+    root = _visit(schema, "value", builder)
+    return builder.grammar(root)
+
+
+# --- tightening the wire schemas ---------------------------------------------------------------------------
+
+
+# Which bound of ``GrammarLimits`` applies to the strings of a field of the decision, plan and route schemas.
+_FIELD_BOUNDS = {
+    "speak": "text",
+    "user_message": "text",
+    "question": "text",
+    "reply": "text",
+    "reason": "note",
+    "goal_check": "note",
+    "internal_reason": "note",
+    "content": "note",
+    "done_when": "note",
+    "name": "name",
+    "code": "name",
+    "domain": "name",
+    "packs": "name",
+}
+
+
+def _bound_fields(node: _Node, limits: GrammarLimits, bound: str | None = None) -> None:
+    """Give the strings of the known fields under ``node`` their ``maxLength``, in place."""
+    kind = node.get("type")
+    if bound is not None and (kind == "string" or (isinstance(kind, list) and "string" in kind)):
+        node["maxLength"] = min(int(node.get("maxLength", getattr(limits, bound))), getattr(limits, bound))
+    for field, sub in (node.get("properties") or {}).items():
+        _bound_fields(sub, limits, _FIELD_BOUNDS.get(field))
+    for option in node.get("anyOf", ()):
+        _bound_fields(option, limits, bound)
+    if isinstance(node.get("items"), dict):
+        _bound_fields(node["items"], limits, bound)
+
+
+def _required_text(node: Mapping[str, Any]) -> _Node:
+    kept = {key: value for key, value in node.items() if key in ("description", "maxLength")}
+    return {**kept, "type": "string", "minLength": 1, "pattern": NOT_BLANK}
+
+
+def _is_like(schema: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` has the top-level properties, in order, of ``reference``."""
+    props = schema.get("properties")
+    return isinstance(props, Mapping) and list(props) == list(reference["properties"])
+
+
+def _tool_names(schema: Mapping[str, Any], tool_names: Sequence[str] | None) -> list[str] | None:
+    """The names a decision's tool call may use: the request's, else the schema's enum, else any."""
+    if tool_names is not None:
+        return sorted(set(tool_names))
+    tool_call = schema["properties"].get("tool_call", {})
+    for option in tool_call.get("anyOf", [tool_call]):
+        name = option.get("properties", {}).get("name", {})
+        if "enum" in name:
+            return [str(value) for value in name["enum"]]
+    if tool_call.get("type") == "null":
+        return []
+    return None
+
+
+def _decision_variants(
+    schema: Mapping[str, Any], tool_names: Sequence[str] | None, limits: GrammarLimits
+) -> _Node:
+    names = _tool_names(schema, tool_names)
+    base: _Node = copy.deepcopy(decision_json_schema(tool_names=names))
+    _bound_fields(base, limits)
+    props: _Node = base["properties"]
+    call: _Node | None = None
+    for option in props["tool_call"].get("anyOf", []):
+        if option.get("type") == "object":
+            call = option
+    abort = next(option for option in props["abort"]["anyOf"] if option.get("type") == "object")
+    abort["properties"]["user_message"] = _required_text(abort["properties"]["user_message"])
+    if call is not None and names is None:
+        call["properties"]["name"] = _required_text(call["properties"]["name"])
+    null: _Node = {"type": "null"}
+
+    def variant(actions: Iterable[str], tool: _Node, abort_node: _Node) -> _Node:
+        fields = {**props, "action": {"enum": list(actions)}, "tool_call": tool, "abort": abort_node}
+        return {**base, "properties": fields}
+
+    plain = [action for action in ACTIONS if action not in ("continue", "confirm", "abort")]
+    options = [variant(plain, null, null), variant(["abort"], null, abort)]
+    if call is None:
+        options.insert(0, variant(["continue"], null, null))
+    else:
+        options.insert(0, variant(["continue"], {"anyOf": [call, null]}, null))
+        options.insert(1, variant(["confirm"], call, null))
+    return {"anyOf": options}
+
+
+def _plan_variants(schema: Mapping[str, Any], limits: GrammarLimits) -> _Node:
+    base = copy.deepcopy(dict(schema))
+    _bound_fields(base, limits)
+    props: _Node = base["properties"]
+    step = props["plan_steps"]["items"]
+    step["properties"]["content"] = _required_text(step["properties"]["content"])
+    for option in props["context_hook"].get("anyOf", []):
+        if option.get("type") == "object":
+            option["properties"]["domain"] = _required_text(option["properties"]["domain"])
+    question = props["question"]
+
+    def variant(action: str, **fields: _Node) -> _Node:
+        return {**base, "properties": {**props, "action": {"enum": [action]}, **fields}}
+
+    done_steps = {**props["plan_steps"], "minItems": 1}
+    by_action = {
+        "continue": variant("continue"),
+        "ask_user": variant("ask_user", question=_required_text(question)),
+        "plan_done": variant("plan_done", plan_steps=done_steps),
+    }
+    return {"anyOf": [by_action[action] for action in PLAN_ACTIONS]}
+
+
+def grammar_schema(
+    schema: Mapping[str, object],
+    tool_names: Sequence[str] | None = None,
+    limits: GrammarLimits | None = None,
+) -> JsonSchema:
+    """The schema the grammar enforces for a request's ``response_schema``.
+
+    A decision schema (recognised by its properties, as ``decision_json_schema`` writes them) becomes one
+    variant per kind of action, with the tool name limited to ``tool_names`` when they are given, otherwise
+    to the schema's own enum of names (if any). A plan schema becomes one variant per plan action. These
+    and the route schema get the string bounds of ``limits`` field by field. Any other schema is used as it
+    is (its unbounded strings get ``limits.text`` when the grammar is built).
+
+    Args:
+        schema: the request's response schema.
+        tool_names: the tools the model may name (``ModelRequest.tool_names``).
+        limits: the bounds for text fields.
+    """
+    node: Mapping[str, Any] = schema
+    bounds = limits or GrammarLimits()
+    if _is_like(node, decision_json_schema()):
+        return _decision_variants(node, tool_names, bounds)
+    if _is_like(node, plan_json_schema()):
+        return _plan_variants(node, bounds)
+    if _is_like(node, route_json_schema()):
+        route: _Node = copy.deepcopy(dict(node))
+        _bound_fields(route, bounds)
+        return route
+    return dict(schema)
+
+
+__all__ = ["NOT_BLANK", "GrammarLimits", "grammar_schema", "schema_to_gbnf"]

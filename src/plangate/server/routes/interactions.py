@@ -1,0 +1,93 @@
+"""``/v1/interactions``: the caller's questions and consent requests, and answering one.
+
+For: listing interactions of the caller's runs and resolving one (approve, reject, answer, edit). A
+resolution commits before the response; the run then continues in the background. An interaction that is
+not open any more (answered already, by this caller or a concurrent one, or expired) is a 409 with the
+reason ``stale_interaction``; another owner's is a 404. The agent of a formula's agent step is answered
+through the formula runner (the agent continues before the response; its formula run then continues in the
+background). Not for: what a resolution does to a run (the engines).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import JsonValue
+
+from plangate.errors import InteractionError, StaleInteraction
+from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.server._deps import OwnerDep, Services, ServicesDep
+from plangate.server._problems import Problem
+from plangate.server.schemas import ResolveRequest, interaction_view, run_view
+from plangate.store import InteractionStatus
+
+router = APIRouter(prefix="/v1/interactions", tags=["interactions"])
+
+
+@router.get("", response_model=None, summary="List the caller's interactions")
+async def list_interactions(
+    services: ServicesDep,
+    owner: OwnerDep,
+    status: Annotated[
+        InteractionStatus | None, Query(description="Only interactions in this status.")
+    ] = None,
+    run_id: Annotated[str | None, Query(max_length=200, description="Only this run's.")] = None,
+) -> dict[str, JsonValue]:
+    """Interactions of the caller's runs, oldest first."""
+    found = services.store.list_interactions(status=status, run_id=run_id, owner=owner)
+    return {"items": [interaction_view(item) for item in found]}
+
+
+@router.get("/{interaction_id}", response_model=None, summary="Show one interaction")
+async def get_interaction(
+    interaction_id: str, services: ServicesDep, owner: OwnerDep
+) -> dict[str, JsonValue]:
+    """The interaction, if it belongs to one of the caller's runs."""
+    return {"interaction": interaction_view(services.store.get_interaction(interaction_id, owner=owner))}
+
+
+@router.post("/{interaction_id}", response_model=None, summary="Resolve an open interaction")
+async def resolve_interaction(
+    interaction_id: str, body: ResolveRequest, services: ServicesDep, owner: OwnerDep
+) -> dict[str, JsonValue]:
+    """Approve, reject (with a reason), answer (with text) or edit (approve with changed arguments).
+
+    Responds once the resolution is committed; the run continues in the background (follow its events)."""
+    store = services.store
+    interaction = store.get_interaction(interaction_id, owner=owner)
+    run = store.get_run(interaction.run_id, owner=owner)
+    resolution = body.resolution()
+    supervisor = services.supervisor
+    try:
+        if run.kind == "agent" and run.parent_run_id is None:
+            await supervisor.resolve_agent(interaction_id, resolution, owner)
+        elif run.kind == "agent":
+            await _resolve_agent_step(services, run.id, interaction_id, resolution, owner)
+        else:
+            await supervisor.resolve_formula(interaction_id, resolution, owner)
+    except StaleInteraction as exc:
+        raise Problem(409, "stale-interaction", str(exc), reason=StaleInteraction.code) from None
+    except InteractionError as exc:
+        raise Problem(422, "resolution-does-not-fit", str(exc)) from None
+    return {
+        "interaction": interaction_view(store.get_interaction(interaction_id, owner=owner)),
+        "run": run_view(store.get_run(run.id, owner=owner)),
+    }
+
+
+async def _resolve_agent_step(
+    services: Services,
+    run_id: str,
+    interaction_id: str,
+    resolution: Approve | Reject | Answer | Edit,
+    owner: str,
+) -> None:
+    # The formula's task is stopped first (the agent runs inside it), then the root formula continues.
+    supervisor = services.supervisor
+    async with supervisor.exclusive(run_id, interaction_id=interaction_id):
+        await services.runner.resolve_async(interaction_id, resolution, by=owner, owner=owner)
+    supervisor.resume(run_id)
+
+
+__all__ = ["router"]

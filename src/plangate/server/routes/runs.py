@@ -1,0 +1,154 @@
+"""``/v1/runs``: start agent and formula runs, list them, show one, cancel one.
+
+For: the HTTP side of runs; every lookup is scoped to the caller's owner (another owner's run is a 404).
+Not for: executing runs (``supervisor.py``) or their event streams (``routes/events.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+from pydantic import JsonValue
+
+from plangate.errors import ConfigError
+from plangate.formulas import Plan, check_formula, has_errors
+from plangate.formulas.runtime import FormulaRunner
+from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server._problems import Problem
+from plangate.server.schemas import (
+    AgentRunRequest,
+    CancelRequest,
+    FormulaRunRequest,
+    RunRequest,
+    interaction_view,
+    run_view,
+)
+from plangate.store import Interaction, RunKind, RunRecord, RunStatus, Store
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+
+
+@router.post("", status_code=201, response_model=None, summary="Start an agent run or a formula run")
+async def create_run(
+    body: Annotated[RunRequest, Body()], services: ServicesDep, owner: OwnerDep
+) -> dict[str, JsonValue]:
+    """Start a run; it executes in the background. A formula that does not pass check is a 422 listing the
+    issues, and nothing is stored."""
+    if isinstance(body, FormulaRunRequest):
+        run_id = await services.supervisor.start_formula(_checked_plan(services.runner, body), owner)
+    else:
+        run_id = await _start_agent(services, body, owner)
+    return {"run": run_view(services.store.get_run(run_id, owner=owner))}
+
+
+@router.get("", response_model=None, summary="List the caller's runs, newest first")
+async def list_runs(
+    services: ServicesDep,
+    owner: OwnerDep,
+    status: Annotated[
+        list[RunStatus] | None, Query(description="Only runs with one of these statuses.")
+    ] = None,
+    kind: Annotated[RunKind | None, Query(description="Only runs of this kind.")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="`next_cursor` of the previous page.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> dict[str, JsonValue]:
+    """One page of runs; pass ``next_cursor`` back as ``cursor`` for the next one (null: no more)."""
+    try:
+        page = services.store.list_runs(
+            status=status or None, kind=kind, owner=owner, limit=limit, cursor=cursor
+        )
+    except ConfigError as exc:
+        raise Problem(400, "invalid-cursor", str(exc)) from None
+    return {"items": [run_view(run) for run in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get(
+    "/{run_id}", response_model=None, summary="Show a run: its record, its open interaction and its steps"
+)
+async def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """The run; for a formula run also each step's state and reason; the open interaction (of the run or of
+    one of its sub-runs), if any."""
+    store = services.store
+    run = store.get_run(run_id, owner=owner)
+    interaction = _open_interaction(store, run)
+    data: dict[str, JsonValue] = {
+        "run": run_view(run),
+        "interaction": interaction_view(interaction) if interaction is not None else None,
+        "active": services.supervisor.active(run.id),
+    }
+    if run.kind == "formula":
+        data["steps"] = _steps(services.runner, run)
+    return data
+
+
+@router.post("/{run_id}/cancel", response_model=None, summary="Cancel a run that has not ended")
+async def cancel_run(
+    run_id: str,
+    services: ServicesDep,
+    owner: OwnerDep,
+    body: Annotated[CancelRequest | None, Body()] = None,
+) -> dict[str, JsonValue]:
+    """Stop the run: its unfinished steps (and sub-runs) are cancelled and its interaction expires. A run
+    that already ended is a 409."""
+    run = services.store.get_run(run_id, owner=owner)
+    await services.supervisor.cancel(run, (body or CancelRequest()).reason)
+    return {"run": run_view(services.store.get_run(run_id, owner=owner))}
+
+
+def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
+    plan, issues = check_formula(
+        body.formula, body.vars, tools=runner.tools.names(), search_paths=runner.search_paths
+    )
+    if plan is None or has_errors(issues):
+        errors = [issue for issue in issues if issue.level == "error"]
+        listed = "; ".join(f"{i.path}: {i.message}" if i.path else i.message for i in errors[:5])
+        raise Problem(
+            422,
+            "formula-check-failed",
+            f"formula {body.formula!r} does not pass check: {listed}",
+            issues=[issue.model_dump(mode="json") for issue in issues],
+        )
+    return plan
+
+
+async def _start_agent(services: ServicesDep, body: AgentRunRequest, owner: str) -> str:
+    try:
+        return await services.supervisor.start_agent(body, owner)
+    except ConfigError as exc:
+        raise Problem(422, "invalid-agent-run", str(exc)) from None
+
+
+def _open_interaction(store: Store, run: RunRecord) -> Interaction | None:
+    opened = store.list_interactions(status="open", run_id=run.id)
+    if opened:
+        return opened[0]
+    for child in store.list_runs(parent_run_id=run.id, status="waiting", limit=100).items:
+        found = _open_interaction(store, child)
+        if found is not None:
+            return found
+    return None
+
+
+def _steps(runner: FormulaRunner, run: RunRecord) -> list[JsonValue]:
+    state = runner.load(run.id)
+    steps: list[JsonValue] = []
+    for step_id, step in state.steps.items():
+        planned = state.plan.index.get(step_id)
+        item: dict[str, JsonValue] = {
+            "id": step_id,
+            "title": planned.title if planned is not None else step_id,
+            "needs": list(planned.needs) if planned is not None else [],
+            "parent": planned.parent if planned is not None else None,
+            "executor": planned.executor.type if planned is not None else None,
+            "status": step.status,
+            "reason": step.reason,
+            "attempt": step.attempt,
+            "output": step.output,
+        }
+        if step.wait:
+            item["wait"] = step.wait
+        steps.append(item)
+    return steps

@@ -1,0 +1,142 @@
+"""The request bodies the HTTP API accepts, and the JSON views of stored records it answers with.
+
+For: strict request models (an unknown field is a 422 that names it) and the one place that turns a run,
+an interaction or a token into JSON for clients. Not for: validation that needs the server's state (a
+tool that must be registered, a formula that must pass check): the routes do that.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.store import Interaction, RunRecord
+
+_FORMULA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def _formula_name(value: str) -> str:
+    # Never a path, nor a name the loader would take for one (``x.formula.toml``): a client must not make
+    # the server read files of its choosing.
+    if not _FORMULA_NAME.fullmatch(value) or value.endswith((".toml", ".json")):
+        raise ValueError("expected a formula name such as 'release' (letters, digits, '_', '.', '-')")
+    return value
+
+
+FormulaName = Annotated[str, AfterValidator(_formula_name)]
+"""The name of a formula on the server's search path."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentRunRequest(_Request):
+    """Start an agent run on the server's model and tools."""
+
+    kind: Literal["agent"]
+    prompt: Annotated[str, Field(min_length=1, max_length=100_000)]
+    model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    tools: Annotated[list[str], Field(max_length=500)] | None = None
+    mode: Literal["auto", "plan", "react"] | None = None
+    max_rounds: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    always_execute: bool = False
+    plan_consent: bool = False
+
+
+class FormulaRunRequest(_Request):
+    """Start a formula run: a formula on the server's search path, with its vars."""
+
+    kind: Literal["formula"]
+    formula: FormulaName
+    vars: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+RunRequest = Annotated[AgentRunRequest | FormulaRunRequest, Field(discriminator="kind")]
+"""The body of ``POST /v1/runs``."""
+
+
+class CancelRequest(_Request):
+    """Why a run is cancelled (optional)."""
+
+    reason: Annotated[str, Field(max_length=2000)] = "cancelled through the API"
+
+
+class ResolveRequest(_Request):
+    """A person's answer to an open interaction."""
+
+    action: Literal["approve", "reject", "answer", "edit"]
+    reason: Annotated[str, Field(max_length=10_000)] | None = None
+    text: Annotated[str, Field(max_length=100_000)] | None = None
+    arguments: dict[str, JsonValue] | None = None
+
+    @model_validator(mode="after")
+    def _fits_the_action(self) -> ResolveRequest:
+        needs = {"answer": "text", "edit": "arguments"}.get(self.action)
+        if needs is not None and getattr(self, needs) is None:
+            raise ValueError(f"{self.action!r} needs the field {needs!r}")
+        allowed = {"approve": set(), "reject": {"reason"}, "answer": {"text"}, "edit": {"arguments"}}
+        extra = sorted(
+            name
+            for name in ("reason", "text", "arguments")
+            if getattr(self, name) is not None and name not in allowed[self.action]
+        )
+        if extra:
+            raise ValueError(f"{self.action!r} takes no {', '.join(repr(name) for name in extra)}")
+        return self
+
+    def resolution(self) -> Approve | Reject | Answer | Edit:
+        """The resolution this request stands for."""
+        if self.action == "reject":
+            return Reject(reason=self.reason or "")
+        if self.action == "answer":
+            return Answer(text=self.text or "")
+        if self.action == "edit":
+            return Edit(arguments=dict(self.arguments or {}))
+        return Approve()
+
+
+class CheckRequest(_Request):
+    """Check a formula by name, or from its TOML text, with vars."""
+
+    formula: FormulaName | None = None
+    source: Annotated[str, Field(max_length=500_000)] | None = None
+    vars: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> CheckRequest:
+        if (self.formula is None) == (self.source is None):
+            raise ValueError("expected exactly one of 'formula' (a name) and 'source' (TOML text)")
+        return self
+
+
+def run_view(run: RunRecord) -> dict[str, JsonValue]:
+    """A run as clients see it (the worker lease and server-side tool paths left out)."""
+    data = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
+    input_ = data.get("input")
+    if run.kind == "formula" and isinstance(input_, dict):
+        # ``tools`` holds module paths on the server's disk, kept for resuming: nothing a client needs.
+        data["input"] = {key: value for key, value in input_.items() if key != "tools"}
+    return data
+
+
+def interaction_view(interaction: Interaction) -> dict[str, JsonValue]:
+    """An interaction as clients see it."""
+    data: dict[str, JsonValue] = interaction.model_dump(mode="json")
+    return data
+
+
+__all__ = [
+    "AgentRunRequest",
+    "CancelRequest",
+    "CheckRequest",
+    "FormulaName",
+    "FormulaRunRequest",
+    "ResolveRequest",
+    "RunRequest",
+    "interaction_view",
+    "run_view",
+]

@@ -1,0 +1,348 @@
+"""The runs a server process executes: one asyncio task per active run, recovered after a restart.
+
+For: ``RunSupervisor``, which starts formula and agent runs in the background, continues them once a person
+answered, cancels them, and at start-up resumes every run a stopped process left ``running``. A run has at
+most one task; the task ends when the run waits on a person or ends. Not for: HTTP (``routes/``) or what a
+run does (the engines: ``FormulaRunner`` and ``plangate.agent``).
+
+Sub-runs of a formula execute inside the task of their root run, so everything here is keyed by the root.
+A change made from outside a run's task (a resolution, a cancel) first stops that task, if any, then applies
+the change, then continues the run from the store: a task never works from a state that the change made
+stale. Stopping a task is what a crash does, so a tool step it interrupted runs again.
+
+How a background task's run id is learned: the store tells subscribers about each commit in the
+committing code's own context, so a task launched with a context variable set hears its first commit
+(the run's creation by the engine, or the resolution it applied) before it reaches any other code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextvars import ContextVar
+from typing import Any
+
+from plangate.errors import InteractionError, StaleInteraction
+from plangate.events import StatusEvent
+from plangate.formulas import Plan
+from plangate.formulas.runtime import FormulaRunner
+from plangate.server._agents import AgentRuns, Resolution
+from plangate.server.schemas import AgentRunRequest
+from plangate.store import TERMINAL_STATUSES, Commit, RunRecord, Store
+
+logger = logging.getLogger("plangate.server")
+
+_FIRST_COMMIT: ContextVar[Callable[[Commit], None] | None] = ContextVar("plangate_first_commit", default=None)
+
+_RECOVERY_PAGE = 500
+
+
+class RunSupervisor:
+    """Runs, continues, cancels and recovers runs on the event loop of the server.
+
+    Args:
+        store: the server's store.
+        runner: executes formula runs.
+        agents: executes agent runs.
+    """
+
+    def __init__(self, store: Store, runner: FormulaRunner, agents: AgentRuns) -> None:
+        self.store = store
+        self.runner = runner
+        self.agents = agents
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._again: set[str] = set()
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+        self._loop_thread: int | None = None
+        self._closing = False
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Listen to the store's commits (call on the server's event loop, before any run starts)."""
+        self._loop_thread = threading.get_ident()
+        if self._unsubscribe is None:
+            self._unsubscribe = self.store.subscribe(_on_commit)
+
+    async def close(self) -> None:
+        """Stop every run task; the runs stay ``running`` in the store and a later start recovers them."""
+        self._closing = True
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def active(self, run_id: str) -> bool:
+        """Whether the run (or its root) has a task now."""
+        task = self._tasks.get(self.root_of(run_id))
+        return task is not None and not task.done()
+
+    async def wait_idle(self, run_id: str) -> None:
+        """Wait until the run's task (if any) has ended, including any continuation it asked for."""
+        root = self.root_of(run_id)
+        while (task := self._tasks.get(root)) is not None:
+            await asyncio.wait({task})
+            await asyncio.sleep(0)  # let the done callback schedule a continuation, if one was asked for
+
+    # -- starting -----------------------------------------------------------------------------------------
+
+    async def start_formula(self, plan: Plan, owner: str) -> str:
+        """Store a new run of ``plan`` for ``owner`` and execute it in the background; returns its id."""
+        return await self._launch(self.runner.start(plan, owner=owner))
+
+    async def start_agent(self, request: AgentRunRequest, owner: str) -> str:
+        """Store a new agent run for ``owner`` and execute it in the background; returns its id.
+
+        Raises:
+            ConfigError: an unknown tool or an unusable model (nothing was stored).
+        """
+        stream = self.agents.start(request, owner)
+
+        async def drive() -> None:
+            async for _ in stream:
+                pass  # the broadcaster hears every commit; the stream only drives the run
+
+        self._adopt(stream.run_id, asyncio.get_running_loop().create_task(drive()))
+        return stream.run_id
+
+    # -- continuing ---------------------------------------------------------------------------------------
+
+    def resume(self, run_id: str) -> None:
+        """Continue the run (its root) from the store in the background, unless a task is on it already."""
+        root = self.root_of(run_id)
+        if self._closing:
+            return
+        task = self._tasks.get(root)
+        if task is not None and not task.done():
+            self._again.add(root)  # continue once more when that task ends, so nothing is missed
+            return
+        run = self.store.get_run(root)
+        if run.status in TERMINAL_STATUSES:
+            return
+        coroutine: Coroutine[Any, Any, Any]
+        if run.kind == "agent":
+            coroutine = self.agents.resume(root)
+        else:
+            coroutine = self.runner.resume(root)
+        self._adopt(root, asyncio.get_running_loop().create_task(coroutine))
+
+    async def resolve_formula(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
+        """Apply a person's answer to a formula run's interaction, then continue the root run.
+
+        Returns:
+            The id of the run the interaction belongs to.
+
+        Raises:
+            NotFoundError: no such interaction for ``owner``.
+            StaleInteraction: it is not open any more; nothing changed.
+            InteractionError: the resolution does not fit; nothing changed.
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        async with self.exclusive(interaction.run_id, interaction_id=interaction_id):
+            run_id = self.runner.resolve(interaction_id, resolution, by=owner, owner=owner)
+        self.resume(run_id)
+        return run_id
+
+    async def resolve_agent(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
+        """Apply a person's answer to an agent run's interaction; the run continues in the background.
+
+        Returns once the resolution is committed (or refused).
+
+        Raises:
+            NotFoundError: no such interaction for ``owner``.
+            StaleInteraction: it is not open any more; nothing changed.
+            InteractionError: the resolution does not fit the interaction; nothing changed.
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run_id = interaction.run_id
+        async with self.exclusive(run_id, interaction_id=interaction_id):
+            await self._launch(self.agents.resume(run_id, interaction_id, resolution, by=owner))
+        return run_id
+
+    async def cancel(self, run: RunRecord, reason: str) -> None:
+        """Stop the run's task and end the run (and its unfinished sub-runs) ``cancelled``.
+
+        Raises:
+            InteractionError: the run already ended.
+        """
+        if run.status in TERMINAL_STATUSES:
+            raise InteractionError(f"run {run.id!r} already ended ({run.status}); nothing to cancel")
+        async with self.exclusive(run.id):
+            for found in [*self._descendants(run.id), run]:
+                current = self.store.get_run(found.id)
+                if current.status in TERMINAL_STATUSES:
+                    continue
+                if current.kind == "agent":
+                    self.agents.cancel(current.id, reason)
+                else:
+                    self.runner.cancel(current.id, reason)
+        if run.parent_run_id is not None:
+            self.resume(run.id)  # the parent notices its sub-run ended
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, run_id: str, *, interaction_id: str | None = None) -> AsyncIterator[None]:
+        """Hold the run (its root) alone: its task, if any, is stopped first; nothing new starts meanwhile.
+
+        With ``interaction_id``, a resolution that lost the race (the interaction is not open any more) is
+        refused before the task is touched, so a late duplicate never interrupts the run it would not
+        change.
+
+        Raises:
+            StaleInteraction: ``interaction_id`` is not open.
+        """
+        root = self.root_of(run_id)
+        lock, users = self._locks.get(root, (asyncio.Lock(), 0))
+        self._locks[root] = (lock, users + 1)
+        try:
+            async with lock:
+                if interaction_id is not None:
+                    _require_open(self.store, interaction_id)
+                task = self._tasks.get(root)
+                if task is not None and not task.done():
+                    self._again.discard(root)
+                    task.cancel()
+                    await asyncio.wait({task})
+                yield
+        finally:
+            # A lock lives only while someone holds or waits for it, so the table does not grow with runs.
+            lock, users = self._locks[root]
+            if users == 1:
+                del self._locks[root]
+            else:
+                self._locks[root] = (lock, users - 1)
+
+    # -- recovery -----------------------------------------------------------------------------------------
+
+    async def recover(self) -> list[str]:
+        """Continue every run a stopped process left unfinished; returns the ids of the roots resumed.
+
+        Runs ``running`` are resumed; so are formula runs ``waiting`` whose last event is not the one that
+        suspended them (a person answered, and the process stopped before the run continued).
+        """
+        roots: dict[str, None] = {}
+        for status in ("running", "waiting"):
+            cursor: str | None = None
+            while True:
+                page = self.store.list_runs(status=status, limit=_RECOVERY_PAGE, cursor=cursor)
+                for run in page.items:
+                    if status == "running" or self._answered_while_down(run):
+                        roots[self.root_of(run.id)] = None
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+        resumed = []
+        for root in roots:
+            try:
+                self.resume(root)
+            except Exception:
+                logger.exception("could not recover run %s", root)
+                continue
+            resumed.append(root)
+        if resumed:
+            logger.info("recovered %d run(s) left unfinished by a stopped process", len(resumed))
+        return resumed
+
+    def _answered_while_down(self, run: RunRecord) -> bool:
+        if run.kind != "formula" or run.last_seq == 0:
+            return False
+        last = self.store.events(run.id, after=run.last_seq - 1)
+        return not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting")
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def root_of(self, run_id: str) -> str:
+        """The id of the run's root (itself when it has no parent)."""
+        run = self.store.get_run(run_id)
+        while run.parent_run_id is not None:
+            run = self.store.get_run(run.parent_run_id)
+        return run.id
+
+    def _descendants(self, run_id: str) -> list[RunRecord]:
+        found: list[RunRecord] = []
+        cursor: str | None = None
+        while True:
+            page = self.store.list_runs(parent_run_id=run_id, limit=_RECOVERY_PAGE, cursor=cursor)
+            for child in page.items:
+                found.extend(self._descendants(child.id))
+                found.append(child)
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
+
+    async def _launch(self, coroutine: Coroutine[Any, Any, Any]) -> str:
+        """Run ``coroutine`` as a run's task and wait for its first commit; returns that commit's run id.
+
+        The task is adopted as that run's task as soon as the commit is heard, even if the caller stops
+        waiting (a client that disconnects): the run goes on either way.
+
+        Raises:
+            Exception: whatever the coroutine raised before its first commit (nothing was written).
+        """
+        loop = asyncio.get_running_loop()
+        first: asyncio.Future[str] = loop.create_future()
+
+        def heard(commit: Commit) -> None:
+            if threading.get_ident() == self._loop_thread:
+                _settle(first, commit.run_id)
+            else:
+                loop.call_soon_threadsafe(_settle, first, commit.run_id)
+
+        token = _FIRST_COMMIT.set(heard)
+        try:
+            task = loop.create_task(coroutine)
+        finally:
+            _FIRST_COMMIT.reset(token)
+        first.add_done_callback(lambda done: None if done.cancelled() else self._adopt(done.result(), task))
+        await asyncio.wait({first, task}, return_when=asyncio.FIRST_COMPLETED)
+        if first.done():
+            return first.result()
+        first.cancel()
+        task.result()  # raises what the coroutine raised
+        raise RuntimeError("the run's task ended without writing anything")
+
+    def _adopt(self, root: str, task: asyncio.Task[Any]) -> None:
+        self._tasks[root] = task
+        task.add_done_callback(lambda done: self._finished(root, done))
+
+    def _finished(self, root: str, task: asyncio.Task[Any]) -> None:
+        if self._tasks.get(root) is task:
+            del self._tasks[root]
+        if not task.cancelled() and (error := task.exception()) is not None:
+            logger.error("run %s stopped on an error: %s: %s", root, type(error).__name__, error)
+        if root in self._again and not self._closing:
+            self._again.discard(root)
+            try:
+                self.resume(root)
+            except Exception:
+                logger.exception("could not continue run %s", root)
+
+
+def _on_commit(commit: Commit) -> None:
+    heard = _FIRST_COMMIT.get()
+    if heard is not None:
+        heard(commit)
+
+
+def _settle(future: asyncio.Future[str], run_id: str) -> None:
+    if not future.done():
+        future.set_result(run_id)
+
+
+def _require_open(store: Store, interaction_id: str) -> None:
+    interaction = store.get_interaction(interaction_id)
+    if interaction.status != "open":
+        raise StaleInteraction(
+            f"interaction {interaction_id!r} is {interaction.status} already; expected an open one: "
+            "nothing changed"
+        )
+
+
+__all__ = ["RunSupervisor"]

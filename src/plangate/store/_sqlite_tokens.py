@@ -1,0 +1,120 @@
+"""Bearer tokens in the SQLite store: created, found by hash, listed and revoked.
+
+For: the rows of the ``tokens`` table and the SQL that reads and writes them, run on a connection the store
+hands in (holding the write lock for writes). Not for: making or hashing tokens (``plangate.server.tokens``)
+or deciding who may do what (the server). The store never sees a token, only its hash.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import sqlite3
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from plangate.errors import ConfigError, NotFoundError, StoreError
+from plangate.store import _checks as check
+from plangate.store._sqlite_errors import Translated
+from plangate.store.base import Token
+
+TOKEN_COLUMNS = "id, owner, name, created_at, revoked_at"
+
+# A hex digest of 32 to 128 characters: sha256 (64) is what the server writes; the range leaves room for
+# another digest without a migration, and refuses anything that looks like a raw token.
+_HASH = re.compile(r"[0-9a-f]{32,128}")
+
+
+def new_token_id() -> str:
+    """A fresh token id: not secret (it is shown in listings), only unique."""
+    return "tok_" + secrets.token_urlsafe(9)
+
+
+def checked_hash(token_hash: object, where: str) -> str:
+    """``token_hash`` if it is a lowercase hex digest."""
+    if not isinstance(token_hash, str) or not _HASH.fullmatch(token_hash):
+        # The value is not echoed: a caller that passed the raw token by mistake must not see it printed.
+        raise ConfigError(f"{where}: token_hash: expected a lowercase hex digest of 32 to 128 characters")
+    return token_hash
+
+
+def create(
+    conn: sqlite3.Connection,
+    sql: Translated,
+    clock: Callable[[], float],
+    owner: str,
+    token_hash: str,
+    name: str,
+) -> Token:
+    """Insert a token row; the caller holds the write lock and commits.
+
+    Raises:
+        ConfigError: a bad argument, or a token with that hash exists already (nothing was written).
+    """
+    check.text(owner, "create_token: owner", empty=False)
+    check.text(name, "create_token: name")
+    checked_hash(token_hash, "create_token")
+    token = Token(id=new_token_id(), owner=owner, name=name, created_at=clock(), revoked_at=None)
+    with sql:
+        taken = conn.execute("SELECT 1 FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
+        if taken is not None:
+            raise ConfigError("create_token: token_hash: a token with this hash exists already")
+        conn.execute(
+            "INSERT INTO tokens (id, owner, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+            (token.id, owner, name, token_hash, token.created_at),
+        )
+    return token
+
+
+def find(conn: sqlite3.Connection, sql: Translated, token_hash: str) -> Token | None:
+    """The live (not revoked) token with that hash, or None."""
+    checked_hash(token_hash, "find_token")
+    with sql:
+        row = conn.execute(
+            f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (token_hash,)
+        ).fetchone()
+    return None if row is None else token(row)
+
+
+def listed(conn: sqlite3.Connection, sql: Translated, owner: str | None) -> list[Token]:
+    """Every token (revoked ones included), oldest first, of ``owner`` when given."""
+    where, params = ("WHERE owner = ? ", (owner,)) if owner is not None else ("", ())
+    with sql:
+        found = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens {where}ORDER BY pos", params).fetchall()
+    return [token(row) for row in found]
+
+
+def revoke(
+    conn: sqlite3.Connection, sql: Translated, clock: Callable[[], float], token_id: str, where: str
+) -> Token:
+    """Mark a token revoked (keeping the first revocation time); the caller holds the write lock.
+
+    Raises:
+        NotFoundError: no token has that id.
+    """
+    check.text(token_id, "revoke_token: token_id", empty=False)
+    with sql:
+        conn.execute(
+            "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (clock(), token_id)
+        )
+        row = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ?", (token_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"no token {token_id!r} in the store at {where}")
+    return token(row)
+
+
+def token(row: sqlite3.Row) -> Token:
+    """A ``tokens`` row as a record."""
+    try:
+        return Token.model_validate(
+            {
+                "id": row["id"],
+                "owner": row["owner"],
+                "name": row["name"],
+                "created_at": row["created_at"],
+                "revoked_at": row["revoked_at"],
+            }
+        )
+    except ValidationError as exc:
+        raise StoreError(f"the store holds token {row['id']!r} it cannot read: {exc}") from None

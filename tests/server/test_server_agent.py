@@ -1,0 +1,208 @@
+"""Agent runs through the API: started in the background, consent answered over HTTP, recovered on restart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from server_helpers import idle, parse_sse, wait_until
+
+from plangate.models import ModelRequest, ScriptedModel
+from plangate.store import Store
+from plangate.tools import ToolRegistry, tool
+
+
+def _call(name: str, **arguments: Any) -> str:
+    return json.dumps({"action": "continue", "tool_call": {"name": name, "arguments": arguments}})
+
+
+def _done(speak: str) -> str:
+    return json.dumps({"action": "done", "speak": speak})
+
+
+class Rooms:
+    """A ``book`` write tool and a ``rooms`` read tool, recording what was booked."""
+
+    def __init__(self) -> None:
+        self.booked: list[str] = []
+
+        @tool(effect="write")
+        def book(room: str) -> str:
+            """Book a meeting room."""
+            self.booked.append(room)
+            return f"booked {room}"
+
+        @tool
+        def rooms() -> list[str]:
+            """The rooms there are."""
+            return ["Blue", "Red"]
+
+        self.registry = ToolRegistry([book, rooms])
+
+
+def _app(make_app: Callable[..., FastAPI], rooms: Rooms, script: list[str], **options: Any) -> FastAPI:
+    return make_app(auth=False, tools=rooms.registry, model=ScriptedModel(script), **options)
+
+
+def _agent_run(client: TestClient, **fields: Any) -> str:
+    body = {"kind": "agent", "prompt": "Book the Blue room", "mode": "react", **fields}
+    response = client.post("/v1/runs", json=body)
+    assert response.status_code == 201, response.text
+    run_id: str = response.json()["run"]["id"]
+    idle(client, run_id)
+    return run_id
+
+
+def test_an_agent_write_waits_for_consent_and_approval_over_http_runs_it(
+    make_app: Callable[..., FastAPI],
+) -> None:
+    rooms = Rooms()
+    script = [_call("book", room="Blue"), _done("Booked."), "The Blue room is booked."]
+    with TestClient(_app(make_app, rooms, script)) as client:
+        run_id = _agent_run(client)
+        shown = client.get(f"/v1/runs/{run_id}").json()
+        assert shown["run"]["status"] == "waiting"
+        assert "steps" not in shown
+        interaction = shown["interaction"]
+        assert interaction["kind"] == "confirm"
+        assert (interaction["tool"]["name"], interaction["tool"]["arguments"]) == ("book", {"room": "Blue"})
+        assert rooms.booked == []
+
+        response = client.post(f"/v1/interactions/{interaction['id']}", json={"action": "approve"})
+
+        assert response.status_code == 200
+        idle(client, run_id)
+        run = client.get(f"/v1/runs/{run_id}").json()["run"]
+        messages = parse_sse(client.get(f"/v1/runs/{run_id}/events").text)
+    assert rooms.booked == ["Blue"]
+    assert run["status"] == "completed"
+    assert run["outcome"]["status"] == "completed"
+    types = [message.event for message in messages]
+    assert (
+        types.index("interaction_opened") < types.index("interaction_resolved") < types.index("tool_result")
+    )
+    assert (types[-2], types[-1]) == ("outcome", "end")
+
+
+def test_an_edit_runs_the_edited_call_and_a_bad_edit_is_a_422(make_app: Callable[..., FastAPI]) -> None:
+    rooms = Rooms()
+    script = [_call("book", room="Blue"), _done("Booked."), "The Red room is booked."]
+    with TestClient(_app(make_app, rooms, script)) as client:
+        run_id = _agent_run(client)
+        interaction_id = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
+
+        bad = client.post(
+            f"/v1/interactions/{interaction_id}", json={"action": "edit", "arguments": {"floor": 3}}
+        )
+        answer = client.post(f"/v1/interactions/{interaction_id}", json={"action": "answer", "text": "yes"})
+        good = client.post(
+            f"/v1/interactions/{interaction_id}", json={"action": "edit", "arguments": {"room": "Red"}}
+        )
+
+        assert bad.status_code == 422 and "do not fit its parameters" in bad.json()["detail"]
+        assert answer.status_code == 422 and "found answer" in answer.json()["detail"]
+        assert good.status_code == 200
+        idle(client, run_id)
+    assert rooms.booked == ["Red"]
+
+
+def test_a_rejection_runs_nothing(make_app: Callable[..., FastAPI], store: Store) -> None:
+    rooms = Rooms()
+    script = [_call("book", room="Blue"), _done("Not booked."), "Nothing was booked."]
+    with TestClient(_app(make_app, rooms, script)) as client:
+        run_id = _agent_run(client)
+        interaction_id = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
+
+        client.post(f"/v1/interactions/{interaction_id}", json={"action": "reject", "reason": "too big"})
+        idle(client, run_id)
+
+    assert rooms.booked == []
+    assert store.get_run(run_id).status == "completed"
+    assert store.get_interaction(interaction_id).resolution == {"kind": "reject", "reason": "too big"}
+
+
+def test_a_run_gets_only_the_tools_its_request_names(make_app: Callable[..., FastAPI], store: Store) -> None:
+    rooms = Rooms()
+    script = [_call("book", room="Blue"), _done("Could not."), "I could not book it."]
+    with TestClient(_app(make_app, rooms, script)) as client:
+        run_id = _agent_run(client, tools=["rooms"], max_rounds=5)
+    assert store.get_run(run_id).input["agent"]["tools"] == ["rooms"]  # type: ignore[index]
+    assert rooms.booked == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "detail"),
+    [
+        ({"tools": ["rooms", "teleport"]}, "unknown tool 'teleport'"),
+        ({"model": "nowhere:model-x"}, "unknown model provider 'nowhere'"),
+    ],
+)
+def test_an_agent_run_that_cannot_start_is_a_422_and_nothing_is_stored(
+    make_app: Callable[..., FastAPI], store: Store, fields: dict[str, Any], detail: str
+) -> None:
+    with TestClient(_app(make_app, Rooms(), [])) as client:
+        response = client.post("/v1/runs", json={"kind": "agent", "prompt": "hello", **fields})
+
+    assert response.status_code == 422
+    assert detail in response.json()["detail"]
+    assert store.list_runs().items == []
+
+
+def test_cancelling_a_waiting_agent_run_expires_its_consent_request(make_app: Callable[..., FastAPI]) -> None:
+    rooms = Rooms()
+    with TestClient(_app(make_app, rooms, [_call("book", room="Blue")])) as client:
+        run_id = _agent_run(client)
+        interaction_id = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
+
+        response = client.post(f"/v1/runs/{run_id}/cancel", json={"reason": "changed my mind"})
+        late = client.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"})
+
+    assert response.json()["run"]["status"] == "cancelled"
+    assert late.status_code == 409
+    assert rooms.booked == []
+
+
+def test_a_running_agent_run_is_recovered_by_the_next_server(
+    make_app: Callable[..., FastAPI], store: Store
+) -> None:
+    release = threading.Event()
+    starts: list[int] = []
+
+    @tool
+    async def survey() -> str:
+        """Look at every room (slow)."""
+        starts.append(1)
+        while not release.is_set():  # noqa: ASYNC110  (set by the test's thread; see hold_tools)
+            await asyncio.sleep(0.005)
+        return "surveyed all rooms"
+
+    def script(request: ModelRequest) -> str:
+        if request.purpose == "deliver":
+            return "Survey finished."
+        seen = "\n".join(message.content for message in request.messages)
+        return _done("Done.") if "surveyed all rooms" in seen else _call("survey")
+
+    model = ScriptedModel(script)
+    registry = ToolRegistry([survey])
+    try:
+        with TestClient(make_app(auth=False, tools=registry, model=model)) as first:
+            run_id = first.post(
+                "/v1/runs", json={"kind": "agent", "prompt": "survey", "mode": "react"}
+            ).json()["run"]["id"]
+            wait_until(lambda: len(starts) == 1, what="the survey to start")
+        # The first server stopped mid-tool: the run is left running.
+        assert store.get_run(run_id).status == "running"
+        release.set()
+        with TestClient(make_app(auth=False, tools=registry, model=model)) as second:
+            idle(second, run_id)
+    finally:
+        release.set()
+    run = store.get_run(run_id)
+    assert run.status == "completed"
+    assert len(starts) == 2

@@ -1,0 +1,147 @@
+"""Errors are problem documents, bodies over the limit are refused before parsing, and no client mistake is a
+500."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plangate.store import Store
+
+LIMIT = 1024
+
+
+@pytest.fixture
+def small(make_app: Callable[..., FastAPI]) -> Iterator[TestClient]:
+    with TestClient(make_app(auth=False, max_body=LIMIT)) as opened:
+        yield opened
+
+
+def test_a_body_declared_over_the_limit_is_a_413_before_anything_is_parsed(
+    small: TestClient, store: Store
+) -> None:
+    response = small.post(
+        "/v1/runs", content=b"{" + b" " * LIMIT + b"}", headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["detail"] == f"the request body is larger than the limit of {LIMIT} bytes"
+    assert store.list_runs().items == []
+
+
+def test_a_chunked_body_that_grows_over_the_limit_is_a_413(small: TestClient, store: Store) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"kind": "formula", "formula": "release", "vars": {"version": "'
+        for _ in range(LIMIT // 64 + 1):
+            yield b"1" * 64
+        yield b'"}}'
+
+    response = small.post("/v1/runs", content=chunks(), headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 413
+    assert store.list_runs().items == []
+
+
+def test_a_body_under_the_limit_goes_through(small: TestClient) -> None:
+    response = small.post("/v1/formulas/check", json={"formula": "release", "vars": {"version": "1.0.0"}})
+
+    assert response.status_code == 200
+    assert response.json()["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "field"),
+    [
+        (
+            "post",
+            "/v1/runs",
+            {"content": b"{oops", "headers": {"Content-Type": "application/json"}},
+            422,
+            "body",
+        ),
+        ("post", "/v1/runs", {"json": []}, 422, "body"),
+        ("post", "/v1/runs", {"json": {"kind": "agent"}}, 422, "body.prompt"),
+        ("post", "/v1/runs", {"json": {"kind": "agent", "prompt": ""}}, 422, "body.prompt"),
+        (
+            "post",
+            "/v1/runs",
+            {"json": {"kind": "agent", "prompt": "x", "max_rounds": 0}},
+            422,
+            "body.max_rounds",
+        ),
+        (
+            "post",
+            "/v1/runs",
+            {"json": {"kind": "formula", "formula": "release", "vars": []}},
+            422,
+            "body.vars",
+        ),
+        ("post", "/v1/formulas/check", {"json": {}}, 422, "body"),
+        ("post", "/v1/formulas/check", {"json": {"formula": "a", "source": "b"}}, 422, "body"),
+        ("post", "/v1/runs/run_x/cancel", {"json": {"reason": 5}}, 422, "body.reason"),
+    ],
+)
+def test_a_malformed_request_is_a_422_naming_the_field(
+    client: TestClient, method: str, path: str, kwargs: dict[str, Any], status: int, field: str
+) -> None:
+    response = getattr(client, method)(path, **kwargs)
+
+    assert response.status_code == status
+    problem = response.json()
+    assert set(problem) >= {"type", "title", "status", "detail", "errors"}
+    assert problem["status"] == status
+    assert problem["errors"][0]["field"] == field
+    assert problem["detail"].startswith(field)
+
+
+def test_unknown_routes_and_methods_are_problem_documents(client: TestClient) -> None:
+    missing = client.get("/v1/nothing-here")
+    wrong = client.delete("/v1/runs")
+
+    assert (missing.status_code, missing.json()["type"]) == (404, "urn:plangate:problem:not-found")
+    assert (wrong.status_code, wrong.json()["type"]) == (405, "urn:plangate:problem:method-not-allowed")
+
+
+def test_a_value_sent_in_a_bad_field_is_not_echoed(client: TestClient) -> None:
+    secret = "sk-live-0123456789abcdef"
+
+    response = client.post("/v1/runs", json={"kind": "formula", "formula": "release", "api_key": secret})
+
+    assert response.status_code == 422
+    assert secret not in response.text
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+_FIELDS = ["kind", "prompt", "formula", "vars", "model", "tools", "mode", "max_rounds", "action", "text"]
+_BODIES = _JSON | st.dictionaries(
+    st.sampled_from(_FIELDS), _JSON | st.sampled_from(["agent", "formula", "release", "approve"]), max_size=5
+)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(body=_BODIES, target=st.sampled_from(["/v1/runs", "/v1/formulas/check", "/v1/interactions/int_x"]))
+def test_no_json_body_makes_the_server_fail(client: TestClient, body: Any, target: str) -> None:
+    if target == "/v1/runs" and isinstance(body, dict) and body.get("kind") == "agent":
+        body = {**body, "model": "nonexistent-provider:x"}  # never reach a real model
+    response = client.post(target, json=body)
+
+    assert response.status_code < 500, response.text
+    if response.status_code >= 400:
+        assert response.json()["status"] == response.status_code
