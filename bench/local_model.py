@@ -1,13 +1,15 @@
 """Benchmark: how the offline default model (SmolLM2-135M on llama.cpp) does as an agent on the week planner.
 
 50 small, self-checking tasks on the built-in ``schedule`` toolkit ("place t9 on Tuesday at 10:00", "what is
-free on Wednesday", "move t8 to Friday 11:00", ...). Each runs as a ReAct agent (``mode="react"``, at most 8
-rounds) on a fresh copy of the example week; every consent request is approved and every question answered
-with "go ahead", as a cooperative person would. Reported, honestly, per the issue:
+free on Wednesday", "move t8 to Friday 11:00", ...). Each runs as a ReAct agent (``mode="react"``, at most 6
+rounds) on a fresh copy of the example week, with the toolkit's tools active from the first round (as an
+agent step of a formula has the tools it names); every consent request is approved and every question
+answered with "go ahead", as a cooperative person would. Reported, honestly, per the issue:
 
 - decisions that parsed (execute rounds without a ``malformed_output`` correction; target 100%);
 - rounds per task; tasks completed correctly (checked against the planner's state or the answer text);
-- consent: writes that ran vs. consent requests approved for them (target: every write asked first);
+- consent: consent requests raised, writes that ran, and writes that ran without an approval of their own
+  (same tool, given before the write; target 0, i.e. every write asked first);
 - median seconds per round; how every run ended (every run must end with an outcome).
 
 A 135M model fails many tasks; what must hold is that the runtime never crashes, never writes without
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -107,22 +110,28 @@ class Outcome:
     correct: bool
     writes: int
     consents: int
+    unconsented: int
     seconds: float
+
+ROUNDS = 6
+"""Execute rounds per task."""
 
 
 async def run_task(model: LocalModel, task: Task, workdir: Path) -> Outcome:
     store = open_store(str(workdir / "bench.db"))
     seed_week(store)
-    agent = Agent(model=model, tools=ToolRegistry(schedule_tools(store)), store=store, mode="react",
-                  max_rounds=8)
+    # Active from the first round, as a formula's agent step makes the tools it names.
+    tools = [dataclasses.replace(item, domain="core", pack="core") for item in schedule_tools(store)]
+    agent = Agent(model=model, tools=ToolRegistry(tools), store=store, mode="react", max_rounds=ROUNDS)
     started = time.perf_counter()
     result = await agent.run_async(task.prompt)
-    consents = 0
-    for _ in range(8):
+    approved: list[tuple[str, float]] = []  # (tool, when) of every consent request approved
+    for _ in range(ROUNDS):
         if result.interaction is None:
             break
         if result.interaction.kind == "confirm":
-            consents += 1
+            assert result.interaction.tool is not None
+            approved.append((result.interaction.tool.name, time.time()))
             resolution: Approve | Answer = Approve()
         else:
             resolution = Answer(text="go ahead")
@@ -131,14 +140,24 @@ async def run_task(model: LocalModel, task: Task, workdir: Path) -> Outcome:
     events = store.events(result.run_id)
     rounds = sum(1 for e in events if isinstance(e, RoundEvent))
     malformed = sum(1 for e in events if isinstance(e, CorrectionEvent) and e.code == "malformed_output")
-    writes = sum(1 for r in store.receipts(result.run_id) if r.source == "write_receipt")
+    executed = [r for r in store.receipts(result.run_id) if r.source == "write_receipt"]
+    # Each write that ran must be matched by its own approval, of the same tool, given before it ran.
+    unconsented = 0
+    unused = list(approved)
+    for receipt in sorted(executed, key=lambda r: r.at):
+        match = next((a for a in unused if a[0] == receipt.name and a[1] <= receipt.at), None)
+        if match is None:
+            unconsented += 1
+        else:
+            unused.remove(match)
     outcome = Outcome(
         status=result.outcome.status if result.outcome else result.status,
         rounds=rounds,
         parsed=rounds - malformed,
         correct=task.check(store, result.answer or ""),
-        writes=writes,
-        consents=consents,
+        writes=len(executed),
+        consents=len(approved),
+        unconsented=unconsented,
         seconds=elapsed,
     )
     store.close()
@@ -162,21 +181,24 @@ def main() -> None:
             results.append(asyncio.run(run_task(model, task, Path(tmp))))
         r = results[-1]
         print(f"{i + 1:>3}. {r.status:<10} rounds={r.rounds} parsed={r.parsed} writes={r.writes} "
-              f"consents={r.consents} correct={'yes' if r.correct else 'no'}  {task.prompt}")
+              f"consents={r.consents} unconsented={r.unconsented} "
+              f"correct={'yes' if r.correct else 'no'}  {task.prompt}")
     rounds = sum(r.rounds for r in results)
     parsed = sum(r.parsed for r in results)
     writes = sum(r.writes for r in results)
     consents = sum(r.consents for r in results)
+    unconsented = sum(r.unconsented for r in results)
     per_round = [r.seconds / r.rounds for r in results if r.rounds]
     print()
     print(f"tasks                         {len(results)}")
     print(f"decisions that parsed         {parsed}/{rounds} = {parsed / max(rounds, 1):.1%}   target 100%")
     print(f"rounds per task (mean)        {rounds / len(results):.2f}")
     print(f"tasks completed correctly     {sum(r.correct for r in results)}/{len(results)}")
-    print(f"writes that ran               {writes}, each after an approved consent request: "
-          f"{'yes' if writes <= consents else 'NO'} ({consents} consent requests)   target 100%")
+    print(f"consent requests raised       {consents} (all approved); writes that ran {writes}, "
+          f"without their own approval {unconsented}   target 0")
     print(f"median seconds per round      {statistics.median(per_round):.2f}" if per_round else "no rounds")
     print(f"how runs ended                {dict(Counter(r.status for r in results))}")
+    print(f"wall time                     {time.perf_counter() - began:.0f} s")
 
 
 if __name__ == "__main__":

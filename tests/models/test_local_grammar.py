@@ -11,8 +11,10 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from plangate.decisions import (
     ACTIONS,
@@ -25,7 +27,8 @@ from plangate.decisions import (
     route_json_schema,
 )
 from plangate.errors import ConfigError
-from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf
+from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf, tool_arguments_schema
+from plangate.tools import ToolRegistry, tool
 
 # --- a reader and random walker for the GBNF subset the converter writes ---------------------------------
 
@@ -320,3 +323,111 @@ def test_plans_and_routes_get_their_bounds() -> None:
         assert value["context_hook"] is None or len(value["context_hook"]["domain"]) <= 4
     route = schema_to_gbnf(grammar_schema(route_json_schema(), limits=limits), limits)
     assert all(len(json.loads(text)["reply"] or "") <= 12 for text in sentences(route, 100))
+
+
+def test_a_goal_check_comes_only_with_next_plan_and_done_and_a_question_has_text() -> None:
+    for decision in map(parse_decision_json, sentences(_grammar(decision_json_schema(), TOOLS), 400)):
+        if decision.action == "next_plan":
+            assert decision.goal_check and decision.goal_check.strip()
+        elif decision.action != "done":
+            assert decision.goal_check is None
+        if decision.action == "ask_user":
+            assert decision.speak.strip()
+
+
+def test_only_the_schemas_actions_are_offered() -> None:
+    schema = decision_json_schema(TOOLS, actions=["continue", "done", "abort"])
+    actions = {parse_decision_json(text).action for text in sentences(_grammar(schema), 300)}
+    assert actions == {"continue", "done", "abort"}
+    with pytest.raises(ConfigError, match="no action left"):
+        _grammar(decision_json_schema(TOOLS, actions=[]))
+
+
+# --- arguments that fit the named tool ---------------------------------------------------------------------
+
+
+class Move(BaseModel):
+    task: str
+    day: int = Field(ge=0, le=6)
+
+
+def _tools() -> ToolRegistry:
+    @tool
+    def overview() -> str:
+        """The week."""
+        return ""
+
+    @tool(effect="write")
+    def place(
+        task: str, day: Annotated[int, Field(ge=0, le=6)], slot: int | str = 0, note: str | None = None
+    ) -> str:
+        """Place a task."""
+        return ""
+
+    @tool(effect="write")
+    def batch(moves: list[Move], mode: Literal["merge", "replace"] = "merge") -> str:
+        """Moves."""
+        return ""
+
+    @tool
+    def lookup(ids: list[int] | None = None, limit: float = 1.5, flag: bool = False) -> str:
+        """Only optional arguments."""
+        return ""
+
+    return ToolRegistry([overview, place, batch, lookup])
+
+
+def test_every_tool_call_the_grammar_allows_fits_its_tools_parameters() -> None:
+    registry = _tools()
+    parameters = {item.name: item.parameters for item in registry}
+    names = sorted(parameters)
+    grammar = schema_to_gbnf(grammar_schema(decision_json_schema(), names, tool_parameters=parameters))
+    seen: dict[str, set[frozenset[str]]] = {name: set() for name in names}
+    for text in sentences(grammar, 1500):
+        call = parse_decision_json(text).tool_call
+        if call is None:
+            continue
+        registry.validate(call.name, call.arguments)  # raises when they do not fit
+        seen[call.name].add(frozenset(call.arguments))
+    assert seen["overview"] == {frozenset()}
+    # Required arguments always, optional ones sometimes, in every combination over enough samples.
+    assert {frozenset({"task", "day"}), frozenset({"task", "day", "slot", "note"})} <= seen["place"]
+    assert all("task" in keys and "day" in keys for keys in seen["place"])
+    assert frozenset({"moves"}) in seen["batch"] and frozenset({"moves", "mode"}) in seen["batch"]
+    assert frozenset() in seen["lookup"] and frozenset({"limit"}) in seen["lookup"]
+
+
+def test_a_small_integer_range_becomes_its_values_and_strings_get_bounded() -> None:
+    limits = GrammarLimits(open_string=4)
+    day = {"type": "integer", "minimum": 0, "maximum": 6}
+    assert tool_arguments_schema(day, limits) == {"enum": [0, 1, 2, 3, 4, 5, 6]}
+    between = {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 3}
+    assert tool_arguments_schema(between, limits) == {"enum": [1, 2]}
+    assert tool_arguments_schema({"type": "integer", "minimum": 0}, limits) == {"type": "integer"}
+    assert tool_arguments_schema({"type": "string", "maxLength": 99}, limits) == {
+        "type": "string",
+        "minLength": 0,
+        "maxLength": 4,
+    }
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}},
+        {"type": "object", "properties": {"x": {"type": "string", "minLength": 500}}},
+        {"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"type": "integer"}]}}},
+        {"type": "object", "properties": {"x": {"not": {"type": "string"}}}},
+        {
+            "type": "object",
+            "properties": {"x": {"type": "object", "additionalProperties": {"type": "integer"}}},
+        },
+    ],
+)
+def test_a_tool_beyond_the_subset_keeps_open_arguments(parameters: dict[str, object]) -> None:
+    assert tool_arguments_schema(parameters, GrammarLimits()) is None
+    grammar = schema_to_gbnf(
+        grammar_schema(decision_json_schema(), ["odd"], tool_parameters={"odd": parameters})
+    )
+    calls = [d.tool_call for d in map(parse_decision_json, sentences(grammar, 300)) if d.tool_call]
+    assert any(call.arguments for call in calls)  # open keys, as without parameters

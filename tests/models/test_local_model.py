@@ -152,6 +152,7 @@ def test_a_stream_is_text_deltas_then_one_usage_that_counts_like_llama_cpp(
         messages=[{"role": m.role, "content": m.content} for m in request.messages],
         max_tokens=max_tokens,
         temperature=0,
+        repeat_penalty=model.repeat_penalty,
     )
     assert "".join(delta.text for delta in deltas) == reference["choices"][0]["message"]["content"]
     usage = reference["usage"]

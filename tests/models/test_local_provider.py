@@ -159,3 +159,17 @@ def test_a_schema_no_converter_reads_is_a_config_error() -> None:
     schema: dict[str, object] = {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}
     with pytest.raises(ConfigError, match=r"^local: no grammar for the response schema 'thing': "):
         LocalModel().grammar_text(_request(schema))
+
+
+def test_the_thread_count_comes_from_the_environment_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_module.THREADS_ENV, "3")
+    assert LocalModel().n_threads == 3
+    assert LocalModel(n_threads=1).n_threads == 1
+    for wrong in ("0", "two", "-1"):
+        monkeypatch.setenv(local_module.THREADS_ENV, wrong)
+        with pytest.raises(
+            ConfigError, match=f"PLANGATE_LOCAL_THREADS: expected a positive integer; found '{wrong}'"
+        ):
+            LocalModel()
+    monkeypatch.delenv(local_module.THREADS_ENV)
+    assert 1 <= LocalModel().n_threads <= 4

@@ -10,9 +10,11 @@ or judging a decision (``_validate.py``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
+
+from pydantic import JsonValue
 
 from plangate.decisions import (
     PLAIN_REPLY_WINDOW,
@@ -45,9 +47,10 @@ class Answer:
 
 
 @functools.lru_cache(maxsize=64)
-def decision_schema(tool_names: tuple[str, ...]) -> ResponseSchema:
-    """The decision schema with ``tool_call.name`` limited to the active tools (cached per tool set)."""
-    return ResponseSchema("decision", decision_json_schema(tool_names))
+def decision_schema(tool_names: tuple[str, ...], actions: tuple[str, ...] | None = None) -> ResponseSchema:
+    """The decision schema with ``tool_call.name`` limited to the active tools and, when given, the action
+    to ``actions`` (cached per tool set and actions)."""
+    return ResponseSchema("decision", decision_json_schema(tool_names, actions))
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,12 +72,20 @@ async def call(
     *,
     schema: ResponseSchema | None = None,
     tool_names: Sequence[str] | None = None,
+    tool_parameters: Mapping[str, Mapping[str, JsonValue]] | None = None,
 ) -> Answer:
     """Run one model call; any exception of the provider is returned in ``failure``.
 
     Cancellation and exceptions outside ``Exception`` still propagate: they stop the process, not the round.
     """
-    request = ModelRequest(purpose, messages, response_schema=schema, wire=model.wire, tool_names=tool_names)
+    request = ModelRequest(
+        purpose,
+        messages,
+        response_schema=schema,
+        wire=model.wire,
+        tool_names=tool_names,
+        tool_parameters=tool_parameters,
+    )
     text: list[str] = []
     reasoning: list[str] = []
     try:

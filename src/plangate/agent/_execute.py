@@ -25,7 +25,7 @@ from plangate.agent._outcomes import model_failed, stalled
 from plangate.agent._state import InflightWrite, Stall, short_digest
 from plangate.agent._validate import Call, Facts, Verdict, judge, malformed
 from plangate.agent.result import Outcome
-from plangate.decisions import Decision, DecisionParseError, RoundValidation
+from plangate.decisions import ACTIONS, Decision, DecisionParseError, RoundValidation
 from plangate.events import (
     InteractionTool,
     JsonObject,
@@ -70,15 +70,35 @@ class _Round:
         self.batch.events.insert(self.head, event)
 
 
+def _actions(loop: RunLoop) -> tuple[str, ...]:
+    """The actions the flow rules can accept this round, offered to the model's schema: ``next_plan`` only
+    before a plan's last step, ``done`` only without a plan or on its last step. (Any decision is still
+    validated: a model that ignores its schema gets the correction.)"""
+    plan = loop.state.plan
+    if not plan:
+        excluded = "next_plan"
+    elif loop.state.step_index >= len(plan) - 1:
+        excluded = "next_plan"
+    else:
+        excluded = "done"
+    return tuple(action for action in ACTIONS if action != excluded)
+
+
 async def run_round(loop: RunLoop) -> None:
     """One execute round, committed (twice for a write that runs without consent: intent, then receipt)."""
     if not loop.take_round("execute"):
         return
-    names = loop.toolset.active_names()
+    active = loop.toolset.active_tools()
+    names = [item.name for item in active]
     # A compaction is committed with the round it made room for: a crash before the commit only redoes it.
     messages, compacted = await fit_context(loop)
     answer = await call(
-        loop.model, "execute", messages, schema=decision_schema(tuple(names)), tool_names=names
+        loop.model,
+        "execute",
+        messages,
+        schema=decision_schema(tuple(names), _actions(loop)),
+        tool_names=names,
+        tool_parameters={item.name: item.parameters for item in active},
     )
     state = loop.state
     batch = Batch([*compacted, *([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])])

@@ -88,17 +88,25 @@ def model_json_schema(model: type[BaseModel]) -> JsonSchema:
     return _simplify(raw, raw.get("$defs", {}))
 
 
-def decision_json_schema(tool_names: Iterable[str] | None = None) -> JsonSchema:
+def decision_json_schema(
+    tool_names: Iterable[str] | None = None, actions: Iterable[str] | None = None
+) -> JsonSchema:
     """The schema of a ``Decision`` on the json wire.
 
     Args:
         tool_names: when given, ``tool_call.name`` is constrained to these names (sorted, deduplicated);
             with no names at all, ``tool_call`` can only be ``null``.
+        actions: when given, the actions the decision may take (in protocol order), e.g. without
+            ``next_plan`` when the run has no plan. The runtime validates the action either way.
 
     Returns:
         A fresh dictionary.
     """
     schema: _Node = model_json_schema(Decision)
+    if actions is not None:
+        allowed = set(actions)
+        action = schema["properties"]["action"]
+        action["enum"] = [value for value in action["enum"] if value in allowed]
     if tool_names is None:
         return schema
     names = sorted(set(tool_names))

@@ -5,7 +5,9 @@ The local model (llama.cpp) samples under a grammar. This module turns the JSON 
 small model write something the decoders refuse:
 
 - a decision's action is paired with the intents it needs (``confirm`` carries a tool call, ``abort`` an
-  abort with a message, the others neither), and the tool name is one of the request's tools;
+  abort with a message, the others neither; only ``next_plan`` and ``done`` carry a goal check, which
+  ``next_plan`` must), the tool name is one of the request's tools, and, when the request gives their
+  parameter schemas, a call's arguments fit the named tool's (``tool_arguments_schema``);
 - a plan with ``plan_done`` has at least one step, and ``ask_user`` has a question;
 - text the decoders require (a tool name, an abort message, a step's content, a domain) starts with a
   character that is not whitespace, since the decoders trim it;
@@ -15,7 +17,9 @@ small model write something the decoders refuse:
 
 The converter reads the portable subset the schema module documents (``type``, ``enum``, ``properties``,
 ``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems`` and ``pattern: "\\S"``
-(at least one character that is not whitespace). Objects are written with every listed property, in order.
+(at least one character that is not whitespace). Objects are written with their properties in order: every
+one when the node has no ``required`` list, else the required ones followed by any of the others; a closed
+object without properties is ``{}``.
 
 What it is for: building grammars. What it is not for: running the model (``local``) or validating output
 (the decoders in ``plangate.decisions``).
@@ -185,13 +189,29 @@ def _visit(node: Mapping[str, Any], hint: str, b: _Builder) -> str:
 def _object(node: Mapping[str, Any], hint: str, b: _Builder) -> str:
     properties: Mapping[str, Any] = node.get("properties") or {}
     if not properties:
+        if node.get("additionalProperties") is False:
+            return b.rule("empty-object", '"{" "}"')
         return _open_object(b.limits.open_depth, b)
     ws = b.primitive("ws")
-    parts = []
-    for index, (name, sub) in enumerate(properties.items()):
-        sep = '"{" ws' if index == 0 else f'"," {ws}'
-        parts.append(f'{sep} {_literal(name)} ":" {ws} {_visit(sub, f"{hint}-{name}", b)}')
-    return b.rule(hint or "object", " ".join(parts) + ' "}"')
+    listed = node.get("required")
+    required = set(properties) if listed is None else set(listed)
+    pairs = {
+        name: f'{_literal(name)} ":" {ws} {_visit(sub, f"{hint}-{name}", b)}'
+        for name, sub in properties.items()
+    }
+    first = [pairs[name] for name in properties if name in required]
+    optional = [pairs[name] for name in properties if name not in required]
+    if first:
+        body = f'"{{" {ws} ' + f' "," {ws} '.join(first)
+        body += "".join(f' ("," {ws} {pair})?' for pair in optional)
+    else:
+        # Any subset of the optional properties, in order: each alternative starts with a different first one.
+        starts = [
+            pair + "".join(f' ("," {ws} {later})?' for later in optional[index + 1 :])
+            for index, pair in enumerate(optional)
+        ]
+        body = f'"{{" {ws} (' + " | ".join(starts) + ")?"
+    return b.rule(hint or "object", body + ' "}"')
 
 
 def _array(items: str, node: Mapping[str, Any], hint: str, b: _Builder) -> str:
@@ -280,6 +300,104 @@ def _bound_fields(node: _Node, limits: GrammarLimits, bound: str | None = None) 
         _bound_fields(node["items"], limits, bound)
 
 
+class _Unportable(Exception):
+    """A tool's parameter schema uses something the grammar's subset cannot express."""
+
+
+# Integer ranges at most this wide become an enum of their values, which the grammar enforces exactly.
+_SMALL_RANGE = 32
+
+_MAX_REF_DEPTH = 8
+
+
+def tool_arguments_schema(parameters: Mapping[str, Any], limits: GrammarLimits) -> _Node | None:
+    """A tool's parameter schema (as pydantic writes it) in the grammar's subset, or None beyond it.
+
+    Kept: types, enums and consts, properties with ``required`` (others may be left out), arrays with their
+    bounds, ``anyOf``/``oneOf``, ``$ref`` to ``$defs``, and closed empty objects (a tool without
+    parameters takes exactly ``{}``). Integer ranges no wider than 32 values become enums; strings are
+    bounded by ``limits.open_string``. Dropped: what the grammar cannot enforce (patterns, formats, wide
+    numeric bounds) and text for people (titles, descriptions, defaults); the tool's own validation still
+    checks those.
+    """
+    try:
+        return _portable(parameters, parameters.get("$defs") or {}, limits, 0)
+    except _Unportable:
+        return None
+
+
+def _portable(node: Mapping[str, Any], defs: Mapping[str, Any], limits: GrammarLimits, depth: int) -> _Node:
+    if depth > _MAX_REF_DEPTH or not isinstance(node, Mapping):
+        raise _Unportable
+    ref = node.get("$ref")
+    if ref is not None:
+        name = str(ref).removeprefix("#/$defs/")
+        if name not in defs:
+            raise _Unportable
+        return _portable(defs[name], defs, limits, depth + 1)
+    if "const" in node:
+        return {"enum": [node["const"]]}
+    if "enum" in node:
+        return {"enum": list(node["enum"])}
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return {"anyOf": [_portable(option, defs, limits, depth + 1) for option in node[key]]}
+    if "allOf" in node:
+        if len(node["allOf"]) != 1:
+            raise _Unportable
+        return _portable(node["allOf"][0], defs, limits, depth + 1)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        return {"anyOf": [_portable({**node, "type": one}, defs, limits, depth) for one in kind]}
+    if kind == "object":
+        return _portable_object(node, defs, limits, depth)
+    if kind == "array":
+        array: _Node = {"type": "array", "items": _portable(node.get("items") or {}, defs, limits, depth + 1)}
+        return array | {key: node[key] for key in ("minItems", "maxItems") if key in node}
+    if kind is None and not set(node) - {"title", "description", "default", "examples"}:
+        return {}
+    return _portable_scalar(node, limits)
+
+
+def _portable_object(
+    node: Mapping[str, Any], defs: Mapping[str, Any], limits: GrammarLimits, depth: int
+) -> _Node:
+    properties: Mapping[str, Any] = node.get("properties") or {}
+    extra = node.get("additionalProperties")
+    if isinstance(extra, Mapping) and extra:
+        raise _Unportable  # a map with typed values: the open object would let any value in
+    if not properties and extra is not False:
+        return {"type": "object"}  # open: any keys
+    return {
+        "type": "object",
+        "properties": {name: _portable(sub, defs, limits, depth + 1) for name, sub in properties.items()},
+        "required": [name for name in node.get("required", ()) if name in properties],
+        "additionalProperties": False,
+    }
+
+
+def _portable_scalar(node: Mapping[str, Any], limits: GrammarLimits) -> _Node:
+    kind = node.get("type")
+    if kind == "string":
+        low = int(node.get("minLength", 0))
+        if low > limits.open_string:
+            raise _Unportable
+        high = min(int(node.get("maxLength", limits.open_string)), limits.open_string)
+        return {"type": "string", "minLength": low, "maxLength": high}
+    if kind == "integer":
+        low = node.get("minimum", node.get("exclusiveMinimum"))
+        high = node.get("maximum", node.get("exclusiveMaximum"))
+        if isinstance(low, int) and isinstance(high, int):
+            low += int("minimum" not in node)
+            high -= int("maximum" not in node)
+            if 0 <= high - low < _SMALL_RANGE:
+                return {"enum": list(range(low, high + 1))}
+        return {"type": "integer"}
+    if kind in ("number", "boolean", "null"):
+        return {"type": kind}
+    raise _Unportable
+
+
 def _required_text(node: Mapping[str, Any]) -> _Node:
     kept = {key: value for key, value in node.items() if key in ("description", "maxLength")}
     return {**kept, "type": "string", "minLength": 1, "pattern": NOT_BLANK}
@@ -305,8 +423,25 @@ def _tool_names(schema: Mapping[str, Any], tool_names: Sequence[str] | None) -> 
     return None
 
 
+def _tool_calls(
+    call: _Node, names: Sequence[str], parameters: Mapping[str, Mapping[str, Any]], limits: GrammarLimits
+) -> _Node:
+    """A tool call whose arguments fit the named tool's parameters, one option per tool."""
+    options: list[_Node] = []
+    for name in names:
+        arguments = tool_arguments_schema(parameters[name], limits) if name in parameters else None
+        fields = {**call["properties"], "name": {"enum": [name]}}
+        if arguments is not None:
+            fields["arguments"] = arguments
+        options.append({**call, "properties": fields})
+    return {"anyOf": options}
+
+
 def _decision_variants(
-    schema: Mapping[str, Any], tool_names: Sequence[str] | None, limits: GrammarLimits
+    schema: Mapping[str, Any],
+    tool_names: Sequence[str] | None,
+    limits: GrammarLimits,
+    tool_parameters: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> _Node:
     names = _tool_names(schema, tool_names)
     base: _Node = copy.deepcopy(decision_json_schema(tool_names=names))
@@ -320,20 +455,46 @@ def _decision_variants(
     abort["properties"]["user_message"] = _required_text(abort["properties"]["user_message"])
     if call is not None and names is None:
         call["properties"]["name"] = _required_text(call["properties"]["name"])
+    if call is not None and names and tool_parameters:
+        call = _tool_calls(call, names, tool_parameters, limits)
     null: _Node = {"type": "null"}
+    goal_check = _required_text(props["goal_check"])
 
-    def variant(actions: Iterable[str], tool: _Node, abort_node: _Node) -> _Node:
-        fields = {**props, "action": {"enum": list(actions)}, "tool_call": tool, "abort": abort_node}
+    allowed = set(schema["properties"]["action"].get("enum", ACTIONS))
+
+    def variant(
+        actions: Iterable[str],
+        tool: _Node,
+        abort_node: _Node,
+        check: _Node = null,
+        speak: _Node | None = None,
+    ) -> _Node:
+        fields = {
+            **props,
+            "action": {"enum": list(actions)},
+            "speak": props["speak"] if speak is None else speak,
+            "goal_check": check,
+            "tool_call": tool,
+            "abort": abort_node,
+        }
         return {**base, "properties": fields}
 
-    plain = [action for action in ACTIONS if action not in ("continue", "confirm", "abort")]
-    options = [variant(plain, null, null), variant(["abort"], null, abort)]
+    # A goal check is read only when a step or the request is declared complete; a question needs its text.
+    options = [
+        variant(["ask_user"], null, null, speak=_required_text(props["speak"])),
+        variant(["next_plan"], null, null, goal_check),
+        variant(["done"], null, null, props["goal_check"]),
+        variant(["abort"], null, abort),
+    ]
     if call is None:
         options.insert(0, variant(["continue"], null, null))
     else:
         options.insert(0, variant(["continue"], {"anyOf": [call, null]}, null))
         options.insert(1, variant(["confirm"], call, null))
-    return {"anyOf": options}
+    kept = [option for option in options if option["properties"]["action"]["enum"][0] in allowed]
+    if not kept:
+        raise ConfigError(f"decision: no action left to take (the schema allows {sorted(allowed)})")
+    return {"anyOf": kept}
 
 
 def _plan_variants(schema: Mapping[str, Any], limits: GrammarLimits) -> _Node:
@@ -363,6 +524,7 @@ def grammar_schema(
     schema: Mapping[str, object],
     tool_names: Sequence[str] | None = None,
     limits: GrammarLimits | None = None,
+    tool_parameters: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> JsonSchema:
     """The schema the grammar enforces for a request's ``response_schema``.
 
@@ -376,11 +538,13 @@ def grammar_schema(
         schema: the request's response schema.
         tool_names: the tools the model may name (``ModelRequest.tool_names``).
         limits: the bounds for text fields.
+        tool_parameters: the named tools' parameter schemas (``ModelRequest.tool_parameters``): a tool call's
+            arguments then fit its tool's schema wherever ``tool_arguments_schema`` can express it.
     """
     node: Mapping[str, Any] = schema
     bounds = limits or GrammarLimits()
     if _is_like(node, decision_json_schema()):
-        return _decision_variants(node, tool_names, bounds)
+        return _decision_variants(node, tool_names, bounds, tool_parameters)
     if _is_like(node, plan_json_schema()):
         return _plan_variants(node, bounds)
     if _is_like(node, route_json_schema()):
@@ -390,4 +554,4 @@ def grammar_schema(
     return dict(schema)
 
 
-__all__ = ["NOT_BLANK", "GrammarLimits", "grammar_schema", "schema_to_gbnf"]
+__all__ = ["NOT_BLANK", "GrammarLimits", "grammar_schema", "schema_to_gbnf", "tool_arguments_schema"]

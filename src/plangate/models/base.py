@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from pydantic import JsonValue
+
 Wire = Literal["json", "tagged"]
 """How a structured output travels: JSON enforced by the provider, or ``<decision>{…}</decision>`` text."""
 
@@ -61,6 +63,8 @@ class ModelRequest:
             format. Without a schema the output is plain text either way.
         tool_names: the tools the model may name, for providers that build their own constraints (a grammar);
             the others rely on ``response_schema``, which already lists them.
+        tool_parameters: the parameter schemas of those tools, by name, for providers that also constrain a
+            call's arguments (a grammar); the others show them in the prompt.
         max_tokens: the most tokens to generate, or the provider's default.
         temperature: sampling temperature, or the provider's default.
     """
@@ -70,6 +74,7 @@ class ModelRequest:
     response_schema: ResponseSchema | None = None
     wire: Wire = "json"
     tool_names: Sequence[str] | None = None
+    tool_parameters: Mapping[str, Mapping[str, JsonValue]] | None = None
     max_tokens: int | None = None
     temperature: float | None = None
 
