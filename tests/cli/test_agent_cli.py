@@ -85,7 +85,7 @@ def test_agent_streams_the_run_live_and_ends_completed(app: typer.Typer, home: P
         app, "agent", "Look at my week", "--model", model, "--tools", "tools.py:tools", "--mode", "react"
     )
 
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"model: {model} (--model)\n")
     lines = out.splitlines()
     assert lines[:4] == [
         "round 1 tool lookup",
@@ -98,11 +98,28 @@ def test_agent_streams_the_run_live_and_ends_completed(app: typer.Typer, home: P
     assert re.fullmatch(r"run run_\S+ completed \(done\)", lines[-1])
 
 
-def test_no_model_is_a_one_line_error(app: typer.Typer, home: Path) -> None:
+def test_without_a_model_the_default_is_used_and_named(
+    app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default rule itself (PLANGATE_MODEL, then API keys, then local) is tested with the registry; the
+    # real local model answering through this command is tested with the model (test_local_model.py).
+    spec = script(home, "default", {"route": "reply", "reply": "Hi!"})
+    monkeypatch.setattr(_agent, "default_model_spec", lambda: (spec, "no API key"))
+
     code, out, err = invoke(app, "agent", "hello")
 
+    assert code == 0 and "Hi!" in out
+    assert err == f"model: {spec} (no API key)\n"
+
+
+def test_an_unknown_model_is_a_one_line_error(app: typer.Typer, home: Path) -> None:
+    code, out, err = invoke(app, "agent", "hello", "--model", "nosuch:thing")
+
     assert code == 2 and out == ""
-    assert err.strip() == "error: no model: pass --model SPEC or set PLANGATE_MODEL (e.g. openai:gpt-4o-mini)"
+    assert err.strip() == (
+        "error: 'nosuch:thing': unknown model provider 'nosuch', expected one of anthropic, local, openai, "
+        "scripted"
+    )
 
 
 def test_the_model_can_come_from_the_environment(
@@ -321,4 +338,4 @@ def test_a_bad_scripted_file_is_a_one_line_error(
     code, _, err = invoke(app, "agent", "hi", "-m", f"scripted:{path}")
 
     assert code == 2
-    assert err.strip() == f"error: Agent model: scripted:{path}: {message}"
+    assert err.strip() == f"error: scripted:{path}: {message}"

@@ -100,3 +100,20 @@ def test_user_mistakes_are_one_line_errors(cli: CliRunner) -> None:
     assert bad_tools.exit_code == 2 and "nowhere.py" in bad_tools.output
     bad_run = cli.invoke(app, ["status", "run_missing"])
     assert bad_run.exit_code == 2 and "run_missing" in bad_run.output
+
+
+def test_a_formula_with_an_agent_step_names_the_model_it_uses(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "ask.formula.toml").write_text(
+        'formula = "ask"\n[[steps]]\nid = "greet"\nagent = { prompt = "Say hello", tools = ["notify"] }\n'
+    )
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps([json.dumps({"route": "reply", "reply": "Hello!"})]))
+    spec = f"scripted:{script}"
+    done = cli.invoke(app, ["run", "ask.formula.toml", "--tools", TOOLS, "--model", spec])
+    assert done.exit_code == 0, done.output
+    assert f"model of agent and llm steps: {spec} (--model)" in done.output
+    assert re.search(r"run run_\S+ completed", done.output)
+
+    code, output = run_release(cli, "--detach")
+    assert code == 0 and "waiting on interaction" in output, output
+    assert "model of" not in output  # nothing to say when no step calls a model

@@ -333,6 +333,15 @@ def test_a_goal_check_comes_only_with_next_plan_and_done_and_a_question_has_text
             assert decision.goal_check is None
         if decision.action == "ask_user":
             assert decision.speak.strip()
+        if decision.action in ("continue", "confirm"):
+            assert not decision.speak  # progress remarks are off by default
+
+
+def test_progress_remarks_can_be_allowed() -> None:
+    limits = GrammarLimits(progress_speak=True)
+    grammar = schema_to_gbnf(grammar_schema(decision_json_schema(), TOOLS, limits), limits)
+    decisions = [parse_decision_json(text) for text in sentences(grammar, 300)]
+    assert any(d.speak for d in decisions if d.action in ("continue", "confirm"))
 
 
 def test_only_the_schemas_actions_are_offered() -> None:

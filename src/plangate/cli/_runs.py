@@ -36,8 +36,10 @@ from plangate.events import (
     StepStateEvent,
     event_to_dict,
 )
+from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.interactions import Answer, Approve, Reject
+from plangate.models.registry import default_model_spec, describe_model, resolve_model
 from plangate.store import TERMINAL_STATUSES, Commit, Interaction, Store
 
 PathOpt = Annotated[
@@ -250,12 +252,26 @@ def run_command(
             store_from(store), tools_from(specs), search_paths=path, tool_specs=specs, model=model
         )
         plan = runner.plan(name, parse_vars(var))
+        if not json:
+            _say_step_model(plan, model)
         with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
             result = _drive(runner, runner.start(plan), detach=detach, interactive=interactive)
     except UserError as exc:
         fail(str(exc))
         return
     _report(result, json)
+
+
+def _say_step_model(plan: Plan, model: str | None) -> None:
+    """Name the model that the plan's agent and llm steps without a model of their own will use."""
+    if not any(
+        isinstance(step.executor, AgentExecutor | LlmExecutor) and step.executor.model is None
+        for step in plan.steps
+    ):
+        return
+    spec, origin = (model, "--model") if model else default_model_spec()
+    described = describe_model(resolve_model(spec))
+    err.print(f"model of agent and llm steps: {escape(described)} [dim]({escape(origin)})[/]")
 
 
 def resume_command(

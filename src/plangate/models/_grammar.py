@@ -76,6 +76,10 @@ class GrammarLimits:
         open_keys: keys in an object whose properties the schema leaves open (``tool_call.arguments``).
         open_depth: how deep values nest inside such an object (1: scalars only).
         open_string: characters in a string value inside such an object.
+        progress_speak: whether a ``continue`` or ``confirm`` decision may say something to the person
+            (``speak``). Off, it is ``null``: a small model's progress remarks are rarely worth reading, cost
+            output tokens, and, as new turns early in the conversation, make the model evaluate most of the
+            next prompt again instead of reusing it. Questions, answers and aborts always speak.
     """
 
     text: int = 300
@@ -85,6 +89,7 @@ class GrammarLimits:
     open_keys: int = 6
     open_depth: int = 3
     open_string: int = 80
+    progress_speak: bool = False
 
 
 class _Builder:
@@ -486,11 +491,12 @@ def _decision_variants(
         variant(["done"], null, null, props["goal_check"]),
         variant(["abort"], null, abort),
     ]
+    quiet = None if limits.progress_speak else null
     if call is None:
-        options.insert(0, variant(["continue"], null, null))
+        options.insert(0, variant(["continue"], null, null, speak=quiet))
     else:
-        options.insert(0, variant(["continue"], {"anyOf": [call, null]}, null))
-        options.insert(1, variant(["confirm"], call, null))
+        options.insert(0, variant(["continue"], {"anyOf": [call, null]}, null, speak=quiet))
+        options.insert(1, variant(["confirm"], call, null, speak=quiet))
     kept = [option for option in options if option["properties"]["action"]["enum"][0] in allowed]
     if not kept:
         raise ConfigError(f"decision: no action left to take (the schema allows {sorted(allowed)})")
