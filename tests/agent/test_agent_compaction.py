@@ -400,7 +400,7 @@ def test_the_latest_records_stay_verbatim_even_when_older_ones_cannot_reach_the_
     model, store = Provider(answer), memory_store()
     # Instructions that alone take half the limit: folding every older record still leaves the prompt
     # above the target, and the two latest records stay since the limit allows them.
-    instructions = "Be thorough. " * 850
+    instructions = "Be thorough. " * 950
     runner = Agent(
         model=model,
         tools=_registry(),

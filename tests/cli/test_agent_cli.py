@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from plangate.cli import _agent, _runs
+from plangate.cli import _agent, _loading, _runs
 from plangate.store import SQLiteStore
 
 TOOLS_PY = textwrap.dedent(
@@ -104,7 +104,7 @@ def test_without_a_model_the_default_is_used_and_named(
     # The default rule itself (PLANGATE_MODEL, then API keys, then local) is tested with the registry; the
     # real local model answering through this command is tested with the model (test_local_model.py).
     spec = script(home, "default", {"route": "reply", "reply": "Hi!"})
-    monkeypatch.setattr(_agent, "default_model_spec", lambda: (spec, "no API key"))
+    monkeypatch.setattr(_loading, "default_model_spec", lambda: (spec, "no API key"))
 
     code, out, err = invoke(app, "agent", "hello")
 

@@ -249,3 +249,10 @@ type = "llm"
     again = Formula.model_validate(formula.model_dump(by_alias=True))
     assert again == formula
     assert formula.source == SRC
+
+
+def test_an_agent_steps_mode_is_one_of_the_agents() -> None:
+    text = 'formula = "r"\n[[steps]]\nid = "a"\nagent = { prompt = "hi", mode = "fast" }\n'
+    assert fails(text) == (
+        "bad.formula.toml: steps[0].agent.mode: expected 'auto', 'plan' or 'react', got a string ('fast')"
+    )

@@ -186,3 +186,9 @@ def test_meta_tool_names_are_reserved() -> None:
 
     with pytest.raises(ConfigError, match="reserved for the toolset's meta tools"):
         Toolset(ToolRegistry([impostor]))
+
+
+def test_with_core_tools_alone_there_are_no_meta_tools() -> None:
+    toolset = Toolset(ToolRegistry([now]))
+    assert toolset.active_names() == ["now"]
+    assert not toolset.is_active(ADD_TOOL) and not toolset.is_active(REMOVE_TOOL)

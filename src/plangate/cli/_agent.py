@@ -20,8 +20,16 @@ from rich.markup import escape
 from rich.prompt import Prompt
 
 from plangate.agent import Agent, Mode, RunResult
-from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import StoreOpt, ToolsOpt, run_tool_specs, store_from, tool_specs, tools_from
+from plangate.cli._console import fail, out, print_json
+from plangate.cli._loading import (
+    StoreOpt,
+    ToolsOpt,
+    model_from,
+    run_tool_specs,
+    store_from,
+    tool_specs,
+    tools_from,
+)
 from plangate.errors import InteractionError, StaleInteraction, UserError
 from plangate.events import (
     CorrectionEvent,
@@ -40,7 +48,6 @@ from plangate.events import (
     ToolResultEvent,
 )
 from plangate.interactions import Answer, Approve, Edit, Reject
-from plangate.models.registry import default_model_spec, describe_model, resolve_model
 from plangate.store import Commit, Interaction, Store
 from plangate.tools import ToolRegistry
 
@@ -280,10 +287,8 @@ def agent_command(
         fail(f"--mode: expected auto, plan or react; found {mode!r}")
     chosen: Mode = "plan" if mode == "plan" else ("react" if mode == "react" else "auto")
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
-    spec, origin = (model, "--model") if model else default_model_spec()
     try:
-        chosen_model = resolve_model(spec)
-        err.print(f"model: {escape(describe_model(chosen_model))} [dim]({escape(origin)})[/]")
+        chosen_model = model_from(model)
         specs = tool_specs(tools)
         runner = Agent(
             model=chosen_model,
@@ -299,7 +304,7 @@ def agent_command(
     except UserError as exc:
         fail(str(exc))
         return
-    report(result, json, _hint(store, spec))
+    report(result, json, _hint(store, model or chosen_model.name))
 
 
 def resolve(

@@ -1,4 +1,4 @@
-"""Finding what a command needs from the user's project: the store and the tools.
+"""Finding what a command needs from the user's project: the store, the tools and the model.
 
 For: ``--store`` / ``PLANGATE_STORE`` and ``--tools module:attr`` / ``path.py:attr`` / ``PLANGATE_TOOLS``.
 Not for: the store or the registry themselves.
@@ -15,8 +15,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
+from plangate.cli._console import err
 from plangate.errors import ConfigError
+from plangate.models import Model
+from plangate.models.registry import default_model_spec, describe_model, resolve_model
 from plangate.store import Store, open_store
 from plangate.tools import Tool, ToolRegistry
 
@@ -117,3 +121,19 @@ def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
 
 
 __all__ = ["StoreOpt", "ToolsOpt", "run_tool_specs", "store_from", "tool_specs", "tools_from"]
+
+
+def model_from(spec: str | None, *, of: str = "model") -> Model:
+    """The model ``--model`` names, else the default one; says on stderr which it is and why.
+
+    Args:
+        spec: the ``--model`` option, if given.
+        of: what the model is for, as the line starts (``model``, ``model of agent and llm steps``).
+
+    Raises:
+        ConfigError: the spec names no usable model (the message says where the spec came from).
+    """
+    chosen, origin = (spec, "--model") if spec else default_model_spec()
+    model = resolve_model(chosen)
+    err.print(f"{of}: {escape(describe_model(model))} [dim]({escape(origin)})[/]")
+    return model

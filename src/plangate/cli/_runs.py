@@ -26,7 +26,15 @@ from rich.table import Table
 
 from plangate.cli import _agent
 from plangate.cli._console import err, fail, out, parse_vars, print_json
-from plangate.cli._loading import StoreOpt, ToolsOpt, run_tool_specs, store_from, tool_specs, tools_from
+from plangate.cli._loading import (
+    StoreOpt,
+    ToolsOpt,
+    model_from,
+    run_tool_specs,
+    store_from,
+    tool_specs,
+    tools_from,
+)
 from plangate.errors import UserError
 from plangate.events import (
     Event,
@@ -39,7 +47,6 @@ from plangate.events import (
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.interactions import Answer, Approve, Reject
-from plangate.models.registry import default_model_spec, describe_model, resolve_model
 from plangate.store import TERMINAL_STATUSES, Commit, Interaction, Store
 
 PathOpt = Annotated[
@@ -264,14 +271,11 @@ def run_command(
 
 def _say_step_model(plan: Plan, model: str | None) -> None:
     """Name the model that the plan's agent and llm steps without a model of their own will use."""
-    if not any(
+    if any(
         isinstance(step.executor, AgentExecutor | LlmExecutor) and step.executor.model is None
         for step in plan.steps
     ):
-        return
-    spec, origin = (model, "--model") if model else default_model_spec()
-    described = describe_model(resolve_model(spec))
-    err.print(f"model of agent and llm steps: {escape(described)} [dim]({escape(origin)})[/]")
+        model_from(model, of="model of agent and llm steps")
 
 
 def resume_command(

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import StoreOpt, ToolsOpt, store_from, tool_specs, tools_from
+from plangate.cli._loading import StoreOpt, ToolsOpt, model_from, store_from, tool_specs, tools_from
 from plangate.errors import UserError
 from plangate.server.tokens import PEPPER_ENV, hash_token, new_token, pepper_from_env
 
@@ -45,7 +45,11 @@ def serve_command(
     tools: ToolsOpt = None,
     path: PathOpt = None,
     model: Annotated[
-        str | None, typer.Option(help="The model of agent runs that name none (default $PLANGATE_MODEL).")
+        str | None,
+        typer.Option(
+            help="The model of agent runs and agent steps that name none (default: $PLANGATE_MODEL, else a "
+            "hosted model whose API key is set, else the offline local model)."
+        ),
     ] = None,
     no_auth: Annotated[
         bool,
@@ -70,7 +74,7 @@ def serve_command(
             auth=not no_auth,
             search_paths=path or (),
             tool_specs=specs,
-            model=model,
+            model=model_from(model, of="model of agent runs"),
         )
     except UserError as exc:
         fail(str(exc))

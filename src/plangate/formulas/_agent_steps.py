@@ -17,7 +17,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from pydantic import JsonValue
 
@@ -51,12 +51,14 @@ class AgentSetup:
         model: a model, a spec, or None: the agent's default at start, the run's own model on resume.
         owner: who the agent run belongs to (the formula run's owner).
         max_rounds: the agent's round budget.
+        mode: how the agent starts (``auto``: route first; ``plan``; ``react``).
     """
 
     tools: ToolRegistry
     model: Model | str | None
     owner: str
     max_rounds: int = DEFAULT_MAX_ROUNDS
+    mode: Literal["auto", "plan", "react"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ class RuntimeStepAgent:
             tools=setup.tools,
             store=_child_store(self.store, parent_run_id, run_id),
             max_rounds=setup.max_rounds,
+            mode=setup.mode,
             owner=setup.owner,
         )
         return self._view(await agent.run_async(prompt))
@@ -267,6 +270,7 @@ class AgentSteps:
             model=executor.model if executor.model is not None else self.host.model,
             owner=owner,
             max_rounds=executor.max_rounds if executor.max_rounds is not None else DEFAULT_MAX_ROUNDS,
+            mode=executor.mode,
         )
 
     async def run(

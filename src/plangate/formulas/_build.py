@@ -270,6 +270,7 @@ class Builder:
                 tools=[self.text(t, scope, f"{path}.agent.tools", escape=False) for t in step.agent.tools],
                 max_rounds=step.agent.max_rounds,
                 model=step.agent.model,
+                mode=step.agent.mode,
             )
         if step.llm is not None:
             return LlmExecutor(

@@ -43,6 +43,8 @@ class AgentExecutor(_PlanModel):
     tools: list[str] = Field(default_factory=list)
     max_rounds: int | None = None
     model: str | None = None
+    mode: Literal["auto", "plan", "react"] = Field(default="auto", exclude_if=lambda value: value == "auto")
+    """Left out of the stored form when ``auto``, so plans stored before the field existed keep their form."""
 
 
 class LlmExecutor(_PlanModel):

@@ -117,12 +117,17 @@ class ToolSpec(StrictModel):
 
 
 class AgentSpec(StrictModel):
-    """``agent = {prompt, tools, max_rounds, model}``: an agent run with its own tools."""
+    """``agent = {prompt, tools, max_rounds, model, mode}``: an agent run with its own tools.
+
+    ``mode`` is the agent's: ``auto`` (route first: reply, plan or act), ``plan`` (always plan) or ``react``
+    (act step by step without a plan).
+    """
 
     prompt: str
     tools: list[str] = Field(default_factory=list)
     max_rounds: Annotated[int, Field(gt=0)] | None = None
     model: str | None = None
+    mode: Literal["auto", "plan", "react"] = "auto"
 
 
 class LlmSpec(StrictModel):

@@ -70,7 +70,8 @@ def create_app(
         search_paths: directories searched for formulas before the default places.
         tool_specs: where ``tools`` came from (``module:attr``), kept with formula runs so that another
             process (``plangate resume``) can continue them.
-        model: the model of agent runs whose request names none (None: ``$PLANGATE_MODEL`` / the default).
+        model: the model of agent runs whose request names none, and of formulas' agent and llm steps that
+            name none (None: the default model, ``resolve_model(None)``).
         root: the directory formula conditions resolve ``file.exists`` against (default: the cwd).
         pepper: the key of the token hash (default: ``$PLANGATE_TOKEN_PEPPER``).
         heartbeat: seconds between two ``heartbeat`` messages on every event stream.
@@ -79,7 +80,7 @@ def create_app(
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
-    runner = FormulaRunner(store, registry, search_paths=paths, root=root, tool_specs=tool_specs)
+    runner = FormulaRunner(store, registry, search_paths=paths, root=root, tool_specs=tool_specs, model=model)
     supervisor = RunSupervisor(store, runner, AgentRuns(store, registry, model))
     services = Services(
         store=store,

@@ -69,7 +69,7 @@ class Toolset:
                 raise ConfigError(f"the tool name {name!r} is reserved for the toolset's meta tools")
         self.registry = registry
         self._active: list[PackRef] = list(_load_state(state).active) if state is not None else []
-        self._meta = {item.name: item for item in self._meta_tools()}
+        self._meta = {item.name: item for item in self._build_meta_tools()}
 
     def state(self) -> ToolsetState:
         """The current state, to persist with the run."""
@@ -105,19 +105,27 @@ class Toolset:
         self._active = [ref for ref in self._active if not (ref.domain == domain and ref.pack in chosen)]
         return self.active_names()
 
+    def _offered_meta_tools(self) -> list[Tool]:
+        # Offered only when there is something to activate: with core tools alone they could only fail.
+        if all(item.domain == CORE for item in self.registry):
+            return []
+        return list(self._meta.values())
+
     def is_active(self, name: str) -> bool:
-        """Whether the tool called ``name`` may be called now (unknown names are not active)."""
+        """Whether the tool called ``name`` may be called now (unknown names are not active; the meta tools
+        are active when some tool belongs to a domain other than ``core``)."""
         if name in self._meta:
-            return True
+            return bool(self._offered_meta_tools())
         if name not in self.registry:
             return False
         found = self.registry.get(name)
         return self._pack_active(found.domain, found.pack)
 
     def active_tools(self) -> list[Tool]:
-        """The tools that may be called now: active registry tools, then the meta tools."""
+        """The tools that may be called now: active registry tools, then the meta tools (when some tool
+        belongs to a domain other than ``core``)."""
         found = [item for item in self.registry if self._pack_active(item.domain, item.pack)]
-        return [*found, *self._meta.values()]
+        return [*found, *self._offered_meta_tools()]
 
     def active_names(self) -> list[str]:
         """The names of :meth:`active_tools`."""
@@ -190,7 +198,7 @@ class Toolset:
                 )
         return chosen
 
-    def _meta_tools(self) -> list[Tool]:
+    def _build_meta_tools(self) -> list[Tool]:
         catalogue = "; ".join(
             f"{domain} (packs: {', '.join(packs)})" for domain, packs in self.registry.domains().items()
         )
