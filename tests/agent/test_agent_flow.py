@@ -17,7 +17,7 @@ from plangate.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from plangate.models import ModelUnavailableError, ScriptedModel, Wire
+from plangate.models import ModelRequest, ModelUnavailableError, ScriptedModel, Wire
 
 
 @pytest.mark.parametrize("wire", ["json", "tagged"])
@@ -225,3 +225,30 @@ def test_stream_yields_typed_events_in_seq_order_as_committed() -> None:
     assert isinstance(seen[-1], OutcomeEvent)
     assert result is not None and result.status == "completed" and result.run_id == run_id
     assert PlanEvent not in types and StepAdvancedEvent not in types
+
+
+def test_each_round_offers_the_model_only_the_actions_the_flow_accepts() -> None:
+    runner, model = agent(
+        [
+            plan(("Look", "seen"), ("Summarise", "summarised")),
+            call("lookup", query="a"),
+            decision("next_plan", goal_check="seen"),
+            call("lookup", query="b"),
+            decision("done", goal_check="summarised"),
+            "Summarised.",
+        ],
+        mode="plan",
+    )
+    react, react_model = agent([decision("done", speak="ok"), "Done."], mode="react")
+
+    assert runner.run("two steps").status == "completed"
+    assert react.run("quick").status == "completed"
+
+    def offered(requests: list[ModelRequest]) -> list[set[str]]:
+        schemas = [r.response_schema for r in requests if r.purpose == "execute"]
+        return [set(s.schema["properties"]["action"]["enum"]) for s in schemas if s is not None]  # type: ignore[index]
+
+    everything = {"continue", "ask_user", "confirm", "next_plan", "done", "abort"}
+    # Step 1 of 2: no done yet; step 2 of 2, the last: no next_plan. Without a plan: no next_plan.
+    assert offered(model.requests) == [everything - {"done"}] * 2 + [everything - {"next_plan"}] * 2
+    assert offered(react_model.requests) == [everything - {"next_plan"}]

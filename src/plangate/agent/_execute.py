@@ -75,12 +75,8 @@ def _actions(loop: RunLoop) -> tuple[str, ...]:
     before a plan's last step, ``done`` only without a plan or on its last step. (Any decision is still
     validated: a model that ignores its schema gets the correction.)"""
     plan = loop.state.plan
-    if not plan:
-        excluded = "next_plan"
-    elif loop.state.step_index >= len(plan) - 1:
-        excluded = "next_plan"
-    else:
-        excluded = "done"
+    on_last_step = not plan or loop.state.step_index >= len(plan) - 1
+    excluded = "next_plan" if on_last_step else "done"
     return tuple(action for action in ACTIONS if action != excluded)
 
 

