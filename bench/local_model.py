@@ -7,7 +7,8 @@ agent step of a formula has the tools it names); every consent request is approv
 answered with "go ahead", as a cooperative person would. Reported, honestly, per the issue:
 
 - decisions that parsed (execute rounds without a ``malformed_output`` correction; target 100%);
-- rounds per task; tasks completed correctly (checked against the planner's state or the answer text);
+- rounds per task; tasks completed correctly (the run completed, and the planner's state or the answer
+  text is what the task asks for);
 - consent: consent requests raised, writes that ran, and writes that ran without an approval of their own
   (same tool, given before the write; target 0, i.e. every write asked first);
 - median seconds per round; how every run ended (every run must end with an outcome).
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import re
 import statistics
 import tempfile
 import time
@@ -68,10 +70,11 @@ def _unplaced(task_id: str) -> Check:
     return check
 
 
-def _mentions(*words: str) -> Check:
+def _mentions(*patterns: str) -> Check:
+    """An answer that matches every pattern (whole words, any case); the run must also have completed."""
+
     def check(store: Store, answer: str) -> bool:
-        text = answer.lower()
-        return all(word.lower() in text for word in words)
+        return all(re.search(rf"\b{pattern}\b", answer, re.IGNORECASE) for pattern in patterns)
 
     return check
 
@@ -91,14 +94,16 @@ def tasks() -> list[Task]:
     for task_id in ("t2", "t5", "t6", "t8"):
         found.append(Task(f"Unplace task {task_id}.", _unplaced(task_id), True))
     for day in range(5):
-        found.append(Task(f"What is free on {DAYS[day].title()}?", _mentions(DAYS[day][:3]), False))
+        name = DAYS[day]
+        found.append(Task(f"What is free on {name.title()}?", _mentions(f"({name[:3]}|{name})"), False))
     for _ in range(3):
-        found.append(Task("How many tasks are not placed yet?", _mentions("4"), False))
+        found.append(Task("How many tasks are not placed yet?", _mentions("(4|four)"), False))
     found.append(Task("Is my week feasible? Check its health.", _mentions("free"), False))
     found.append(Task("Which tasks have deadlines?", _mentions("t3"), False))
-    found.append(Task("Show me the week overview.", _mentions("mon"), False))
+    found.append(Task("Show me the week overview.", _mentions("(mon|monday)"), False))
     while len(found) < 50:
-        found.append(Task("What should I do next with my week?", _mentions("t"), False))
+        # an unplaced task by its id: t3, t4, t7 or t9
+        found.append(Task("What should I do next with my week?", _mentions("t[3479]"), False))
     return found[:50]
 
 
@@ -154,7 +159,8 @@ async def run_task(model: LocalModel, task: Task, workdir: Path) -> Outcome:
         status=result.outcome.status if result.outcome else result.status,
         rounds=rounds,
         parsed=rounds - malformed,
-        correct=task.check(store, result.answer or ""),
+        # a task is done right only by a run that completed (an answer in an abort message does not count)
+        correct=result.status == "completed" and task.check(store, result.answer or ""),
         writes=len(executed),
         consents=len(approved),
         unconsented=unconsented,
