@@ -12,6 +12,7 @@ failure), and message text that never carries a secret. What it is not for: outp
     │   ├── ModelRequestError         400 / 404 / 413 / 422: the request was refused as it stands
     │   ├── ModelRateLimitError       429: too many requests or no quota left (retryable)
     │   └── ModelUnavailableError     5xx, 529, a timeout or no connection (retryable)
+    │       └── ModelTimeoutError     no answer within the request timeout (not retried by the providers)
     └── ModelBehaviorError
         └── ScriptExhaustedError      a scripted model was called once more than it has responses
 """
@@ -63,6 +64,14 @@ class ModelUnavailableError(ModelProviderError):
     """The provider is down, overloaded, timed out or unreachable."""
 
     retryable = True
+
+
+class ModelTimeoutError(ModelUnavailableError):
+    """The server sent nothing for the whole request timeout (``$PLANGATE_MODEL_TIMEOUT``, default 120 s).
+
+    Retryable in principle, but the providers do not retry it themselves: each retry would cost another
+    whole timeout, and a server that hung once rarely answers the same request a moment later.
+    """
 
 
 class ScriptExhaustedError(ModelBehaviorError):
@@ -120,6 +129,7 @@ __all__ = [
     "ModelProviderError",
     "ModelRateLimitError",
     "ModelRequestError",
+    "ModelTimeoutError",
     "ModelUnavailableError",
     "ScriptExhaustedError",
     "redact",
