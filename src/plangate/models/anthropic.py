@@ -17,6 +17,7 @@ own tool use (the decision protocol carries tool calls). API keys never appear i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -144,20 +145,34 @@ class AnthropicModel:
             raise ConfigError(f"{self.name} needs an API key: set ANTHROPIC_API_KEY or pass api_key=")
         self._secret = key
         self.max_tokens = max_tokens
-        self._client = AsyncAnthropic(
-            api_key=key,
-            base_url=self.base_url,
-            http_client=http_client,
-            max_retries=0,
-            timeout=self.timeout,
-        )
+        self._options: dict[str, Any] = {
+            "api_key": key,
+            "base_url": self.base_url,
+            "max_retries": 0,
+            "timeout": self.timeout,
+        }
+        # A client given by the caller is theirs to close (``aclose``); without one, each request has a
+        # client of its own, closed with it: connections never outlive the event loop they were made on.
+        self._client = AsyncAnthropic(**self._options, http_client=http_client) if http_client else None
 
     def __repr__(self) -> str:
         return f"AnthropicModel(name={self.name!r}, base_url={self.base_url!r}, wire={self.wire!r})"
 
     async def aclose(self) -> None:
-        """Close the SDK client and its HTTP client."""
-        await self._client.close()
+        """Close the HTTP client given to the model, if any (the model's own close with each request)."""
+        if self._client is not None:
+            await self._client.close()
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncAnthropic]:
+        if self._client is not None:
+            yield self._client
+            return
+        client = AsyncAnthropic(**self._options)
+        try:
+            yield client
+        finally:
+            await client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream a message.
@@ -188,26 +203,29 @@ class AnthropicModel:
             # Sent raw: not every SDK version declares the parameter, every API version reads it.
             "extra_body": {"temperature": request.temperature} if request.temperature is not None else None,
         }
-        stream = await self._open(fields)
-        try:
-            usage = _UsageCounter()
-            async with stream:
-                async for event in stream:
-                    chunk = usage.read(event)
-                    if chunk is not None:
-                        yield chunk
-            if usage.seen:
-                yield Usage(usage.input_tokens, usage.output_tokens)
-        except anthropic.AnthropicError as exc:
-            raise self._error(exc) from None
+        async with self._connection() as client:
+            stream = await self._open(client, fields)
+            try:
+                usage = _UsageCounter()
+                async with stream:
+                    async for event in stream:
+                        chunk = usage.read(event)
+                        if chunk is not None:
+                            yield chunk
+                if usage.seen:
+                    yield Usage(usage.input_tokens, usage.output_tokens)
+            except anthropic.AnthropicError as exc:
+                raise self._error(exc) from None
 
-    async def _open(self, fields: Mapping[str, Any]) -> AsyncStream[RawMessageStreamEvent]:
+    async def _open(
+        self, client: AsyncAnthropic, fields: Mapping[str, Any]
+    ) -> AsyncStream[RawMessageStreamEvent]:
         """Send the request (retrying what may pass later) and return the open stream."""
         tries = 0
         while True:
             headers: Mapping[str, str] | None = None
             try:
-                stream: AsyncStream[RawMessageStreamEvent] = await self._client.messages.create(
+                stream: AsyncStream[RawMessageStreamEvent] = await client.messages.create(
                     **fields, stream=True
                 )
                 return stream

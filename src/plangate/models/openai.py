@@ -32,6 +32,7 @@ API keys never appear in errors or reprs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -215,13 +216,16 @@ class OpenAIModel:
         # The wire is fixed for the model's life: a request is built and its answer read on the same wire.
         preferred = self.format_choice if self.format_choice != "auto" else negotiated_format(self.base_url)
         self.wire: Wire = "tagged" if preferred == "tagged" else "json"
-        self._client = AsyncOpenAI(
-            api_key=key or _NO_KEY,
-            base_url=self.base_url,
-            http_client=http_client,
-            max_retries=0,
-            timeout=self.timeout,
-        )
+        self._options: dict[str, Any] = {
+            "api_key": key or _NO_KEY,
+            "base_url": self.base_url,
+            "max_retries": 0,
+            "timeout": self.timeout,
+        }
+        # A client given by the caller is theirs to close (``aclose``); without one, each request has a
+        # client of its own, closed with it: connections never outlive the event loop they were made on
+        # (``Agent.run`` runs a loop per call).
+        self._client = AsyncOpenAI(**self._options, http_client=http_client) if http_client else None
 
     def __repr__(self) -> str:
         return (
@@ -243,8 +247,20 @@ class OpenAIModel:
         return negotiated_format(self.base_url)
 
     async def aclose(self) -> None:
-        """Close the SDK client and its HTTP client."""
-        await self._client.close()
+        """Close the HTTP client given to the model, if any (the model's own close with each request)."""
+        if self._client is not None:
+            await self._client.close()
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncOpenAI]:
+        if self._client is not None:
+            yield self._client
+            return
+        client = AsyncOpenAI(**self._options)
+        try:
+            yield client
+        finally:
+            await client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream a chat completion, negotiating the structured-output format when it is not pinned.
@@ -252,28 +268,29 @@ class OpenAIModel:
         Raises:
             ModelProviderError: the server refused or failed (a subclass names which way).
         """
-        attempt = self._attempt(request, self._first_format(request))
-        while True:
+        async with self._connection() as client:
+            attempt = self._attempt(request, self._first_format(request))
+            while True:
+                try:
+                    stream = await self._open(client, request, attempt)
+                    break
+                except _FormatRefused as refused:
+                    attempt = self._attempt(request, self._step_down(attempt.format, refused))
+            self._settle(attempt.format)
+            translate = attempt.format == "tagged" and request.wire == "json"
+            held: list[str] = []
             try:
-                stream = await self._open(request, attempt)
-                break
-            except _FormatRefused as refused:
-                attempt = self._attempt(request, self._step_down(attempt.format, refused))
-        self._settle(attempt.format)
-        translate = attempt.format == "tagged" and request.wire == "json"
-        held: list[str] = []
-        try:
-            async with stream:
-                async for chunk in stream:
-                    for item in _chunk_items(chunk):
-                        if translate and isinstance(item, TextDelta):
-                            held.append(item.text)  # the JSON inside the tag is known only at the end
-                        else:
-                            yield item
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from None
-        if translate:
-            yield TextDelta(_json_in_tag("".join(held)))
+                async with stream:
+                    async for chunk in stream:
+                        for item in _chunk_items(chunk):
+                            if translate and isinstance(item, TextDelta):
+                                held.append(item.text)  # the JSON inside the tag is known only at the end
+                            else:
+                                yield item
+            except openai.OpenAIError as exc:
+                raise self._error(exc) from None
+            if translate:
+                yield TextDelta(_json_in_tag("".join(held)))
 
     # -- negotiation ------------------------------------------------------------------------------------
 
@@ -331,7 +348,9 @@ class OpenAIModel:
 
     # -- one request --------------------------------------------------------------------------------------
 
-    async def _open(self, request: ModelRequest, attempt: _Attempt) -> AsyncStream[ChatCompletionChunk]:
+    async def _open(
+        self, client: AsyncOpenAI, request: ModelRequest, attempt: _Attempt
+    ) -> AsyncStream[ChatCompletionChunk]:
         """Send the request (retrying what may pass later) and return the open stream."""
         max_tokens = request.max_tokens if request.max_tokens is not None else omit
         # Sent as a raw body field: llama-cpp-python's form is not a format the SDK's types know.
@@ -340,7 +359,7 @@ class OpenAIModel:
         tries = 0
         while True:
             try:
-                return await self._client.chat.completions.create(
+                return await client.chat.completions.create(
                     model=self.model,
                     messages=attempt.messages,
                     stream=True,
