@@ -1,6 +1,7 @@
 """What every HTTP provider shares: the default request timeout and when (and how long) to retry.
 
-For: ``request_timeout`` (an explicit value, else ``$PLANGATE_MODEL_TIMEOUT``, else 120 s) and the retry
+For: ``request_timeout`` (an explicit value, else ``$PLANGATE_MODEL_TIMEOUT``, else the default a
+``plangate.toml`` set through ``set_default_timeout``, else 120 s) and the retry
 policy the ``openai`` and ``anthropic`` providers apply themselves (their SDKs' own retries are off): a
 refused connection, HTTP 429 and 5xx are retried a few times with a growing pause; a timeout is not, since a
 server that stopped answering once rarely answers the same request a moment later, and each retry would
@@ -26,8 +27,23 @@ MAX_RETRY_PAUSE = 20.0
 """The longest pause before a retry, even when the server's ``Retry-After`` asks for more."""
 
 
+_configured: float | None = None
+
+
+def set_default_timeout(seconds: float | None) -> None:
+    """Make ``seconds`` the timeout of models that set none and run where ``$PLANGATE_MODEL_TIMEOUT`` is
+    unset (``plangate.toml``'s ``model_timeout``); None restores 120 s.
+
+    Raises:
+        ConfigError: not a positive number of seconds.
+    """
+    global _configured
+    _configured = None if seconds is None else request_timeout(seconds, where="model_timeout")
+
+
 def request_timeout(value: float | None, *, where: str) -> float:
-    """The timeout of a provider: ``value``, else ``$PLANGATE_MODEL_TIMEOUT``, else the default.
+    """The timeout of a provider: ``value``, else ``$PLANGATE_MODEL_TIMEOUT``, else the configured default
+    (``set_default_timeout``), else 120 s.
 
     Args:
         value: the timeout given in code or in the model spec (``?timeout=30``).
@@ -39,7 +55,7 @@ def request_timeout(value: float | None, *, where: str) -> float:
     if value is None:
         raw = os.environ.get(MODEL_TIMEOUT_ENV, "").strip()
         if not raw:
-            return DEFAULT_MODEL_TIMEOUT
+            return _configured if _configured is not None else DEFAULT_MODEL_TIMEOUT
         where = f"{MODEL_TIMEOUT_ENV}={raw!r}"
         try:
             value = float(raw)
@@ -68,4 +84,11 @@ def retry_pause(attempt: int, headers: Mapping[str, str] | None = None) -> float
     return min(0.5 * 2.0**attempt, MAX_RETRY_PAUSE)
 
 
-__all__ = ["DEFAULT_MODEL_TIMEOUT", "MAX_RETRY_PAUSE", "MODEL_TIMEOUT_ENV", "request_timeout", "retry_pause"]
+__all__ = [
+    "DEFAULT_MODEL_TIMEOUT",
+    "MAX_RETRY_PAUSE",
+    "MODEL_TIMEOUT_ENV",
+    "request_timeout",
+    "retry_pause",
+    "set_default_timeout",
+]
