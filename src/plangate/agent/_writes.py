@@ -7,19 +7,22 @@ receipt, clearing ``inflight``, in one transaction. If the process dies in betwe
 finds ``inflight`` set and calls ``recover``, which never re-runs the write blindly: the tool's
 ``reconcile(key)`` says whether it happened (its earlier ``ToolResult``) or not (``None``: it runs now, under
 the same key); a tool without ``reconcile`` (or one whose ``reconcile`` fails) marks the step
-``outcome_unknown`` and asks a person. Not for: deciding that a write may run (``_validate``,
-``_interactions``).
+``outcome_unknown`` and asks a person. A write that comes back cut off (``ToolResult.outcome_unknown``:
+its MCP server died or ran out of time after the call was sent) is treated the same way, at once: its
+intent stays open and a person is asked whether it happened. Not for: deciding that a write may run
+(``_validate``, ``_interactions``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from plangate.agent._batch import Batch, Question, WriteDone, result_event
 from plangate.agent._state import InflightWrite
-from plangate.events import InteractionTool, StatusEvent
+from plangate.events import Event, InteractionTool, StatusEvent
 from plangate.tools import ToolResult
 
 if TYPE_CHECKING:
@@ -33,6 +36,12 @@ async def execute(loop: RunLoop) -> None:
         return
     tool = loop.toolset.registry.get(inflight.tool)
     outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
+    if outcome.outcome_unknown:
+        why = outcome.error_message or "the call was cut off"
+        step_id = str(inflight.step_index) if loop.state.plan else None
+        event = result_event(inflight.key, inflight.tool, outcome, step_id)
+        _ask_a_person(loop, inflight, why, cut_off=True, events=[event])
+        return
     finish(loop, inflight, outcome)
 
 
@@ -83,16 +92,26 @@ async def recover(loop: RunLoop) -> None:
     finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
 
 
-def _ask_a_person(loop: RunLoop, inflight: InflightWrite, why: str) -> None:
+def _ask_a_person(
+    loop: RunLoop,
+    inflight: InflightWrite,
+    why: str,
+    *,
+    cut_off: bool = False,
+    events: Sequence[Event] = (),
+) -> None:
     arguments = json.dumps(inflight.arguments, ensure_ascii=False, sort_keys=True)
+    lost = (
+        f"its answer was lost ({why})" if cut_off else "the run stopped before its result was recorded"
+    )
     prompt = (
-        f"The approved call {inflight.tool} with {arguments} started, but the run stopped before its result "
-        "was recorded, so it may or may not have happened. Please check, and tell me whether it did."
+        f"The approved call {inflight.tool} with {arguments} started, but {lost}, so it may or may not have "
+        "happened. Please check, and tell me whether it did."
     )
     loop.state.inflight = None
     tool = InteractionTool(name=inflight.tool, arguments=inflight.arguments, arguments_digest=inflight.digest)
     batch = Batch(
-        [StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
+        [*events, StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
         question=Question("ask_user", "outcome_unknown", prompt, inflight.step_index, tool, inflight.key),
         status="waiting",
     )
