@@ -92,6 +92,8 @@ class McpServerConfig(BaseModel):
             ``mcp_timeout``, else 60. A read that runs out of time has failed; a write has an unknown
             outcome (it may have happened), and a person is asked.
         cwd: the folder the server runs in; the configuration file's folder when omitted.
+        startup_timeout: seconds the server has to start and list its tools (30 when omitted; a server
+            that ``npx`` or ``uvx`` downloads on its first start may need more).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -105,6 +107,7 @@ class McpServerConfig(BaseModel):
     effects: dict[str, Effect] = Field(default_factory=dict)
     timeout: Seconds | None = None
     cwd: NonEmpty | None = None
+    startup_timeout: Seconds | None = None
 
     @property
     def tool_domain(self) -> str:

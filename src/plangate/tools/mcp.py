@@ -106,7 +106,8 @@ class McpServers:
         servers: the ``[[mcp]]`` entries, or a whole :class:`~plangate.config.Config` (whose ``mcp_timeout``
             and folder then apply).
         errlog: where the servers' stderr goes; this process's stderr when None.
-        startup_timeout: seconds each server has to start and list its tools.
+        startup_timeout: seconds each server has to start and list its tools, unless its own
+            ``startup_timeout`` says otherwise.
         call_timeout: seconds a call may take for servers that set no ``timeout`` (after
             ``$PLANGATE_MCP_TIMEOUT``); default the configuration's ``mcp_timeout``, else 60.
         cwd: the folder servers without a ``cwd`` of their own run in (relative ``cwd`` values are relative
@@ -188,11 +189,12 @@ class McpServers:
                 self._devnull = None
 
     async def _start_one(self, server: _Server, errlog: TextIO) -> list[mcp_types.Tool]:
+        limit = server.config.startup_timeout or self._startup_timeout
         try:
-            async with asyncio.timeout(self._startup_timeout):
+            async with asyncio.timeout(limit):
                 return await server.start(errlog)
         except TimeoutError:
-            raise McpServerError(server.config, f"no answer within {self._startup_timeout:g} s") from None
+            raise McpServerError(server.config, f"no answer within {limit:g} s") from None
 
     def tools(self) -> list[Tool]:
         """The tools of every running server, server by server, in the order each server lists them."""
