@@ -5,20 +5,17 @@ bounded time to come up, and is killed when its fixture ends.
 
 from __future__ import annotations
 
-import os
 import select
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from peer_helpers import HangingServer, LlamaServer, free_port, stop
 
 from plangate.models.local import packaged_model_path
 from plangate.models.openai import forget_negotiated
@@ -45,32 +42,6 @@ def _own_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     forget_negotiated()
     yield
     forget_negotiated()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop a process and its group: SIGTERM, then SIGKILL if it lingers."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-
-
-@dataclass(frozen=True)
-class LlamaServer:
-    """A running ``python -m llama_cpp.server``: its OpenAI-compatible base URL and its log."""
-
-    base_url: str
-    log: Path
 
 
 @pytest.fixture(scope="session")
@@ -102,19 +73,6 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         yield LlamaServer(base_url, log)
     finally:
         stop(process)
-
-
-@dataclass(frozen=True)
-class HangingServer:
-    """A server that takes requests and never answers; ``requests()`` counts the ones it received."""
-
-    base_url: str
-    count_file: Path
-
-    def requests(self) -> int:
-        if not self.count_file.exists():
-            return 0
-        return len(self.count_file.read_text().splitlines())
 
 
 @pytest.fixture

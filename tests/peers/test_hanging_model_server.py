@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
+from peer_helpers import HangingServer
+from typer.testing import CliRunner
 
-from conftest import HangingServer
 from plangate.agent import Agent
+from plangate.cli.app import app
 from plangate.events import OutcomeEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Message, ModelRequest, ModelTimeoutError, complete
@@ -80,4 +82,24 @@ def test_the_anthropic_provider_times_out_the_same_way(
     expected = rf"^anthropic:claude-stuck: no answer from {base} within 1 s"
     with pytest.raises(ModelTimeoutError, match=expected):
         asyncio.run(go())
+    assert hanging_server.requests() == 1
+
+
+def test_plangate_toml_sets_the_timeout_of_the_command_line(
+    hanging_server: HangingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", hanging_server.base_url)
+    for name in ("PLANGATE_STORE", "PLANGATE_CONFIG", "PLANGATE_TOOLS"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "plangate.toml").write_text(
+        'model = "openai:stuck"\nstore = "runs.db"\nmodel_timeout = 1\n', encoding="utf-8"
+    )
+
+    result = CliRunner().invoke(app, ["agent", "Say hello.", "--mode", "react", "--json"])
+
+    assert result.exit_code == 1, result.output
+    ended = json.loads(result.stdout)
+    assert (ended["status"], ended["outcome"]["code"]) == ("aborted", "model_error")
+    assert "within 1 s" in ended["outcome"]["internal_reason"]
     assert hanging_server.requests() == 1

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 import pytest
+from peer_helpers import LlamaServer
 
-from conftest import LlamaServer
 from plangate.agent import Agent
 from plangate.decisions import ACTIONS, decision_json_schema
 from plangate.events import CorrectionEvent, OutcomeEvent, RoundEvent

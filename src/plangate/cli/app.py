@@ -31,6 +31,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
@@ -42,9 +43,10 @@ def _root(
     Every command reads plangate.toml (its model, store, tools and MCP servers) from --config, given here or
     to the command, else $PLANGATE_CONFIG, else the working directory.
     """
-    # A fresh start for each invocation (tests run many in one process); a command's own --config is
-    # parsed after this and wins.
+    # A fresh start for each invocation, and nothing left behind after it (tests run many in one
+    # process); a command's own --config is parsed after this and wins.
     start_invocation(config)
+    ctx.call_on_close(start_invocation)
 
 
 _conditions.register(app)
