@@ -76,6 +76,11 @@ def tamper(home: Path, run_id: str, specs: list[str]) -> None:
         db.execute("UPDATE runs SET input = ? WHERE id = ?", (json.dumps(data), run_id))
 
 
+def on_path(folder: Path) -> str:
+    """``PYTHONPATH`` with ``folder`` first (and whatever the tests themselves run with after it)."""
+    return os.pathsep.join(part for part in (str(folder), os.environ.get("PYTHONPATH", "")) if part)
+
+
 def waiting_agent_run(home: Path) -> tuple[str, str]:
     first = script(home, "first", PLACE)
     code, out = invoke("agent", "Put the gym in slot 3", "-m", first, "--tools", "tools.py:tools",
@@ -132,7 +137,7 @@ def test_resolving_a_formula_run_never_imports_the_module_its_input_names(home: 
     (evil / "evil_tools.py").write_text(evil_source(marker), encoding="utf-8")
     tamper(home, started["run_id"], ["evil_tools:tools"])
 
-    env = {**os.environ, "PYTHONPATH": str(evil), "PLANGATE_STORE": f"sqlite:///{home / 'runs.db'}"}
+    env = {**os.environ, "PYTHONPATH": on_path(evil), "PLANGATE_STORE": f"sqlite:///{home / 'runs.db'}"}
     plangate = [sys.executable, "-c", "from plangate.cli.app import main; main()"]
     answer = [*plangate, "approve", started["interaction"]["id"]]
     refused = subprocess.run(answer, env=env, cwd=home, capture_output=True, text=True, timeout=60)
@@ -163,7 +168,7 @@ def test_an_installed_entry_point_may_be_named_by_a_stored_run(home: Path) -> No
         "[plangate.tools]\nshop = shop_tools:tools\n", encoding="utf-8"
     )
     (site / "shop_tools.py").write_text(TOOLS_PY, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(site), "PLANGATE_STORE": f"sqlite:///{home / 'runs.db'}"}
+    env = {**os.environ, "PYTHONPATH": on_path(site), "PLANGATE_STORE": f"sqlite:///{home / 'runs.db'}"}
     plangate = [sys.executable, "-c", "from plangate.cli.app import main; main()"]
     first, rest = script(home, "first", PLACE), script(home, "rest", {"action": "done"}, "Placed.")
     started = subprocess.run(

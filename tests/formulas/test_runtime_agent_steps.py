@@ -414,7 +414,9 @@ def test_plangate_approve_answers_the_agent_and_continues_the_formula(
     waiting = json.loads(ran.output)
     assert waiting["status"] == "waiting" and waiting["interaction"]["kind"] == "confirm"
 
-    approved = cli.invoke(app, ["approve", waiting["interaction"]["id"], "-m", f"scripted:{rest}", "--json"])
+    # The tools are named again: a run's stored tool specs are never imported.
+    approve = ["approve", waiting["interaction"]["id"], "-m", f"scripted:{rest}", "--tools", "tools.py:tools"]
+    approved = cli.invoke(app, [*approve, "--json"])
 
     assert approved.exit_code == 0, approved.output
     result = json.loads(approved.output)
