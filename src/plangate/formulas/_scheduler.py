@@ -4,28 +4,50 @@ For: advancing one run until it ends or nothing can move without a person. Each 
 transitions it decided (step states, gate reasons, interactions opened) and commits them in ONE
 transaction before starting any work they allow; a step's work runs only after its ``running`` state is
 committed. Readiness is incremental (a step becomes a candidate when its last need completes), so a pass
-costs what changed, not the size of the plan. Not for: what an executor does (``_executors.py``) or the
-public API (``runtime.py``).
+costs what changed, not the size of the plan. Not for: what an executor does (``_executors.py``,
+``_writes.py``) or the public API (``runtime.py``).
+
+A person's answer reaches a live scheduler through ``answer`` (it commits between two passes, so the
+scheduler's state never goes stale and no running step is interrupted), and a sub-run answered while it
+was suspended is continued through ``poke`` on its parent: only the branch that waited moves on. Every
+commit checks that this process still holds the run's lease and that nobody ended the run meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, ConditionSyntaxError, compile_condition
+from plangate.errors import InteractionError, RunLeased
 from plangate.events import (
     GateEvent,
     InteractionKind,
     InteractionOpenedEvent,
+    InteractionTool,
     StatusEvent,
     StepStateEvent,
     StepStatus,
+    ToolCallEvent,
+    ToolResultEvent,
 )
-from plangate.formulas._executors import StepOutcome, fan_out, run_llm, run_subformula, run_tool
+from plangate.formulas import _writes
+from plangate.formulas._agent_steps import step_of_child
+from plangate.formulas._answers import Resolution, answer_step, commit_answer
+from plangate.formulas._executors import (
+    StepOutcome,
+    fan_out,
+    fanout_run_ids,
+    items_at,
+    run_llm,
+    run_subformula,
+    run_tool,
+    subformula_run_id,
+)
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import (
@@ -39,7 +61,7 @@ from plangate.formulas.plan import (
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
-from plangate.store import RunStatus, Transaction
+from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Transaction
 
 if TYPE_CHECKING:
     from plangate.formulas.runtime import FormulaRunner
@@ -47,16 +69,42 @@ if TYPE_CHECKING:
 _Op = Callable[[Transaction], None]
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
+#: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
+_HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
+
+
+_WRITE_REASONS = {
+    _writes.BY_PERSON: "running the call a person approved",
+    _writes.BY_STEP: 'running without asking: the step says consent = "auto"',
+    _writes.BY_RUN: "running without asking: the run was started with always_execute (--yes)",
+}
+
+
+def _record_intent(tx: Transaction, key: str, tool: str, digest: str) -> None:
+    tx.record_write_intent(key, tool, digest)
+
+
+class _RunEnded(Exception):
+    """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
+
+    def __init__(self, status: RunStatus) -> None:
+        self.status = status
+        super().__init__(status)
+
+
+_Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
 
 
 class Scheduler:
     """Advances one run; create one per ``start`` / ``resume`` call."""
 
-    def __init__(self, runner: FormulaRunner, run_id: str, state: RunState, owner: str) -> None:
+    def __init__(self, runner: FormulaRunner, run: RunRecord, state: RunState) -> None:
         self.runner = runner
-        self.run_id = run_id
+        self.run_id = run_id = run.id
         self.state = state
-        self.owner = owner
+        self.owner = run.owner
+        # recorded when the run started (``--yes``), and inherited by its sub-runs
+        self.always_execute = run.input.get("always_execute") is True
         self.graph = PlanGraph(state.plan)
         self.unmet: dict[str, int] = {}
         self.candidates: dict[str, None] = {}
@@ -71,6 +119,10 @@ class Scheduler:
         self.gate_reasons: dict[str, str] = {}
         self.gated = [s.id for s in state.plan.steps if s.gate is not None and s.gate.condition]
         self.open_interaction = bool(runner.store.list_interactions(status="open", run_id=run_id))
+        self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
+        self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
+        self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
+        self.wake = asyncio.Event()
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -80,6 +132,7 @@ class Scheduler:
             self._recover()
         try:
             while True:
+                self._take_answers()
                 self._schedule()
                 ended = self._ending()
                 if ended is not None:
@@ -92,11 +145,26 @@ class Scheduler:
                 delay = self._next_wake()
                 if delay is None:
                     return self._suspend()
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
+        except _RunEnded as ended:
+            self._stop(InteractionError(f"run {self.run_id!r} ended ({ended.status}); nothing changed"))
+            return ended.status, f"{ended.status} while it ran"
         except BaseException:
-            for task in self.tasks:
-                task.cancel()
+            self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
             raise
+
+    def _stop(self, error: Exception) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for *_, future in self.inbox:
+            if not future.done():
+                future.set_exception(error)
+        self.inbox.clear()
+
+    async def _sleep(self, delay: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), delay)
+        self.wake.clear()
 
     def _index(self) -> None:
         steps = self.state.steps
@@ -118,7 +186,11 @@ class Scheduler:
         self._emit_status("resumed", "resumed from the last committed transition")
         for run in list(self.state.steps.values()):
             kind = run.wait.get("kind")
-            if run.status == "running" and not self._is_container(run.id):
+            if run.status == "running" and kind == "write":
+                self.to_launch.append((run.id, "settle"))  # its intent is committed: reconcile, never re-run
+            elif run.status == "running" and kind == "subrun":
+                self.to_launch.append((run.id, "subrun"))  # its sub-run's id is committed: adopt it
+            elif run.status == "running" and not self._is_container(run.id):
                 self._transition(run, "ready", "interrupted before it finished; running it again")
             elif run.status == "waiting" and kind in {"subrun", "fanout"}:
                 self.to_launch.append((run.id, str(kind)))
@@ -135,7 +207,9 @@ class Scheduler:
 
     # -- committing ---------------------------------------------------------------------------------------
 
-    def _emit(self, event: StepStateEvent | GateEvent | StatusEvent) -> None:
+    def _emit(
+        self, event: StepStateEvent | GateEvent | StatusEvent | ToolCallEvent | ToolResultEvent
+    ) -> None:
         self.ops.append(lambda tx: self._append(tx, event))
         if isinstance(event, StepStateEvent):
             self.state.apply(event)
@@ -170,7 +244,7 @@ class Scheduler:
             return
         self.since_checkpoint += len(self.ops)
         snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= self.runner.checkpoint_every
-        with self.runner.store.transaction(self.run_id) as tx:
+        with self._transaction() as tx:
             for op in self.ops:
                 op(tx)
             if status is not None and (tx.run.status != status or outcome is not None):
@@ -182,6 +256,21 @@ class Scheduler:
         if snapshot:
             self.since_checkpoint = 0
             self.plan_changed = False
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Transaction]:
+        """A transaction on the run, refused when another holder took the run's lease or the run ended."""
+        with self.runner.store.transaction(self.run_id) as tx:
+            if not self.runner.leases.holds(tx.run):
+                raise RunLeased(
+                    f"run {self.run_id!r}: this process lost the run's lease to {tx.run.lease_owner}; it "
+                    "stops advancing it, nothing more was committed",
+                    run_id=self.run_id,
+                    holder=tx.run.lease_owner,
+                )
+            if tx.run.status in TERMINAL_STATUSES:
+                raise _RunEnded(tx.run.status)
+            yield tx
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
@@ -219,10 +308,13 @@ class Scheduler:
                 wait=wait,
             )
         )
+        self._after(run.id, status)
+
+    def _after(self, step_id: str, status: StepStatus) -> None:
         if status == "complete":
-            self._completed(run.id)
+            self._completed(step_id)
         elif status in {"failed", "skipped", "cancelled"}:
-            self._ended_badly(run.id)
+            self._ended_badly(step_id)
 
     def _completed(self, step_id: str) -> None:
         for dependent in self.graph.dependents.get(step_id, ()):
@@ -272,19 +364,18 @@ class Scheduler:
         step = self.graph.steps[step_id]
         if run.terminal or run.status == "running" or self.unmet.get(step_id, 0) > 0:
             return
-        if run.status == "waiting" and run.wait.get("kind") in {
-            "human",
-            "manual",
-            "subrun",
-            "fanout",
-            "children",
-        }:
+        if run.status == "waiting" and run.wait.get("kind") in _HELD:
+            return
+        if run.wait.get("kind") == "outcome_unknown":  # its question waited for another one: ask it now
+            self._ask_unknown(step, run, run.wait)
             return
         if not self._gate_open(step, run):
             return
         if self._running_count() >= self.runner.concurrency:
             if run.status != "ready" or run.reason != _NO_SLOT:
-                self._transition(run, "ready", _NO_SLOT)
+                # an approval already given stays with the step while it waits for a slot
+                kept = run.wait if run.wait.get("approved") else None
+                self._transition(run, "ready", _NO_SLOT, wait=kept)
             if step_id not in self.queued:
                 self.queued[step_id] = None
             return
@@ -292,7 +383,7 @@ class Scheduler:
         self._start(step, run)
 
     def _running_count(self) -> int:
-        return len(self.tasks) + sum(1 for _, what in self.to_launch if what == "work")
+        return len(self.tasks) + sum(1 for _, what in self.to_launch if what in {"work", "write"})
 
     def _gate_open(self, step: PlanStep, run: StepRun) -> bool:
         gate = step.gate
@@ -389,7 +480,16 @@ class Scheduler:
         if not isinstance(executor, ToolExecutor | FormulaExecutor | AgentExecutor | LlmExecutor):
             self._transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
             return
-        self._transition(run, "running", "", attempt=run.attempt + 1)
+        if isinstance(executor, ToolExecutor):
+            tool = _writes.write_tool(executor, self.runner.tools)
+            if tool is not None:
+                self._start_write(step, run, executor, tool)
+                return
+        wait: dict[str, JsonValue] | None = None
+        if isinstance(executor, FormulaExecutor):
+            # the sub-run's id commits with this state, before the sub-run exists: a restart adopts it
+            wait = {"kind": "subrun", "run_ids": [subformula_run_id(self.run_id, step.id, run.attempt + 1)]}
+        self._transition(run, "running", "", attempt=run.attempt + 1, wait=wait)
         self.to_launch.append((step.id, "work"))
 
     def _ask(
@@ -401,33 +501,47 @@ class Scheduler:
         *,
         wait_kind: str,
         attempt: int | None = None,
+        tool: InteractionTool | None = None,
+        details: dict[str, JsonValue] | None = None,
     ) -> None:
-        """Open the run's interaction for ``step`` (one at a time: others stay ready until it is answered)."""
+        """Open the run's interaction for ``step`` (one at a time: others stay ready until it is answered).
+
+        ``details`` join the step's wait (and are kept while its question waits for the open one, when
+        ``wait_kind`` is ``outcome_unknown``: they are all that says which write is in doubt).
+        """
         if self.open_interaction:
             if run.reason != _QUEUED_QUESTION:
-                self._transition(run, "ready", _QUEUED_QUESTION)
+                kept = {**(details or {}), "kind": wait_kind} if wait_kind == "outcome_unknown" else None
+                self._transition(run, "ready", _QUEUED_QUESTION, wait=kept)
+            self.asking_later[step.id] = None
             return
         self.open_interaction = True
-        text = self._render_prompt(step, prompt)
+        self.asking_later.pop(step.id, None)
+        text = (
+            self._render_prompt(step, prompt) if tool is None and wait_kind != "outcome_unknown" else prompt
+        )
+        wait: dict[str, JsonValue] = {**(details or {}), "kind": wait_kind}
         placeholder = StepStateEvent(
             step_id=step.id,
             status="waiting",
             reason=f"waiting for a person: {text}",
             attempt=run.attempt if attempt is None else attempt,
-            wait={"kind": wait_kind},
+            wait=wait,
         )
         self.state.apply(placeholder)
         self._track(step.id)
 
         def open_it(tx: Transaction) -> None:
-            interaction = tx.open_interaction(interaction_kind, text, step_id=step.id)
-            event = placeholder.model_copy(
-                update={"wait": {"kind": wait_kind, "interaction_id": interaction.id}}
-            )
+            interaction = tx.open_interaction(interaction_kind, text, tool=tool, step_id=step.id)
+            event = placeholder.model_copy(update={"wait": {**wait, "interaction_id": interaction.id}})
             tx.append(event)
             tx.append(
                 InteractionOpenedEvent(
-                    interaction_id=interaction.id, kind=interaction.kind, prompt=text, step_id=step.id
+                    interaction_id=interaction.id,
+                    kind=interaction.kind,
+                    prompt=text,
+                    tool=tool,
+                    step_id=step.id,
                 )
             )
             self.state.apply(event)
@@ -456,13 +570,21 @@ class Scheduler:
         run = self.state.steps[step_id]
         plan = self.state.plan
         existing = [r for r in run.wait.get("run_ids", []) or [] if isinstance(r, str)]  # type: ignore[union-attr]
-        sub = self._sub_runner(step_id)
+        sub = self._sub_runner()
         if what == "fanout":
-            return await fan_out(step, dict(run.output or {}), sub, existing)
+            return await fan_out(step, dict(run.output or {}), sub, self._fanout_ids(step, run, existing))
+        if what == "write":
+            tool = self.runner.tools.get(str(run.wait.get("tool")))
+            arguments = run.wait.get("arguments")
+            assert isinstance(arguments, dict)
+            return await _writes.run_write(tool, arguments, str(run.wait.get("key")), step.timeout)
+        if what == "settle":
+            return await _writes.settle(self.runner.store, self.runner.tools, run.wait, step.timeout)
         executor = step.executor
         outputs = self.state.outputs()
         if isinstance(executor, FormulaExecutor):
-            work = run_subformula(step, executor, sub, plan.vars, outputs, existing)
+            child = existing[0] if existing else subformula_run_id(self.run_id, step_id, max(run.attempt, 1))
+            work = run_subformula(step, executor, sub, plan.vars, outputs, child)
         elif isinstance(executor, AgentExecutor):
             agents = self.runner.agent_steps
             work = agents.run(step, executor, self.run_id, self.owner, plan.vars, outputs, existing)
@@ -476,13 +598,24 @@ class Scheduler:
         try:
             return await asyncio.wait_for(work, step.timeout)
         except TimeoutError:
-            return StepOutcome("failed", reason=f"timed out after {step.timeout}s")
+            return StepOutcome("failed", reason=f"timed out after {step.timeout}s", run_ids=existing)
 
-    def _sub_runner(self, step_id: str) -> Any:
+    def _fanout_ids(self, step: PlanStep, run: StepRun, existing: list[str]) -> list[str]:
+        """The fan-out's committed sub-run ids (a run stored before ids were committed gets them now)."""
+        assert step.on_complete is not None
+        items = items_at(run.output or {}, step.on_complete.for_each)
+        count = len(items) if isinstance(items, list) else 0
+        if len(existing) >= count:
+            return existing
+        return existing + fanout_run_ids(self.run_id, step.id, run.attempt, count)[len(existing) :]
+
+    def _sub_runner(self) -> Any:
         async def sub(
-            formula: str, vars: dict[str, JsonValue], run_id: str | None
+            formula: str, vars: dict[str, JsonValue], run_id: str
         ) -> tuple[str, str, dict[str, JsonValue]]:
-            return await self.runner.sub_run(self.run_id, self.owner, formula, vars, run_id)
+            return await self.runner.sub_run(
+                self.run_id, self.owner, formula, vars, run_id, always_execute=self.always_execute
+            )
 
         return sub
 
@@ -490,8 +623,15 @@ class Scheduler:
 
     async def _wait_tasks(self) -> None:
         delay = self._next_wake()
-        done, _ = await asyncio.wait(self.tasks, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
+        waker = asyncio.ensure_future(self.wake.wait())
+        try:
+            waiting: set[asyncio.Future[Any]] = {*self.tasks, waker}
+            done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not waker.done():
+                waker.cancel()
+        self.wake.clear()
+        for task in [t for t in self.tasks if t in done]:
             step_id = self.tasks.pop(task)
             exc = task.exception()
             outcome = StepOutcome("failed", reason=f"internal error: {exc}") if exc else task.result()
@@ -503,33 +643,58 @@ class Scheduler:
     def _finished(self, step_id: str, outcome: StepOutcome) -> None:
         run = self.state.steps[step_id]
         step = self.graph.steps[step_id]
+        poked = step_id in self.poked
+        self.poked.discard(step_id)
         if run.terminal:  # cancelled meanwhile
             return
+        if outcome.write is not None:
+            self._write_settled(step, run, outcome)
+        if outcome.status == "unknown":
+            self._emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
+            self._ask_unknown(step, run, {**run.wait, "why": outcome.reason})
+            return
         if outcome.status == "waiting":
+            kind = "fanout" if run.wait.get("kind") == "fanout" else "subrun"
+            planned = run.wait.get("run_ids") if kind == "fanout" else None
+            ids: list[JsonValue] = (
+                list(planned) if isinstance(planned, list) and planned else list(outcome.run_ids)
+            )
             self._transition(
                 run,
                 "waiting",
                 outcome.reason,
                 output=outcome.output or None,
-                wait={
-                    "kind": "fanout" if run.wait.get("kind") == "fanout" else "subrun",
-                    "run_ids": list(outcome.run_ids),
-                },
+                wait={"kind": kind, "run_ids": ids},
             )
+            if poked:  # a sub-run was answered while this task ran: look at it again now
+                self.to_launch.append((step_id, kind))
             return
         if outcome.status == "failed":
+            self._end_sub_runs(step, run, outcome, f"step {step_id!r} of run {self.run_id!r} failed")
             if run.attempt <= step.retries:
-                self._transition(run, "ready", f"attempt {run.attempt} failed ({outcome.reason}); retrying")
+                retry = f"attempt {run.attempt} failed ({outcome.reason}); retrying"
+                self._transition(run, "ready", retry, wait=self._retry_wait(run))
                 self.candidates[step_id] = None
             else:
                 self._transition(run, "failed", outcome.reason, output=outcome.output or None)
             return
         if step.on_complete is not None and run.wait.get("kind") != "fanout":
+            # the sub-runs' ids commit with this state, before any of them exists: a restart adopts them
+            items = items_at(outcome.output, step.on_complete.for_each)
+            count = len(items) if isinstance(items, list) else 0
+            fanned: list[JsonValue] = list(fanout_run_ids(self.run_id, step_id, run.attempt, count))
             self._transition(
-                run, "waiting", "fanning out", output=outcome.output, wait={"kind": "fanout", "run_ids": []}
+                run,
+                "waiting",
+                "fanning out",
+                output=outcome.output,
+                wait={"kind": "fanout", "run_ids": fanned},
             )
             self.to_launch.append((step_id, "fanout"))
             return
+        self._end_sub_runs(
+            step, run, outcome, f"step {step_id!r} of run {self.run_id!r} completed without it"
+        )
         if self._is_container(step_id):
             self._transition(
                 run, "running", "waiting for its children", output=outcome.output, wait={"kind": "children"}
@@ -537,6 +702,184 @@ class Scheduler:
             self._check_container(step_id)
             return
         self._transition(run, "complete", outcome.reason, output=outcome.output)
+
+    def _end_sub_runs(self, step: PlanStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
+        """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
+        needed by an any-children fan-out): no sub-run outlives the step that started it."""
+        if run.wait.get("kind") not in {"subrun", "fanout"} or isinstance(step.executor, AgentExecutor):
+            return
+        recorded = run.wait.get("run_ids")
+        ids = [r for r in (recorded if isinstance(recorded, list) else outcome.run_ids) if isinstance(r, str)]
+        self.runner.end_sub_runs(ids, reason)
+
+    # -- writes -------------------------------------------------------------------------------------------
+
+    def _start_write(self, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Any) -> None:
+        """Ask for consent to the exact call, or (consented, or needing none) commit its intent and run it."""
+        wait = run.wait
+        interaction_id: str | None = None
+        if wait.get("kind") == "consent" and wait.get("approved"):
+            arguments, digest, how = wait.get("arguments"), str(wait.get("digest")), _writes.BY_PERSON
+            interaction_id = str(wait.get("interaction_id"))
+        else:
+            prepared = _writes.prepare(step, executor, tool, self.state.plan.vars, self.state.outputs())
+            if isinstance(prepared, str):
+                self._transition(run, "failed", prepared, attempt=run.attempt + 1)
+                return
+            arguments, digest = prepared
+            if executor.consent != "auto" and not self.always_execute:
+                asked = InteractionTool(name=tool.name, arguments=arguments, arguments_digest=digest)
+                prompt = _writes.consent_prompt(tool, arguments, step)
+                details: dict[str, JsonValue] = {"tool": tool.name, "arguments": arguments, "digest": digest}
+                self._ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
+                return
+            how = _writes.BY_STEP if executor.consent == "auto" else _writes.BY_RUN
+        assert isinstance(arguments, dict)
+        attempt = run.attempt + 1
+        key = _writes.intent_key(self.run_id, step.id, attempt, interaction_id, self.runner.store)
+        running: dict[str, JsonValue] = {
+            "kind": "write",
+            "key": key,
+            "tool": tool.name,
+            "arguments": arguments,
+            "digest": digest,
+            "consent": how,
+        }
+        if interaction_id is not None:
+            running["interaction_id"] = interaction_id
+        self._transition(run, "running", _WRITE_REASONS[how], attempt=attempt, wait=running)
+        name = tool.name
+        self.ops.append(lambda tx: _record_intent(tx, key, name, digest))
+        self._emit(ToolCallEvent(call_id=key, tool=name, arguments=arguments, step_id=step.id))
+        self.to_launch.append((step.id, "write"))
+
+    def _write_settled(self, step: PlanStep, run: StepRun, outcome: StepOutcome) -> None:
+        """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
+        report = outcome.write
+        assert report is not None
+        if report.note is not None:
+            self._emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
+        result = report.result
+        if result is None or report.recorded:
+            return
+        key, index, payload = report.key, self._position(step.id), result.model_dump(mode="json")
+        success, summary = result.success, result.summary
+
+        def settle(tx: Transaction) -> None:
+            tx.complete_write_intent(key, step_index=index, success=success, summary=summary, result=payload)
+
+        self.ops.append(settle)
+        self._emit(
+            ToolResultEvent(
+                call_id=key,
+                tool=report.tool,
+                status=result.status,
+                success=result.success,
+                summary=result.summary,
+                observation=result.observation,
+                error_code=result.error_code,
+                error_message=result.error_message,
+                step_id=step.id,
+            )
+        )
+
+    def _retry_wait(self, run: StepRun) -> dict[str, JsonValue] | None:
+        """A write retried under a person's consent keeps it: the same call, the same digest."""
+        wait = run.wait
+        if wait.get("kind") != "write" or wait.get("consent") != _writes.BY_PERSON:
+            return None
+        keys = ("interaction_id", "tool", "arguments", "digest")
+        return {"kind": "consent", "approved": True, **{k: wait.get(k) for k in keys}}
+
+    def _ask_unknown(self, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
+        """Ask a person whether a write happened (its intent stays open until they say)."""
+        kept = {k: details.get(k) for k in ("key", "tool", "arguments", "digest", "why")}
+        arguments = kept["arguments"] if isinstance(kept["arguments"], dict) else {}
+        prompt = _writes.unknown_prompt(str(kept["tool"]), arguments, str(kept["why"]))
+        self._ask(step, run, "approval", prompt, wait_kind="outcome_unknown", details=kept)
+
+    def _position(self, step_id: str) -> int:
+        """The step's place in the plan (what its receipts are bound to)."""
+        return list(self.graph.steps).index(step_id)
+
+    # -- people, from outside -----------------------------------------------------------------------------
+
+    async def answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> None:
+        """Apply a person's answer between two passes of this live scheduler; returns once it committed.
+
+        Raises:
+            InteractionError: it does not fit, or is stale (``StaleInteraction``); nothing changed.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.inbox.append((interaction, resolution, by, future))
+        self.wake.set()
+        await future
+
+    def poke(self, child_run_id: str) -> bool:
+        """A sub-run of one of this run's steps was answered while suspended: continue that step only.
+
+        Returns whether a step of this run owns the sub-run (False: nothing here to continue).
+        """
+        step_id = self._step_of_sub_run(child_run_id)
+        if step_id is None:
+            return False
+        if step_id in self.tasks.values():
+            self.poked.add(step_id)  # continued when its task returns
+        else:
+            run = self.state.steps[step_id]
+            kind = run.wait.get("kind")
+            if run.status != "waiting" or kind not in {"subrun", "fanout"}:
+                return False
+            if (step_id, kind) not in self.to_launch:
+                self.to_launch.append((step_id, str(kind)))
+        self.wake.set()
+        return True
+
+    def _step_of_sub_run(self, child_run_id: str) -> str | None:
+        for step_id in [*self.waiting, *self.tasks.values()]:
+            ids = self.state.steps[step_id].wait.get("run_ids")
+            if isinstance(ids, list) and child_run_id in ids:
+                return step_id
+        found = step_of_child(self.run_id, child_run_id)  # an agent step's agent, while it works
+        return found if found in self.state.steps else None
+
+    def _take_answers(self) -> None:
+        while self.inbox:
+            interaction, resolution, by, future = self.inbox[0]
+            if not future.done():
+                self._flush()  # what this scheduler decided commits first: the answer applies on top
+                try:
+                    self._apply_answer(interaction, resolution, by)
+                except InteractionError as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+            self.inbox.pop(0)
+
+    def _apply_answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> None:
+        step = next(
+            (
+                self.state.steps[s]
+                for s in self.waiting
+                if self.state.steps[s].wait.get("interaction_id") == interaction.id
+            ),
+            None,
+        )
+        answered = None
+        if step is not None:
+            answered = answer_step(step, resolution, self.runner.tools, self._position(step.id))
+        with self._transaction() as tx:
+            commit_answer(tx, interaction, resolution, by, answered)
+        self.open_interaction = False
+        self.candidates.update(dict.fromkeys(self.asking_later))
+        self.asking_later.clear()
+        if answered is not None:
+            event = answered.event
+            self.state.apply(event)
+            self._track(event.step_id)
+            self._after(event.step_id, event.status)
+            if event.status == "ready":
+                self.candidates[event.step_id] = None
 
     # -- containers and loops -----------------------------------------------------------------------------
 
