@@ -77,6 +77,19 @@ def fanout_run_ids(run_id: str, step_id: str, attempt: int, count: int) -> list[
     return [f"{run_id}.{step_id}.fan{attempt}.{index}" for index in range(count)]
 
 
+def fanout_ids(
+    run_id: str, step: PlanStep, attempt: int, output: Mapping[str, JsonValue], existing: Sequence[str] = ()
+) -> list[str]:
+    """The sub-run ids of a fan-out: one per element of the step's ``for_each`` list, those ``existing``
+    (committed already) first; a run stored before ids were committed gets the rest now."""
+    assert step.on_complete is not None
+    items = items_at(output, step.on_complete.for_each)
+    count = len(items) if isinstance(items, list) else 0
+    if len(existing) >= count:
+        return list(existing)
+    return [*existing, *fanout_run_ids(run_id, step.id, attempt, count)[len(existing) :]]
+
+
 def _as_output(value: JsonValue, observation: str) -> dict[str, JsonValue]:
     if isinstance(value, dict):
         return dict(value)
@@ -450,6 +463,7 @@ __all__ = [
     "SubRun",
     "WriteReport",
     "fan_out",
+    "fanout_ids",
     "fanout_run_ids",
     "fits_schema",
     "items_at",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import JsonValue
 
-from plangate.conditions import ConditionContext, ConditionSyntaxError, compile_condition
+from plangate.conditions import ConditionContext, compile_condition
 from plangate.errors import InteractionError, RunLeased
 from plangate.events import (
     GateEvent,
@@ -35,14 +35,13 @@ from plangate.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from plangate.formulas import _writes
+from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import Resolution, answer_step, commit_answer
 from plangate.formulas._executors import (
     StepOutcome,
     fan_out,
-    fanout_run_ids,
-    items_at,
+    fanout_ids,
     run_llm,
     run_subformula,
     run_tool,
@@ -71,17 +70,6 @@ _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
 #: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
-
-
-_WRITE_REASONS = {
-    _writes.BY_PERSON: "running the call a person approved",
-    _writes.BY_STEP: 'running without asking: the step says consent = "auto"',
-    _writes.BY_RUN: "running without asking: the run was started with always_execute (--yes)",
-}
-
-
-def _record_intent(tx: Transaction, key: str, tool: str, digest: str) -> None:
-    tx.record_write_intent(key, tool, digest)
 
 
 class _RunEnded(Exception):
@@ -152,6 +140,9 @@ class Scheduler:
         except BaseException:
             self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
             raise
+        finally:
+            # an answer handed over as the run ended is refused, never left waiting
+            self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
 
     def _stop(self, error: Exception) -> None:
         for task in self.tasks:
@@ -191,7 +182,7 @@ class Scheduler:
             elif run.status == "running" and kind == "subrun":
                 self.to_launch.append((run.id, "subrun"))  # its sub-run's id is committed: adopt it
             elif run.status == "running" and not self._is_container(run.id):
-                self._transition(run, "ready", "interrupted before it finished; running it again")
+                self.transition(run, "ready", "interrupted before it finished; running it again")
             elif run.status == "waiting" and kind in {"subrun", "fanout"}:
                 self.to_launch.append((run.id, str(kind)))
             elif run.status in {"running", "waiting"} and kind == "children":
@@ -207,9 +198,7 @@ class Scheduler:
 
     # -- committing ---------------------------------------------------------------------------------------
 
-    def _emit(
-        self, event: StepStateEvent | GateEvent | StatusEvent | ToolCallEvent | ToolResultEvent
-    ) -> None:
+    def emit(self, event: StepStateEvent | GateEvent | StatusEvent | ToolCallEvent | ToolResultEvent) -> None:
         self.ops.append(lambda tx: self._append(tx, event))
         if isinstance(event, StepStateEvent):
             self.state.apply(event)
@@ -231,7 +220,7 @@ class Scheduler:
         tx.append(event)
 
     def _emit_status(self, code: str, text: str) -> None:
-        self._emit(StatusEvent(stage="run", code=code, text=text))
+        self.emit(StatusEvent(stage="run", code=code, text=text))
 
     def _flush(
         self,
@@ -288,7 +277,7 @@ class Scheduler:
 
     # -- transitions --------------------------------------------------------------------------------------
 
-    def _transition(
+    def transition(
         self,
         run: StepRun,
         status: StepStatus,
@@ -298,7 +287,7 @@ class Scheduler:
         wait: dict[str, JsonValue] | None = None,
         attempt: int | None = None,
     ) -> None:
-        self._emit(
+        self.emit(
             StepStateEvent(
                 step_id=run.id,
                 status=status,
@@ -334,7 +323,7 @@ class Scheduler:
         run = self.state.steps[step_id]
         if run.terminal:
             return
-        self._emit(StepStateEvent(step_id=step_id, status="skipped", reason=reason, attempt=run.attempt))
+        self.emit(StepStateEvent(step_id=step_id, status="skipped", reason=reason, attempt=run.attempt))
         self.candidates.pop(step_id, None)
         self._after_terminal(step_id)
 
@@ -367,15 +356,15 @@ class Scheduler:
         if run.status == "waiting" and run.wait.get("kind") in _HELD:
             return
         if run.wait.get("kind") == "outcome_unknown":  # its question waited for another one: ask it now
-            self._ask_unknown(step, run, run.wait)
+            _writes.ask_unknown(self, step, run, run.wait)
             return
-        if not self._gate_open(step, run):
+        if not _gates.gate_open(self, step, run):
             return
         if self._running_count() >= self.runner.concurrency:
             if run.status != "ready" or run.reason != _NO_SLOT:
                 # an approval already given stays with the step while it waits for a slot
                 kept = run.wait if run.wait.get("approved") else None
-                self._transition(run, "ready", _NO_SLOT, wait=kept)
+                self.transition(run, "ready", _NO_SLOT, wait=kept)
             if step_id not in self.queued:
                 self.queued[step_id] = None
             return
@@ -385,61 +374,7 @@ class Scheduler:
     def _running_count(self) -> int:
         return len(self.tasks) + sum(1 for _, what in self.to_launch if what in {"work", "write"})
 
-    def _gate_open(self, step: PlanStep, run: StepRun) -> bool:
-        gate = step.gate
-        if step.waits_for is not None and step.waits_for.mode == "children-of":
-            target = step.waits_for.step or ""
-            kids = self.graph.children.get(target, [])
-            # a step without nested children has its fan-out sub-runs as children, and ends after them
-            settled = (
-                all(self.state.steps[k].terminal for k in kids) if kids else self.state.steps[target].terminal
-            )
-            if not settled:
-                self._hold(run, "waits_for", f"waiting for the children of {target!r}")
-                return False
-        if gate is None or run.wait.get("approved"):
-            return True
-        now = self.runner.clock()
-        if gate.timer:
-            until = run.wait.get("until")
-            if not isinstance(until, int | float):
-                self._hold(run, "timer", f"timer: waiting {gate.timer}s", until=now + gate.timer)
-                return False
-            if now < until:
-                return False
-        if gate.condition and not self._condition_holds(step, run, now):
-            return False
-        if gate.human:
-            self._ask(step, run, "approval", gate.human, wait_kind="gate_human")
-            return False
-        return True
-
-    def _condition_holds(self, step: PlanStep, run: StepRun, now: float) -> bool:
-        assert step.gate is not None and step.gate.condition
-        try:
-            result = compile_condition(step.gate.condition).evaluate(self._context(step.id))
-        except ConditionSyntaxError as exc:  # check() refuses these; a hand-built plan may not have run it
-            self._transition(run, "failed", f"gate condition: {exc}")
-            return False
-        reason = result.reason
-        if self.gate_reasons.get(step.id) != reason:
-            self.gate_reasons[step.id] = reason
-            self._emit(GateEvent(step_id=step.id, satisfied=result.satisfied, reason=reason))
-        if result.satisfied:
-            return True
-        since = run.wait.get("since") if run.wait.get("kind") == "gate" else None
-        since = since if isinstance(since, int | float) else now
-        timeout = step.gate.timeout
-        if timeout is not None and now - since >= timeout:
-            self._transition(run, "failed", f"gate timed out after {timeout}s: {reason}")
-            return False
-        wait: dict[str, JsonValue] = {"since": since}
-        if timeout is not None:
-            wait["deadline"] = since + timeout
-        self._hold(run, "gate", f"gate: {reason}", **wait)
-        return False
-
-    def _context(self, current: str | None, extra: dict[str, Any] | None = None) -> ConditionContext:
+    def context(self, current: str | None, extra: dict[str, Any] | None = None) -> ConditionContext:
         steps = self.state.condition_steps()
         if extra:
             steps.update(extra)
@@ -449,28 +384,22 @@ class Scheduler:
             steps=steps, current_step=current, vars=variables, env=self.runner.env, root=self.runner.root
         )
 
-    def _hold(self, run: StepRun, kind: str, reason: str, **details: JsonValue) -> None:
-        wait: dict[str, JsonValue] = {"kind": kind, **details}
-        if run.status == "waiting" and run.reason == reason and run.wait.get("kind") == kind:
-            return
-        self._transition(run, "waiting", reason, wait=wait)
-
     # -- starting work ------------------------------------------------------------------------------------
 
     def _start(self, step: PlanStep, run: StepRun) -> None:
         executor = step.executor
         if isinstance(executor, HumanExecutor):
             kind: InteractionKind = "approval" if executor.kind == "approve" else "ask_user"
-            self._ask(step, run, kind, executor.prompt, wait_kind="human", attempt=run.attempt + 1)
+            self.ask(step, run, kind, executor.prompt, wait_kind="human", attempt=run.attempt + 1)
             return
         if isinstance(executor, ManualExecutor):
             if self._is_container(step.id):
-                self._transition(
+                self.transition(
                     run, "running", "running its children", attempt=run.attempt + 1, wait={"kind": "children"}
                 )
                 self._check_container(step.id)
             else:
-                self._transition(
+                self.transition(
                     run,
                     "waiting",
                     f"waiting for someone to complete it (plangate complete RUN {step.id} --output JSON)",
@@ -478,21 +407,21 @@ class Scheduler:
                 )
             return
         if not isinstance(executor, ToolExecutor | FormulaExecutor | AgentExecutor | LlmExecutor):
-            self._transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
+            self.transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
             return
         if isinstance(executor, ToolExecutor):
             tool = _writes.write_tool(executor, self.runner.tools)
             if tool is not None:
-                self._start_write(step, run, executor, tool)
+                _writes.start(self, step, run, executor, tool)
                 return
         wait: dict[str, JsonValue] | None = None
         if isinstance(executor, FormulaExecutor):
             # the sub-run's id commits with this state, before the sub-run exists: a restart adopts it
             wait = {"kind": "subrun", "run_ids": [subformula_run_id(self.run_id, step.id, run.attempt + 1)]}
-        self._transition(run, "running", "", attempt=run.attempt + 1, wait=wait)
+        self.transition(run, "running", "", attempt=run.attempt + 1, wait=wait)
         self.to_launch.append((step.id, "work"))
 
-    def _ask(
+    def ask(
         self,
         step: PlanStep,
         run: StepRun,
@@ -512,7 +441,7 @@ class Scheduler:
         if self.open_interaction:
             if run.reason != _QUEUED_QUESTION:
                 kept = {**(details or {}), "kind": wait_kind} if wait_kind == "outcome_unknown" else None
-                self._transition(run, "ready", _QUEUED_QUESTION, wait=kept)
+                self.transition(run, "ready", _QUEUED_QUESTION, wait=kept)
             self.asking_later[step.id] = None
             return
         self.open_interaction = True
@@ -572,7 +501,8 @@ class Scheduler:
         existing = [r for r in run.wait.get("run_ids", []) or [] if isinstance(r, str)]  # type: ignore[union-attr]
         sub = self._sub_runner()
         if what == "fanout":
-            return await fan_out(step, dict(run.output or {}), sub, self._fanout_ids(step, run, existing))
+            ids = fanout_ids(self.run_id, step, run.attempt, run.output or {}, existing)
+            return await fan_out(step, dict(run.output or {}), sub, ids)
         if what == "write":
             tool = self.runner.tools.get(str(run.wait.get("tool")))
             arguments = run.wait.get("arguments")
@@ -599,15 +529,6 @@ class Scheduler:
             return await asyncio.wait_for(work, step.timeout)
         except TimeoutError:
             return StepOutcome("failed", reason=f"timed out after {step.timeout}s", run_ids=existing)
-
-    def _fanout_ids(self, step: PlanStep, run: StepRun, existing: list[str]) -> list[str]:
-        """The fan-out's committed sub-run ids (a run stored before ids were committed gets them now)."""
-        assert step.on_complete is not None
-        items = items_at(run.output or {}, step.on_complete.for_each)
-        count = len(items) if isinstance(items, list) else 0
-        if len(existing) >= count:
-            return existing
-        return existing + fanout_run_ids(self.run_id, step.id, run.attempt, count)[len(existing) :]
 
     def _sub_runner(self) -> Any:
         async def sub(
@@ -648,10 +569,10 @@ class Scheduler:
         if run.terminal:  # cancelled meanwhile
             return
         if outcome.write is not None:
-            self._write_settled(step, run, outcome)
+            _writes.settled(self, step, outcome)
         if outcome.status == "unknown":
-            self._emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
-            self._ask_unknown(step, run, {**run.wait, "why": outcome.reason})
+            self.emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
+            _writes.ask_unknown(self, step, run, {**run.wait, "why": outcome.reason})
             return
         if outcome.status == "waiting":
             kind = "fanout" if run.wait.get("kind") == "fanout" else "subrun"
@@ -659,7 +580,7 @@ class Scheduler:
             ids: list[JsonValue] = (
                 list(planned) if isinstance(planned, list) and planned else list(outcome.run_ids)
             )
-            self._transition(
+            self.transition(
                 run,
                 "waiting",
                 outcome.reason,
@@ -673,17 +594,15 @@ class Scheduler:
             self._end_sub_runs(step, run, outcome, f"step {step_id!r} of run {self.run_id!r} failed")
             if run.attempt <= step.retries:
                 retry = f"attempt {run.attempt} failed ({outcome.reason}); retrying"
-                self._transition(run, "ready", retry, wait=self._retry_wait(run))
+                self.transition(run, "ready", retry, wait=_writes.retry_wait(run))
                 self.candidates[step_id] = None
             else:
-                self._transition(run, "failed", outcome.reason, output=outcome.output or None)
+                self.transition(run, "failed", outcome.reason, output=outcome.output or None)
             return
         if step.on_complete is not None and run.wait.get("kind") != "fanout":
             # the sub-runs' ids commit with this state, before any of them exists: a restart adopts them
-            items = items_at(outcome.output, step.on_complete.for_each)
-            count = len(items) if isinstance(items, list) else 0
-            fanned: list[JsonValue] = list(fanout_run_ids(self.run_id, step_id, run.attempt, count))
-            self._transition(
+            fanned: list[JsonValue] = list(fanout_ids(self.run_id, step, run.attempt, outcome.output))
+            self.transition(
                 run,
                 "waiting",
                 "fanning out",
@@ -696,12 +615,12 @@ class Scheduler:
             step, run, outcome, f"step {step_id!r} of run {self.run_id!r} completed without it"
         )
         if self._is_container(step_id):
-            self._transition(
+            self.transition(
                 run, "running", "waiting for its children", output=outcome.output, wait={"kind": "children"}
             )
             self._check_container(step_id)
             return
-        self._transition(run, "complete", outcome.reason, output=outcome.output)
+        self.transition(run, "complete", outcome.reason, output=outcome.output)
 
     def _end_sub_runs(self, step: PlanStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
         """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
@@ -712,93 +631,7 @@ class Scheduler:
         ids = [r for r in (recorded if isinstance(recorded, list) else outcome.run_ids) if isinstance(r, str)]
         self.runner.end_sub_runs(ids, reason)
 
-    # -- writes -------------------------------------------------------------------------------------------
-
-    def _start_write(self, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Any) -> None:
-        """Ask for consent to the exact call, or (consented, or needing none) commit its intent and run it."""
-        wait = run.wait
-        interaction_id: str | None = None
-        if wait.get("kind") == "consent" and wait.get("approved"):
-            arguments, digest, how = wait.get("arguments"), str(wait.get("digest")), _writes.BY_PERSON
-            interaction_id = str(wait.get("interaction_id"))
-        else:
-            prepared = _writes.prepare(step, executor, tool, self.state.plan.vars, self.state.outputs())
-            if isinstance(prepared, str):
-                self._transition(run, "failed", prepared, attempt=run.attempt + 1)
-                return
-            arguments, digest = prepared
-            if executor.consent != "auto" and not self.always_execute:
-                asked = InteractionTool(name=tool.name, arguments=arguments, arguments_digest=digest)
-                prompt = _writes.consent_prompt(tool, arguments, step)
-                details: dict[str, JsonValue] = {"tool": tool.name, "arguments": arguments, "digest": digest}
-                self._ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
-                return
-            how = _writes.BY_STEP if executor.consent == "auto" else _writes.BY_RUN
-        assert isinstance(arguments, dict)
-        attempt = run.attempt + 1
-        key = _writes.intent_key(self.run_id, step.id, attempt, interaction_id, self.runner.store)
-        running: dict[str, JsonValue] = {
-            "kind": "write",
-            "key": key,
-            "tool": tool.name,
-            "arguments": arguments,
-            "digest": digest,
-            "consent": how,
-        }
-        if interaction_id is not None:
-            running["interaction_id"] = interaction_id
-        self._transition(run, "running", _WRITE_REASONS[how], attempt=attempt, wait=running)
-        name = tool.name
-        self.ops.append(lambda tx: _record_intent(tx, key, name, digest))
-        self._emit(ToolCallEvent(call_id=key, tool=name, arguments=arguments, step_id=step.id))
-        self.to_launch.append((step.id, "write"))
-
-    def _write_settled(self, step: PlanStep, run: StepRun, outcome: StepOutcome) -> None:
-        """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
-        report = outcome.write
-        assert report is not None
-        if report.note is not None:
-            self._emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
-        result = report.result
-        if result is None or report.recorded:
-            return
-        key, index, payload = report.key, self._position(step.id), result.model_dump(mode="json")
-        success, summary = result.success, result.summary
-
-        def settle(tx: Transaction) -> None:
-            tx.complete_write_intent(key, step_index=index, success=success, summary=summary, result=payload)
-
-        self.ops.append(settle)
-        self._emit(
-            ToolResultEvent(
-                call_id=key,
-                tool=report.tool,
-                status=result.status,
-                success=result.success,
-                summary=result.summary,
-                observation=result.observation,
-                error_code=result.error_code,
-                error_message=result.error_message,
-                step_id=step.id,
-            )
-        )
-
-    def _retry_wait(self, run: StepRun) -> dict[str, JsonValue] | None:
-        """A write retried under a person's consent keeps it: the same call, the same digest."""
-        wait = run.wait
-        if wait.get("kind") != "write" or wait.get("consent") != _writes.BY_PERSON:
-            return None
-        keys = ("interaction_id", "tool", "arguments", "digest")
-        return {"kind": "consent", "approved": True, **{k: wait.get(k) for k in keys}}
-
-    def _ask_unknown(self, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
-        """Ask a person whether a write happened (its intent stays open until they say)."""
-        kept = {k: details.get(k) for k in ("key", "tool", "arguments", "digest", "why")}
-        arguments = kept["arguments"] if isinstance(kept["arguments"], dict) else {}
-        prompt = _writes.unknown_prompt(str(kept["tool"]), arguments, str(kept["why"]))
-        self._ask(step, run, "approval", prompt, wait_kind="outcome_unknown", details=kept)
-
-    def _position(self, step_id: str) -> int:
+    def position(self, step_id: str) -> int:
         """The step's place in the plan (what its receipts are bound to)."""
         return list(self.graph.steps).index(step_id)
 
@@ -867,7 +700,7 @@ class Scheduler:
         )
         answered = None
         if step is not None:
-            answered = answer_step(step, resolution, self.runner.tools, self._position(step.id))
+            answered = answer_step(step, resolution, self.runner.tools, self.position(step.id))
         with self._transaction() as tx:
             commit_answer(tx, interaction, resolution, by, answered)
         self.open_interaction = False
@@ -895,7 +728,7 @@ class Scheduler:
         any_mode = step.waits_for is not None and step.waits_for.mode == "any-children"
         done = [k for k in kids if k.status == "complete"]
         if any_mode and done:
-            self._transition(run, "complete", f"{done[0].id} completed", output=run.output)
+            self.transition(run, "complete", f"{done[0].id} completed", output=run.output)
             return
         if not all(k.terminal for k in kids):
             return
@@ -904,9 +737,9 @@ class Scheduler:
         if is_loop and not bad and self._next_iteration(step_id):
             return
         if bad and (not any_mode or not done):
-            self._transition(run, "failed", f"children did not complete: {', '.join(bad)}", output=run.output)
+            self.transition(run, "failed", f"children did not complete: {', '.join(bad)}", output=run.output)
         else:
-            self._transition(run, "complete", f"{len(kids)} children completed", output=run.output)
+            self.transition(run, "complete", f"{len(kids)} children completed", output=run.output)
 
     def _next_iteration(self, loop_id: str) -> bool:
         """After an iteration of an until-loop: add the next one (True) or let the loop end (False)."""
@@ -920,13 +753,13 @@ class Scheduler:
             sid = loop.step_id(n, body.id)
             if sid in steps:
                 aliases[body.id] = steps[sid]
-        result = compile_condition(loop.until).evaluate(self._context(loop_id, aliases))
-        self._emit(GateEvent(step_id=loop_id, satisfied=result.satisfied, reason=f"until: {result.reason}"))
+        result = compile_condition(loop.until).evaluate(self.context(loop_id, aliases))
+        self.emit(GateEvent(step_id=loop_id, satisfied=result.satisfied, reason=f"until: {result.reason}"))
         if result.satisfied:
             return False
         run = self.state.steps[loop_id]
         if n >= loop.max:
-            self._transition(
+            self.transition(
                 run,
                 "failed",
                 f"until {loop.until!r} still false after {n} iterations (max {loop.max}): {result.reason}",

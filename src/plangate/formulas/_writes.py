@@ -9,8 +9,9 @@ still be running in its worker thread, so it is never retried blindly: its outco
 tool is idempotent. After a restart an intent without receipt is settled by ``settle``: the tool's
 ``reconcile(key)`` tells what happened (or that nothing did: it runs now, under the same key); an
 idempotent tool runs again under the same key; otherwise the outcome is unknown and a person is asked
-(``unknown_prompt``). Not for: scheduling (``_scheduler.py``) or applying a person's answer
-(``_answers.py``).
+(``ask_unknown``). ``start``, ``settled``, ``retry_wait`` and ``ask_unknown`` are the scheduler's write
+phase: they decide the step's transitions and the commits that go with them. Not for: the scheduling
+loop (``_scheduler.py``) or applying a person's answer (``_answers.py``).
 """
 
 from __future__ import annotations
@@ -18,20 +19,132 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
 from plangate.errors import PlangateError
+from plangate.events import InteractionTool, StatusEvent, ToolCallEvent, ToolResultEvent
 from plangate.formulas._executors import StepOutcome, WriteReport, tool_outcome
+from plangate.formulas._runstate import StepRun
 from plangate.formulas.plan import PlanStep, ToolExecutor
 from plangate.formulas.templates import render_runtime
-from plangate.store import Store
+from plangate.store import Store, Transaction
 from plangate.tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, digest_json
+
+if TYPE_CHECKING:
+    from plangate.formulas._scheduler import Scheduler
 
 #: How a write step got its consent, as its ``running`` state records it.
 BY_PERSON = "person"
 BY_STEP = "auto"
 BY_RUN = "always_execute"
+
+_REASONS = {
+    BY_PERSON: "running the call a person approved",
+    BY_STEP: 'running without asking: the step says consent = "auto"',
+    BY_RUN: "running without asking: the run was started with always_execute (--yes)",
+}
+
+
+# -- the scheduler's write phase ----------------------------------------------------------------------------
+
+
+def start(scheduler: Scheduler, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Tool) -> None:
+    """Ask for consent to the exact call; or, consented (or needing none), commit its intent with the
+    step's ``running`` state and launch the call."""
+    wait = run.wait
+    interaction_id: str | None = None
+    if wait.get("kind") == "consent" and wait.get("approved"):
+        arguments, digest, how = wait.get("arguments"), str(wait.get("digest")), BY_PERSON
+        interaction_id = str(wait.get("interaction_id"))
+    else:
+        state = scheduler.state
+        prepared = prepare(step, executor, tool, state.plan.vars, state.outputs())
+        if isinstance(prepared, str):
+            scheduler.transition(run, "failed", prepared, attempt=run.attempt + 1)
+            return
+        arguments, digest = prepared
+        if executor.consent != "auto" and not scheduler.always_execute:
+            asked = InteractionTool(name=tool.name, arguments=arguments, arguments_digest=digest)
+            details: dict[str, JsonValue] = {"tool": tool.name, "arguments": arguments, "digest": digest}
+            prompt = consent_prompt(tool, arguments, step)
+            scheduler.ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
+            return
+        how = BY_STEP if executor.consent == "auto" else BY_RUN
+    assert isinstance(arguments, dict)
+    attempt = run.attempt + 1
+    key = intent_key(scheduler.run_id, step.id, attempt, interaction_id, scheduler.runner.store)
+    running: dict[str, JsonValue] = {
+        "kind": "write",
+        "key": key,
+        "tool": tool.name,
+        "arguments": arguments,
+        "digest": digest,
+        "consent": how,
+    }
+    if interaction_id is not None:
+        running["interaction_id"] = interaction_id
+    scheduler.transition(run, "running", _REASONS[how], attempt=attempt, wait=running)
+    name = tool.name
+
+    def promise(tx: Transaction) -> None:
+        tx.record_write_intent(key, name, digest)
+
+    scheduler.ops.append(promise)
+    scheduler.emit(ToolCallEvent(call_id=key, tool=name, arguments=arguments, step_id=step.id))
+    scheduler.to_launch.append((step.id, "write"))
+
+
+def settled(scheduler: Scheduler, step: PlanStep, outcome: StepOutcome) -> None:
+    """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
+    report = outcome.write
+    assert report is not None
+    if report.note is not None:
+        scheduler.emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
+    result = report.result
+    if result is None or report.recorded:
+        return
+    key, index, payload = report.key, scheduler.position(step.id), result.model_dump(mode="json")
+    success, summary = result.success, result.summary
+
+    def receipt(tx: Transaction) -> None:
+        tx.complete_write_intent(key, step_index=index, success=success, summary=summary, result=payload)
+
+    scheduler.ops.append(receipt)
+    scheduler.emit(
+        ToolResultEvent(
+            call_id=key,
+            tool=report.tool,
+            status=result.status,
+            success=result.success,
+            summary=result.summary,
+            observation=result.observation,
+            error_code=result.error_code,
+            error_message=result.error_message,
+            step_id=step.id,
+        )
+    )
+
+
+def retry_wait(run: StepRun) -> dict[str, JsonValue] | None:
+    """What a retried write step keeps: a person's consent to the same call (the same digest)."""
+    wait = run.wait
+    if wait.get("kind") != "write" or wait.get("consent") != BY_PERSON:
+        return None
+    keys = ("interaction_id", "tool", "arguments", "digest")
+    return {"kind": "consent", "approved": True, **{k: wait.get(k) for k in keys}}
+
+
+def ask_unknown(scheduler: Scheduler, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
+    """Ask a person whether a write happened; its intent stays open until they say."""
+    kept = {k: details.get(k) for k in ("key", "tool", "arguments", "digest", "why")}
+    arguments = kept["arguments"] if isinstance(kept["arguments"], dict) else {}
+    prompt = unknown_prompt(str(kept["tool"]), arguments, str(kept["why"]))
+    scheduler.ask(step, run, "approval", prompt, wait_kind="outcome_unknown", details=kept)
+
+
+# -- the call and its settling ------------------------------------------------------------------------------
 
 
 def write_tool(executor: ToolExecutor, tools: ToolRegistry) -> Tool | None:
@@ -173,11 +286,15 @@ __all__ = [
     "BY_PERSON",
     "BY_RUN",
     "BY_STEP",
+    "ask_unknown",
     "consent_prompt",
     "intent_key",
     "prepare",
+    "retry_wait",
     "run_write",
     "settle",
+    "settled",
+    "start",
     "unknown_prompt",
     "write_tool",
 ]

@@ -111,8 +111,9 @@ class RunSupervisor:
         stream = self.agents.start(request, owner)
 
         async def drive() -> None:
-            async for _ in stream:
-                pass  # the broadcaster hears every commit; the stream only drives the run
+            async with self.runner.leases.kept(stream.run_id):
+                async for _ in stream:
+                    pass  # the broadcaster hears every commit; the stream only drives the run
 
         self._adopt(stream.run_id, asyncio.get_running_loop().create_task(drive()))
         return stream.run_id
