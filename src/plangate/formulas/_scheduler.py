@@ -111,6 +111,7 @@ class Scheduler:
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
         self.wake = asyncio.Event()
+        self._woken: asyncio.Task[bool] | None = None  # waits on ``wake``; made again once it fired
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -145,6 +146,8 @@ class Scheduler:
             self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
 
     def _stop(self, error: Exception) -> None:
+        if self._woken is not None:
+            self._woken.cancel()
         for task in self.tasks:
             task.cancel()
         for *_, future in self.inbox:
@@ -153,9 +156,14 @@ class Scheduler:
         self.inbox.clear()
 
     async def _sleep(self, delay: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wake.wait(), delay)
-        self.wake.clear()
+        await asyncio.wait({self._waker()}, timeout=delay)
+
+    def _waker(self) -> asyncio.Task[bool]:
+        """A task that ends when ``wake`` is set (one for many passes: not a new task per pass)."""
+        if self._woken is None or self._woken.done():
+            self.wake.clear()
+            self._woken = asyncio.ensure_future(self.wake.wait())
+        return self._woken
 
     def _index(self) -> None:
         steps = self.state.steps
@@ -544,14 +552,8 @@ class Scheduler:
 
     async def _wait_tasks(self) -> None:
         delay = self._next_wake()
-        waker = asyncio.ensure_future(self.wake.wait())
-        try:
-            waiting: set[asyncio.Future[Any]] = {*self.tasks, waker}
-            done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not waker.done():
-                waker.cancel()
-        self.wake.clear()
+        waiting: set[asyncio.Future[Any]] = {*self.tasks, self._waker()}
+        done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
         for task in [t for t in self.tasks if t in done]:
             step_id = self.tasks.pop(task)
             exc = task.exception()

@@ -19,6 +19,7 @@ import logging
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -100,6 +101,7 @@ class LeaseBook:
         self.ttl = ttl
         self._counts: dict[str, int] = {}
         self._renewers: dict[str, asyncio.Task[None]] = {}
+        self._lock = threading.Lock()  # a commit answering from a worker thread counts with the loop's work
 
     def holds(self, run: RunRecord) -> bool:
         """Whether ``run`` (as read inside a transaction) is leased by this book's holder."""
@@ -112,25 +114,27 @@ class LeaseBook:
             RunLeased: another live holder has it; nothing changed.
             NotFoundError: no such run.
         """
-        count = self._counts.get(run_id, 0)
-        if count == 0:
-            self._acquire(run_id)
-        self._counts[run_id] = count + 1
+        with self._lock:
+            count = self._counts.get(run_id, 0)
+            if count == 0:
+                self._acquire(run_id)
+            self._counts[run_id] = count + 1
 
     def give_back(self, run_id: str) -> None:
         """Count down; the lease is released when nothing in this book holds it any more."""
-        count = self._counts.get(run_id, 0) - 1
-        if count > 0:
-            self._counts[run_id] = count
-            return
-        self._counts.pop(run_id, None)
-        renewer = self._renewers.pop(run_id, None)
-        if renewer is not None:
-            renewer.cancel()
-        try:
-            self.store.release_lease(run_id, self.holder)
-        except StoreError as exc:  # a closed store: the lease lapses at its expiry
-            logger.warning("could not release the lease of run %s: %s", run_id, exc)
+        with self._lock:
+            count = self._counts.get(run_id, 0) - 1
+            if count > 0:
+                self._counts[run_id] = count
+                return
+            self._counts.pop(run_id, None)
+            renewer = self._renewers.pop(run_id, None)
+            if renewer is not None:
+                renewer.cancel()
+            try:
+                self.store.release_lease(run_id, self.holder)
+            except StoreError as exc:  # a closed store: the lease lapses at its expiry
+                logger.warning("could not release the lease of run %s: %s", run_id, exc)
 
     @contextlib.contextmanager
     def held(self, run_id: str) -> Iterator[None]:
