@@ -252,3 +252,27 @@ def test_a_failed_fan_out_leaves_no_sub_run_behind(tmp_path: Path) -> None:
     assert {store.get_run(c).status for c in subs} == {"completed", "failed", "cancelled"}
     assert all(store.get_run(c).status in TERMINAL_STATUSES for c in subs)  # nobody is left waiting
     assert store.list_interactions(status="open") == []
+
+
+def test_a_run_cancelled_from_elsewhere_stops_at_its_next_commit_with_its_sub_runs(tmp_path: Path) -> None:
+    formulas(tmp_path)
+    work = Work()
+    work.held = {"*"}
+    store = memory_store()
+
+    async def scenario() -> RunResult:
+        task = asyncio.ensure_future(
+            FormulaRunner(store, work.registry(), search_paths=[tmp_path]).start("wide")
+        )
+        await _until(lambda: sum(work.entered.values()) == WIDE, "every sub-run to start")
+        (root,) = [r for r in store.list_runs(kind="formula", limit=100).items if r.parent_run_id is None]
+        FormulaRunner(store).cancel(root.id, "stopped from another process")  # no lease needed to stop a run
+        work.release.set()
+        return await task
+
+    result = asyncio.run(scenario())
+
+    assert result.status == "cancelled"
+    runs = store.list_runs(limit=100).items
+    assert len(runs) == 1 + WIDE and all(run.status == "cancelled" for run in runs)
+    assert work.calls["all"] == 0  # nothing after the cancel ran

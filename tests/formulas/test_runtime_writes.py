@@ -511,3 +511,21 @@ def test_always_execute_holds_for_sub_formulas_too(tmp_path: Path) -> None:
     (child,) = runner.store.list_runs(parent_run_id=result.run_id).items
     assert child.input["always_execute"] is True
     assert "always_execute" in statuses(runner.store, child.id)
+
+
+def test_after_a_crash_an_idempotent_write_without_reconcile_runs_again_under_the_same_key(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger()
+    store = memory_store()
+    registry = ledger.registry(idempotent=True, block=0.2)
+    run_id = _cut_off(FormulaRunner(store, registry), publish_formula(tmp_path, 'consent = "auto"'), ledger)
+    (pending,) = store.pending_write_intents(run_id)
+
+    done = resume(FormulaRunner(store, registry), run_id)
+
+    assert done.status == "completed", done.reason
+    # harmless by the tool's own word: the same call, under the same key
+    assert ledger.writes == [("app-1.0.0.tgz", pending.key)] * 2
+    assert "rerun" in statuses(store, run_id)
+    assert store.pending_write_intents(run_id) == []
