@@ -9,11 +9,12 @@ scripts. Not for: any run logic (``plangate.agent``).
 
 from __future__ import annotations
 
+import asyncio
 import json as jsonlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import nullcontext
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -49,7 +50,7 @@ from plangate.events import (
     ToolResultEvent,
 )
 from plangate.interactions import Answer, Approve, Edit, Reject
-from plangate.store import Commit, Interaction, Store
+from plangate.store import Commit, Interaction, LeaseBook, Store
 
 MODEL_ENV = "PLANGATE_MODEL"
 
@@ -324,7 +325,8 @@ def resolve(
     with project_tools(tools, run=(store, interaction.run_id)) as loaded:
         runner = Agent(model=model, tools=loaded.registry, store=store)
         with _Printer(store) if not json else nullcontext():
-            result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
+            work = runner.resume_async(interaction.run_id, interaction.id, resolution, by="cli")
+            result = asyncio.run(_leased(store, interaction.run_id, work))
     report(result, json, command_hint(store_url, tools, model))
 
 
@@ -341,8 +343,18 @@ def resume(
     with project_tools(tools, run=(store, run_id)) as loaded:
         runner = Agent(model=model, tools=loaded.registry, store=store)
         with _Printer(store) if not json else nullcontext():
-            result = runner.resume(run_id)
+            result = asyncio.run(_leased(store, run_id, runner.resume_async(run_id)))
     report(result, json, command_hint(store_url, tools, model))
+
+
+async def _leased(store: Store, run_id: str, work: Coroutine[Any, Any, RunResult]) -> RunResult:
+    """Advance an agent run holding its lease (renewed meanwhile): a run another live process advances is
+    refused (``RunLeased``), unchanged."""
+    try:
+        async with LeaseBook(store).kept(run_id):
+            return await work
+    finally:
+        work.close()  # not started when the lease was refused
 
 
 __all__ = [
