@@ -121,6 +121,7 @@ FORMULA = textwrap.dedent(
     id = "go"
     needs = ["ok"]
     tool = { name = "place", args = { task = "ship", slot = 1 } }
+    consent = "auto"
     """
 )
 
