@@ -1,4 +1,4 @@
-"""An agent over a real MCP server: a write whose server dies under it has an unknown outcome.
+"""Agents and formulas over a real MCP server: a write whose server dies under it has an unknown outcome.
 
 Before, the cut-off call came back as a plain failure (``mcp_server_down``), recorded as a failed write:
 the model was free to try again, and the change might then happen twice. Now the write's intent stays
@@ -7,6 +7,7 @@ open and a person is asked whether it happened, as for a write cut off by a cras
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from plangate.agent import Agent
 from plangate.config import McpServerConfig
 from plangate.events import StatusEvent, ToolResultEvent
+from plangate.formulas.runtime import FormulaRunner
 from plangate.interactions import Answer, Approve
 from plangate.models import ScriptedModel
 from plangate.store import open_store
@@ -76,3 +78,23 @@ def test_an_approved_mcp_write_cut_off_by_the_server_s_death_asks_a_person(tmp_p
     assert (receipt.name, receipt.success) == ("notes_exit_now", False)
     assert receipt.summary == "outcome unknown; the user said: it did not happen"
     store.close()
+
+
+def test_a_formula_write_step_cut_off_by_the_mcp_server_s_death_asks_a_person(tmp_path: Path) -> None:
+    notes = McpServerConfig(name="notes", command=sys.executable, args=[SERVER])
+    formula = tmp_path / "stop.formula.toml"
+    formula.write_text(
+        'formula = "stop"\n[[steps]]\nid = "stop"\nconsent = "auto"\ntool = { name = "notes_exit_now" }\n',
+        encoding="utf-8",
+    )
+    with (
+        (tmp_path / "stderr.log").open("w") as errlog,
+        McpServersThread([notes], errlog=errlog) as servers,
+    ):
+        runner = FormulaRunner(open_store(str(tmp_path / "runs.db")), ToolRegistry(servers.tools()))
+        result = asyncio.run(runner.start(runner.plan(formula)))
+
+    # Not a failed step that a retry could run again: the write may have happened, a person is asked.
+    assert (result.status, result.steps["stop"].status) == ("waiting", "waiting")
+    assert result.interaction is not None
+    assert "MCP server 'notes' closed the connection" in result.interaction.prompt
