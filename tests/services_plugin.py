@@ -1,0 +1,153 @@
+"""Real PostgreSQL and Redis servers for the tests: started once per session, on demand, stopped at its end.
+
+For: the fixtures ``postgres_server`` (the session's cluster), ``postgres_url`` (a fresh, empty schema of it
+per test), ``postgres_schemas`` (fresh schemas for wider scopes), ``fresh_postgres`` (a cluster of a test's
+own, for tests that restart the server) and ``redis_url``. Servers come from ``scripts/services.py``:
+throwaway instances in a temporary folder on free loopback ports. Nothing is mocked.
+
+Environment:
+    PLANGATE_TEST_POSTGRES: unset: start a cluster (a test that needs one FAILS when it cannot start);
+        ``off``: skip the tests that need PostgreSQL (a developer's choice, never CI's); a URL: use that
+        server instead (each test gets a schema of its own there, dropped at the end).
+    PLANGATE_TEST_REDIS: the same for Redis (``off``, or a ``redis://`` URL).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+OFF = "off"
+
+
+def _load_services() -> ModuleType:
+    path = Path(__file__).resolve().parents[1] / "scripts" / "services.py"
+    spec = importlib.util.spec_from_file_location("plangate_test_services", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+services = _load_services()
+
+
+class PostgresServer:
+    """The session's PostgreSQL server: its base URL, and fresh schemas made on it."""
+
+    def __init__(self, url: str, cluster: object | None) -> None:
+        import psycopg
+
+        self.url = url
+        self.cluster = cluster  # a services.Postgres when the session started it, else None
+        self._admin = psycopg.connect(url, autocommit=True)
+        self._made: list[str] = []
+        self._counter = itertools.count(1)
+
+    def new_schema(self, prefix: str = "t") -> str:
+        """An empty schema's name."""
+        name = f"{prefix}_{os.getpid()}_{next(self._counter)}"
+        self._admin.execute(f'CREATE SCHEMA "{name}"')
+        self._made.append(name)
+        return name
+
+    def schema_url(self, schema: str, **options: str) -> str:
+        """The URL whose connections work in ``schema`` (and carry the given libpq ``options``)."""
+        params = [f"options={quote(f'-csearch_path={schema}')}"]
+        params += [f"{key}={quote(value)}" for key, value in options.items()]
+        separator = "&" if urlsplit(self.url).query else "?"
+        return f"{self.url}{separator}{'&'.join(params)}"
+
+    def new_url(self, **options: str) -> str:
+        """The URL of a fresh, empty schema."""
+        return self.schema_url(self.new_schema(), **options)
+
+    def close(self) -> None:
+        if self.cluster is None:
+            # Someone else's server: leave it as it was found.
+            for name in self._made:
+                self._admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        self._admin.close()
+
+
+def _setting(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """The session's PostgreSQL server (started on first use, stopped at the end of the session)."""
+    setting = _setting("PLANGATE_TEST_POSTGRES")
+    if setting == OFF:
+        pytest.skip("PostgreSQL tests turned off by PLANGATE_TEST_POSTGRES=off")
+    cluster = None
+    if setting:
+        url = setting
+    else:
+        try:
+            cluster = services.Postgres.start(services.new_folder("plangate-test-pg-"))
+        except services.ServiceError as exc:
+            pytest.fail(f"could not start PostgreSQL for the tests: {exc}", pytrace=False)
+        url = cluster.url
+    server = PostgresServer(url, cluster)
+    try:
+        yield server
+    finally:
+        server.close()
+        if cluster is not None:
+            cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_schemas(postgres_server: PostgresServer) -> Callable[[], str]:
+    """Make the URL of a fresh, empty schema (for fixtures of module or session scope)."""
+    return postgres_server.new_url
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a fresh, empty schema of the session's server, for this test alone."""
+    return postgres_server.new_url()
+
+
+@pytest.fixture
+def fresh_postgres() -> Iterator[object]:
+    """A cluster of this test's own (a ``services.Postgres``), for tests that stop or restart the server."""
+    if _setting("PLANGATE_TEST_POSTGRES") == OFF:
+        pytest.skip("PostgreSQL tests turned off by PLANGATE_TEST_POSTGRES=off")
+    try:
+        cluster = services.Postgres.start(services.new_folder("plangate-test-pg-"))
+    except services.ServiceError as exc:
+        pytest.fail(f"could not start PostgreSQL for the test: {exc}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """The URL of the session's Redis server (started on first use, stopped at the end)."""
+    setting = _setting("PLANGATE_TEST_REDIS")
+    if setting == OFF:
+        pytest.skip("Redis tests turned off by PLANGATE_TEST_REDIS=off")
+    if setting:
+        yield setting
+        return
+    try:
+        server = services.Redis.start(services.new_folder("plangate-test-redis-"))
+    except services.ServiceError as exc:
+        pytest.fail(f"could not start Redis for the tests: {exc}", pytrace=False)
+    try:
+        yield server.url
+    finally:
+        server.stop()
