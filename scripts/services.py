@@ -32,6 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 DEFAULT_STATE = Path(".plangate") / "services.json"
+# Redis processes this process started, kept so that they are waited for (a dropped Popen of a live process
+# is a ResourceWarning) and stopped by the same object that started them.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 POSTGRES_USER = "plangate"
 POSTGRES_DB = "plangate"
 _START_TIMEOUT = 60
@@ -243,6 +246,7 @@ class Redis:
             deadline = time.monotonic() + _START_TIMEOUT
             while time.monotonic() < deadline and process.poll() is None:
                 if ping(server.port):
+                    _CHILDREN[process.pid] = process
                     return server
                 time.sleep(0.05)
             if process.poll() is None:
@@ -256,7 +260,16 @@ class Redis:
 
     def stop(self) -> None:
         """Stop the server (if it runs) and delete its folder."""
+        child = _CHILDREN.pop(self.pid, None)
         try:
+            if child is not None:
+                child.terminate()
+                try:
+                    child.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+                return
             os.kill(self.pid, signal.SIGTERM)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and _alive(self.pid):

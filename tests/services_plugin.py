@@ -2,7 +2,8 @@
 
 For: the fixtures ``postgres_server`` (the session's cluster), ``postgres_url`` (a fresh, empty schema of it
 per test), ``postgres_schemas`` (fresh schemas for wider scopes), ``fresh_postgres`` (a cluster of a test's
-own, for tests that restart the server) and ``redis_url``. Servers come from ``scripts/services.py``:
+own, for tests that restart the server), ``redis_url``, and ``store_url``: a test that takes it runs once
+on a SQLite file and once on PostgreSQL (the engines' smoke sets). Servers come from ``scripts/services.py``:
 throwaway instances in a temporary folder on free loopback ports. Nothing is mocked.
 
 Environment:
@@ -117,6 +118,15 @@ def postgres_schemas(postgres_server: PostgresServer) -> Callable[[], str]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """The URL of a fresh, empty schema of the session's server, for this test alone."""
     return postgres_server.new_url()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a new, empty store: a SQLite file, then a PostgreSQL schema (the test runs on each)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'plangate.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
 
 
 @pytest.fixture
