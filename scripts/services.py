@@ -11,8 +11,9 @@ the server's crash, not the machine's), Redis without snapshots or an append-onl
 
 Usage::
 
-    python scripts/services.py start [--state FILE]   # start both, print the URLs, remember them in FILE
-    python scripts/services.py stop [--state FILE]    # stop what start started, delete its folder
+    python scripts/services.py start [--state FILE] [--env]   # start both, print the URLs (--env: only as
+                                                              # export lines, for eval), remember them in FILE
+    python scripts/services.py stop [--state FILE]            # stop what start started, delete its folder
 """
 
 from __future__ import annotations
@@ -353,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Throwaway PostgreSQL and Redis servers for development.")
     parser.add_argument("action", choices=["start", "stop"], nargs="?", default="start")
     parser.add_argument("--state", type=Path, default=DEFAULT_STATE, help="where to remember them")
+    parser.add_argument("--env", action="store_true", help="print only export lines (for eval)")
     options = parser.parse_args(argv)
     try:
         if options.action == "stop":
@@ -363,10 +365,19 @@ def main(argv: list[str] | None = None) -> int:
     except ServiceError as exc:
         print(f"services: {exc}", file=sys.stderr)
         return 1
+    exports = (
+        f"export PLANGATE_STORE={urls['postgres']}\n"
+        f"export PLANGATE_TEST_POSTGRES={urls['postgres']}\n"
+        f"export PLANGATE_TEST_REDIS={urls['redis']}"
+    )
+    if options.env:
+        print(exports)
+        print("services: stop them with ./dev services stop", file=sys.stderr)
+        return 0
     print(f"PostgreSQL: {urls['postgres']}")
     print(f"Redis:      {urls['redis']}")
-    print(f"\nexport PLANGATE_STORE={urls['postgres']}")
-    print(f"export PLANGATE_TEST_POSTGRES={urls['postgres']}   # the tests use it instead of their own")
+    print("\nTo use them (the store, and the tests instead of servers of their own):")
+    print(exports)
     print("\nStop them with: ./dev services stop")
     return 0
 
