@@ -158,17 +158,22 @@ def migrate(conn: psycopg.Connection[TupleRow], where: str, *, upto: int = SCHEM
     _refuse_newer(found, where)
     if found >= upto:
         return found
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s || current_schema()))", (_LOCK_KEY,))
-        found = stored_version(conn)
-        _refuse_newer(found, where)
-        if found == 0:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
-        for script in MIGRATIONS[found:upto]:
-            for statement in script:
-                conn.execute(statement)
-        conn.execute("DELETE FROM schema_version")
-        conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (upto,))
+    # The lock is taken before the transaction begins, not inside it: a transaction's catalog lookups may
+    # not yet see tables that another process committed while this one waited for the lock.
+    conn.execute("SELECT pg_advisory_lock(hashtext(%s || current_schema()))", (_LOCK_KEY,))
+    try:
+        with conn.transaction():
+            found = stored_version(conn)
+            _refuse_newer(found, where)
+            if found == 0:
+                conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)")
+            for script in MIGRATIONS[found:upto]:
+                for statement in script:
+                    conn.execute(statement)
+            conn.execute("DELETE FROM schema_version")
+            conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (max(found, upto),))
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s || current_schema()))", (_LOCK_KEY,))
     return found
 
 
