@@ -1,7 +1,8 @@
 """Real PostgreSQL and Redis servers for the tests: started once per session, on demand, stopped at its end.
 
-For: the fixtures ``postgres_server`` (the session's cluster), ``postgres_url`` (a fresh, empty schema of it
-per test), ``postgres_schemas`` (fresh schemas for wider scopes), ``fresh_postgres`` (a cluster of a test's
+For: the fixtures ``postgres_server`` (the session's cluster), ``postgres_url`` (an empty store of it per
+test: a schema of its own, whose rows the previous test left are deleted), ``postgres_schemas`` (fresh schemas
+for wider scopes), ``fresh_postgres`` (a cluster of a test's
 own, for tests that restart the server), ``redis_url``, and ``store_url``: a test that takes it runs once
 on a SQLite file and once on PostgreSQL (the engines' smoke sets). Servers come from ``scripts/services.py``:
 throwaway instances in a temporary folder on free loopback ports. Nothing is mocked.
@@ -43,7 +44,12 @@ services = _load_services()
 
 
 class PostgresServer:
-    """The session's PostgreSQL server: its base URL, and fresh schemas made on it."""
+    """The session's PostgreSQL server: its base URL, fresh schemas made on it, and schemas lent to tests.
+
+    A lent schema goes back to the server after its test, and the next test that borrows it finds its
+    tables empty: deleting a few rows costs a millisecond, where creating and migrating a schema costs a
+    hundred. Only on a cluster of the session's own (its user may switch foreign keys off while deleting).
+    """
 
     def __init__(self, url: str, cluster: object | None) -> None:
         import psycopg
@@ -52,6 +58,7 @@ class PostgresServer:
         self.cluster = cluster  # a services.Postgres when the session started it, else None
         self._admin = psycopg.connect(url, autocommit=True)
         self._made: list[str] = []
+        self._spare: list[str] = []
         self._counter = itertools.count(1)
 
     def new_schema(self, prefix: str = "t") -> str:
@@ -71,6 +78,46 @@ class PostgresServer:
     def new_url(self, **options: str) -> str:
         """The URL of a fresh, empty schema."""
         return self.schema_url(self.new_schema(), **options)
+
+    def lend(self) -> str:
+        """The name of a schema for one test: a spare one emptied, else a fresh one."""
+        while self._spare:
+            name = self._spare.pop()
+            if self._emptied(name):
+                return name
+        return self.new_schema()
+
+    def give_back(self, name: str) -> None:
+        """Take back a lent schema; it is emptied when lent again."""
+        if self.cluster is not None:
+            self._spare.append(name)
+
+    def _emptied(self, name: str) -> bool:
+        """Delete every row of the schema's tables; False when the schema cannot be reused as it is."""
+        import psycopg
+
+        from plangate.store import SCHEMA_VERSION
+
+        try:
+            tables = [
+                str(row[0])
+                for row in self._admin.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (name,)
+                ).fetchall()
+            ]
+            if "schema_version" in tables:
+                found = self._admin.execute(f'SELECT version FROM "{name}".schema_version').fetchall()
+                if found != [(SCHEMA_VERSION,)]:
+                    return False  # left at another version by its test: not an empty store of this one
+            with self._admin.transaction():
+                self._admin.execute("SET LOCAL session_replication_role = replica")  # no FK order needed
+                self._admin.execute("SET LOCAL lock_timeout = '2s'")
+                for table in tables:
+                    if table != "schema_version":
+                        self._admin.execute(f'DELETE FROM "{name}"."{table}"')
+        except psycopg.Error:
+            return False  # still locked by something the test left behind: use a fresh schema instead
+        return True
 
     def close(self) -> None:
         if self.cluster is None:
@@ -115,9 +162,12 @@ def postgres_schemas(postgres_server: PostgresServer) -> Callable[[], str]:
 
 
 @pytest.fixture
-def postgres_url(postgres_server: PostgresServer) -> str:
-    """The URL of a fresh, empty schema of the session's server, for this test alone."""
-    return postgres_server.new_url()
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of an empty store for this test alone (a schema of the session's server; its tables, if a
+    previous test made them, are at the current version and empty)."""
+    name = postgres_server.lend()
+    yield postgres_server.schema_url(name)
+    postgres_server.give_back(name)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

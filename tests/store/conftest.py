@@ -13,7 +13,10 @@ from plangate.store import Store
 
 def _place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     def postgres_url() -> str:
-        make: Callable[[], str] = request.getfixturevalue("postgres_schemas")
+        if request.scope == "function":
+            url: str = request.getfixturevalue("postgres_url")  # a lent schema, emptied
+            return url
+        make: Callable[[], str] = request.getfixturevalue("postgres_schemas")  # a fresh one
         return make()
 
     return Place(tmp_path, postgres_url)

@@ -163,7 +163,8 @@ def test_every_migration_still_builds_its_frozen_schema(
     assert schema_at(postgres_server.url, version) == _frozen(version)
 
 
-def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(postgres_url: str) -> None:
+def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(postgres_server: PostgresServer) -> None:
+    postgres_url = postgres_server.new_url()  # a schema without tables
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         migrate(conn, "test", upto=1)
         conn.execute(
@@ -179,7 +180,8 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(postgres_url:
         assert dump(conn) == _frozen(SCHEMA_VERSION)
 
 
-def test_processes_opening_a_new_schema_at_once_migrate_it_once(postgres_url: str) -> None:
+def test_processes_opening_a_new_schema_at_once_migrate_it_once(postgres_server: PostgresServer) -> None:
+    postgres_url = postgres_server.new_url()  # a schema without tables
     opener = textwrap.dedent(
         """
         import sys

@@ -124,7 +124,6 @@ class PostgresStore:
         self._listener: Listener | None = None
         self._closed = False
         self._pid = os.getpid()
-        self._channel = self._open_schema()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             kwargs={"autocommit": True, "row_factory": dict_row},
@@ -136,13 +135,14 @@ class PostgresStore:
             timeout=self._connect_timeout,
             name="plangate-store",
         )
+        # The pool makes its first connection in the background while the schema is checked on a connection
+        # of its own (which also gives a clear error at once when the server cannot be reached).
+        self._pool.open(wait=False)
         try:
-            self._pool.open(wait=True, timeout=self._connect_timeout)
-        except PoolTimeout:
+            self._channel = self._open_schema()
+        except BaseException:
             self._pool.close()
-            raise StoreError(
-                f"cannot open the store at {self._where}: no connection within {self._connect_timeout:g} s"
-            ) from None
+            raise
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
