@@ -325,7 +325,8 @@ class PostgresStore:
         the store. An exception the callback raises is logged and affects neither the commit nor the other
         subscribers.
         """
-        self._check_usable("subscribe")
+        if self._closed:
+            raise StoreError(f"subscribe: the store at {self._where} is closed")
         with self._subscribers_lock:
             self._subscribers = (*self._subscribers, callback)
             if remote:
