@@ -33,15 +33,14 @@ def lease_of(run_id: str, row: Row) -> Lease | None:
     )
 
 
-def checked_fence(fence: object, run_id: str) -> Lease:
-    """``fence`` if it is a lease of ``run_id``."""
+def checked_fence(fence: object, run_id: str | None, where: str = "transaction: fence") -> Lease:
+    """``fence`` if it is a lease (of ``run_id``, unless that is None)."""
     if not isinstance(fence, Lease):
         raise ConfigError(
-            "transaction: fence: expected a Lease (from store.take_lease) or None; found "
-            f"{type(fence).__name__}"
+            f"{where}: expected a Lease (from store.take_lease) or None; found {type(fence).__name__}"
         )
-    if fence.run_id != run_id:
-        raise ConfigError(f"transaction: fence: the lease is of run {fence.run_id!r}, not of run {run_id!r}")
+    if run_id is not None and fence.run_id != run_id:
+        raise ConfigError(f"{where}: the lease is of run {fence.run_id!r}, not of run {run_id!r}")
     return fence
 
 

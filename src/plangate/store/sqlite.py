@@ -465,7 +465,7 @@ class SQLiteStore:
             LeaseLost: the lease is no longer current (expired, released or taken); nothing changed.
             NotFoundError: there is no such run.
         """
-        fence = leases.checked_fence(lease, lease.run_id if isinstance(lease, Lease) else "")
+        fence = leases.checked_fence(lease, None, "extend_lease: lease")
         ttl = check.seconds(ttl, "extend_lease: ttl")
         with self._writing("extend_lease") as conn:
             now = self._clock()
