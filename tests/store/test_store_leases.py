@@ -179,7 +179,7 @@ def test_lease_calls_check_their_arguments(store: Store) -> None:
         store.take_lease("run_missing", "w", ttl=5)
     with pytest.raises(NotFoundError, match="no run 'run_missing'"):
         store.get_lease("run_missing")
-    with pytest.raises(ConfigError, match="extend_lease: lease: expected a Lease .* found str"):
+    with pytest.raises(ConfigError, match=r"extend_lease: lease: expected a Lease .* found str"):
         store.extend_lease("worker-a", ttl=5)  # type: ignore[arg-type]
     ghost = Lease(run_id="run_missing", holder="w", generation=1, expires_at=0.0)
     with pytest.raises(NotFoundError, match="no run 'run_missing'"):
