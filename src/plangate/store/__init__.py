@@ -47,10 +47,12 @@ from plangate.store.base import (
     WriteIntentConflict,
     WriteIntentStatus,
 )
+from plangate.store.run_lease import DEFAULT_LEASE_TTL, LeaseBook
 from plangate.store.sqlite import MEMORY, SQLiteStore
 from plangate.store.url import DEFAULT_STORE_PATH, STORE_ENV, open_store
 
 __all__ = [
+    "DEFAULT_LEASE_TTL",
     "DEFAULT_STORE_PATH",
     "MEMORY",
     "SCHEMA_VERSION",
@@ -62,6 +64,7 @@ __all__ = [
     "Interaction",
     "InteractionStatus",
     "Lease",
+    "LeaseBook",
     "LeaseLost",
     "Receipt",
     "ReceiptSource",
