@@ -130,6 +130,14 @@ class Postgres:
         """
         user = _service_user()
         folder.mkdir(parents=True, exist_ok=True)
+        try:
+            return cls._started(folder, user)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # a server that did not start leaves nothing behind
+            raise
+
+    @classmethod
+    def _started(cls, folder: Path, user: pwd.struct_passwd | None) -> Postgres:
         if user is not None:
             os.chown(folder, user.pw_uid, user.pw_gid)
         server = cls(
@@ -153,7 +161,13 @@ class Postgres:
             except ServiceError:
                 if attempt == 2:
                     raise  # a port taken between the probe and the start is the usual cause: try another
-        server._run("createdb", "-h", "127.0.0.1", "-p", str(server.port), "-U", POSTGRES_USER, POSTGRES_DB)
+        try:
+            server._run(
+                "createdb", "-h", "127.0.0.1", "-p", str(server.port), "-U", POSTGRES_USER, POSTGRES_DB
+            )
+        except BaseException:
+            server.pg_ctl("stop", mode="immediate")
+            raise
         return server
 
     def pg_ctl(self, action: str, *, mode: str = "fast") -> None:
@@ -256,6 +270,7 @@ class Redis:
             if attempt == 2:
                 log = folder / "redis.log"
                 tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                shutil.rmtree(folder, ignore_errors=True)
                 raise ServiceError(f"redis-server did not answer PING on port {port}:\n{tail}")
         raise AssertionError("unreachable")
 
@@ -323,11 +338,15 @@ def start(state: Path) -> dict[str, str]:
         )
     folder = new_folder()
     os.chmod(folder, 0o755)  # the PostgreSQL user (not root) must reach its own subfolder
-    postgres = Postgres.start(folder / "postgres")
     try:
-        redis = Redis.start(folder / "redis")
+        postgres = Postgres.start(folder / "postgres")
+        try:
+            redis = Redis.start(folder / "redis")
+        except BaseException:
+            postgres.stop()
+            raise
     except BaseException:
-        postgres.stop()
+        shutil.rmtree(folder, ignore_errors=True)
         raise
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(
