@@ -91,7 +91,8 @@ StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help="Store URL (sqlite:///path.db); default $PLANGATE_STORE, plangate.toml's store, or "
+        help="Store URL (sqlite:///path.db or postgresql://user@host/db); default $PLANGATE_STORE, "
+        "plangate.toml's store, or "
         ".plangate/plangate.db.",
     ),
 ]
