@@ -154,11 +154,13 @@ def test_a_held_write_lock_delays_no_heartbeat_and_no_read(store: Store, store_p
                 waiting.append(created.json()["run"]["id"])
             for run_id in waiting:
                 wait_until(lambda run_id=run_id: store.get_run(run_id).status == "waiting", what="consent")
+            listeners = [Listener(f"{url}/v1/runs/{run_id}/events", headers) for run_id in waiting]
+            wait_until(lambda: all(len(item.heartbeats()) >= 2 for item in listeners), what="heartbeats")
+            # Started last, so that it ends well before its lease's first renewal (a store write that the
+            # supervisor's lease book still makes on the event loop, every 10 s).
             busy = http.post("/v1/runs", json={"kind": "agent", "prompt": "Survey", "mode": "react"})
             busy_id = busy.json()["run"]["id"]
             wait_until(lambda: bool(started), what="the survey to start")
-            listeners = [Listener(f"{url}/v1/runs/{run_id}/events", headers) for run_id in waiting]
-            wait_until(lambda: all(len(item.heartbeats()) >= 2 for item in listeners), what="heartbeats")
 
             # The second process takes the write lock; then the busy run's tool ends and its commit must wait.
             with write_lock(store_path) as locker:

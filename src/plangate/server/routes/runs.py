@@ -3,9 +3,9 @@
 For: the HTTP side of runs; every lookup is scoped to the caller's owner (another owner's run is a 404).
 Not for: executing runs (``supervisor.py``) or their event streams (``routes/events.py``).
 
-No store call runs on the event loop (it may wait seconds on another process's write lock): routes that
-only read are plain functions, which FastAPI runs in its thread pool, and the others hand their store calls
-to it (``run_in_threadpool``).
+The store calls made here never run on the event loop (one may wait seconds on another process's write
+lock): routes that only read are plain functions, which FastAPI runs in its thread pool, and the others hand
+their own store calls to it (``run_in_threadpool``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ async def create_run(
     issues, and nothing is stored."""
     if isinstance(body, FormulaRunRequest):
         plan = await run_in_threadpool(_checked_plan, services.runner, body)
-        run_id = await services.supervisor.start_formula(plan, owner)
+        run_id = await services.supervisor.start_formula(plan, owner, always_execute=body.always_execute)
     else:
         run_id = await _start_agent(services, body, owner)
     return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
@@ -107,7 +107,7 @@ async def cancel_run(
 
 def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
     plan, issues = check_formula(
-        body.formula, body.vars, tools=runner.tools.names(), search_paths=runner.search_paths
+        body.formula, body.vars, tools=runner.tools, search_paths=runner.search_paths
     )
     if plan is None or has_errors(issues):
         errors = [issue for issue in issues if issue.level == "error"]
