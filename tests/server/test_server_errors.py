@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plangate.models import ModelUnavailableError, ScriptedModel
 from plangate.store import Store
 
 LIMIT = 1024
@@ -190,3 +192,25 @@ def test_responses_never_show_the_formula_directory_or_the_server_home(
         assert private not in text
     if status == 422:
         assert str(folder) in caplog.text  # the whole message, paths included, is in the log
+
+
+def test_a_formula_steps_reason_shows_no_path_of_a_model_server(
+    make_app: Callable[..., FastAPI], workdir: Path
+) -> None:
+    folder = workdir / "formulas"
+    folder.mkdir()
+    text = 'formula = "ask"\n[[steps]]\nid = "q"\nllm = { prompt = "Hi?" }\n'
+    (folder / "ask.formula.toml").write_text(text)
+    upstream = "openai:q: HTTP 500, the provider is unavailable: cannot open /srv/models/weights/qwen.gguf"
+    model = ScriptedModel([ModelUnavailableError(upstream, provider="openai:q", status=500)])
+    with TestClient(make_app(auth=False, search_paths=[folder], model=model)) as client:
+        run_id = client.post("/v1/runs", json={"kind": "formula", "formula": "ask"}).json()["run"]["id"]
+        client.portal.call(client.app.state.services.supervisor.wait_idle, run_id)
+        shown = client.get(f"/v1/runs/{run_id}").json()
+        stream = client.get(f"/v1/runs/{run_id}/events").text
+
+    (step,) = shown["steps"]
+    assert step["status"] == "failed"
+    assert "…/qwen.gguf" in step["reason"]  # which file, still
+    for text in (json.dumps(shown), stream):
+        assert "/srv/models" not in text
