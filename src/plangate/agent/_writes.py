@@ -40,12 +40,14 @@ async def execute(loop: RunLoop) -> None:
         why = outcome.error_message or "the call was cut off"
         step_id = str(inflight.step_index) if loop.state.plan else None
         event = result_event(inflight.key, inflight.tool, outcome, step_id)
-        _ask_a_person(loop, inflight, why, cut_off=True, events=[event])
+        await _ask_a_person(loop, inflight, why, cut_off=True, events=[event])
         return
-    finish(loop, inflight, outcome)
+    await finish(loop, inflight, outcome)
 
 
-def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None) -> None:
+async def finish(
+    loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None
+) -> None:
     """Commit the write's receipt (and its ``tool_result`` event), clearing ``inflight``."""
     batch = batch if batch is not None else Batch()
     loop.state.inflight = None
@@ -55,7 +57,7 @@ def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: B
     step_id = str(inflight.step_index) if loop.state.plan else None
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))
     batch.status = "running"
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 async def recover(loop: RunLoop) -> None:
@@ -67,32 +69,33 @@ async def recover(loop: RunLoop) -> None:
     if intent is not None and intent.status == "done":
         # The receipt and the snapshot commit together, so this means the snapshot is behind the store.
         loop.state.inflight = None
-        loop.commit(Batch([StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")]))
+        settled = StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")
+        await loop.commit(Batch([settled]))
         return
     tool = loop.toolset.registry.get(inflight.tool)
     if tool.reconcile is None:
-        _ask_a_person(loop, inflight, "the tool has no reconcile hook")
+        await _ask_a_person(loop, inflight, "the tool has no reconcile hook")
         return
     try:
         found = await asyncio.to_thread(tool.reconcile, inflight.key)
     except Exception as exc:
-        _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
+        await _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
         return
     if found is None:
         note = f"{inflight.tool} left no trace before the restart; running it now, under the same key"
-        loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
+        await loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
         await execute(loop)
         return
     if not isinstance(found, ToolResult):
-        _ask_a_person(
+        await _ask_a_person(
             loop, inflight, f"its reconcile hook returned a {type(found).__name__}, not a ToolResult"
         )
         return
     note = f"{inflight.tool} had already run before the restart; its result was reconciled"
-    finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
+    await finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
 
 
-def _ask_a_person(
+async def _ask_a_person(
     loop: RunLoop,
     inflight: InflightWrite,
     why: str,
@@ -115,7 +118,7 @@ def _ask_a_person(
         question=Question("ask_user", "outcome_unknown", prompt, inflight.step_index, tool, inflight.key),
         status="waiting",
     )
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 __all__ = ["execute", "finish", "recover"]

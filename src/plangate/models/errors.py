@@ -78,11 +78,21 @@ class ScriptExhaustedError(ModelBehaviorError):
     """A ``ScriptedModel`` was asked for more responses than its script holds."""
 
 
+MIN_SECRET_LENGTH = 8
+"""Shorter values are not treated as secrets: a key of ``x`` (a local server that checks none) must not
+mask every ``x`` of a message."""
+
+# What a secret must not be glued to, on either side, to count as the secret itself (a whole token).
+_TOKEN_CHAR = r"[A-Za-z0-9_\-]"
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Mask the given secrets and anything shaped like an API key in ``text``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
+    """Mask the given secrets (``MIN_SECRET_LENGTH`` characters or more, as whole tokens) and anything
+    shaped like an API key in ``text``."""
+    found = {secret for secret in secrets if secret and len(secret) >= MIN_SECRET_LENGTH}
+    for secret in sorted(found, key=len, reverse=True):  # a secret inside a longer one goes with it
+        whole = re.compile(rf"(?<!{_TOKEN_CHAR}){re.escape(secret)}(?!{_TOKEN_CHAR})")
+        text = whole.sub("[redacted]", text)
     return _SECRET_SHAPES.sub("[redacted]", text)
 
 
@@ -125,6 +135,7 @@ def status_error(
 
 
 __all__ = [
+    "MIN_SECRET_LENGTH",
     "ModelAuthenticationError",
     "ModelProviderError",
     "ModelRateLimitError",
