@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.prompt import Prompt
 
 from plangate.agent import Agent, Mode, RunResult
-from plangate.cli._console import fail, out, print_json
+from plangate.cli._console import fail, out, print_json, prog
 from plangate.cli._loading import (
     ConfigOpt,
     StoreOpt,
@@ -236,11 +236,12 @@ def report(result: RunResult, json: bool, hint: str = "") -> None:
 def answer_commands(interaction: Interaction, hint: str = "") -> str:
     """The commands that resolve ``interaction`` from another terminal."""
     suffix = f" {hint}" if hint else ""
+    command = prog()
     if interaction.kind == "ask_user":
-        return f'plangate answer {interaction.id} "YOUR ANSWER"{suffix}'
+        return f'{command} answer {interaction.id} "YOUR ANSWER"{suffix}'
     return (
-        f"plangate approve {interaction.id}{suffix}  |  "
-        f'plangate reject {interaction.id} --reason "WHY"{suffix}'
+        f"{command} approve {interaction.id}{suffix}  |  "
+        f'{command} reject {interaction.id} --reason "WHY"{suffix}'
     )
 
 

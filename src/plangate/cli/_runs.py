@@ -21,11 +21,11 @@ from typing import Annotated, Any
 import typer
 from rich.live import Live
 from rich.markup import escape
-from rich.prompt import Prompt
 from rich.table import Table
 
+from plangate.agent import Agent
 from plangate.cli import _agent
-from plangate.cli._console import err, fail, out, parse_vars, print_json
+from plangate.cli._console import err, fail, out, parse_vars, print_json, prog
 from plangate.cli._loading import (
     ConfigOpt,
     StoreOpt,
@@ -35,7 +35,7 @@ from plangate.cli._loading import (
     step_model,
     store_from,
 )
-from plangate.errors import UserError
+from plangate.errors import InteractionError, StaleInteraction, UserError
 from plangate.events import (
     Event,
     GateEvent,
@@ -47,7 +47,7 @@ from plangate.events import (
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.interactions import Answer, Approve, Reject
-from plangate.store import TERMINAL_STATUSES, Commit, Interaction, Store
+from plangate.store import TERMINAL_STATUSES, Commit, Store
 
 PathOpt = Annotated[
     list[Path] | None, typer.Option("--path", "-p", help="A directory to search first (repeatable).")
@@ -156,25 +156,25 @@ class _Progress:
         return table
 
 
-def _ask(interaction: Interaction) -> Approve | Reject | Answer:
-    """Ask the person at the terminal; approve/reject for consent, free text for a question."""
-    out.print(f"\n[bold yellow]?[/] {escape(interaction.prompt)}")
-    if interaction.kind == "ask_user":
-        return Answer(text=Prompt.ask("your answer", console=out))
-    choice = Prompt.ask("approve?", choices=["y", "n"], default="y", console=out)
-    if choice == "y":
-        return Approve()
-    return Reject(reason=Prompt.ask("reason (optional)", default="", console=out))
-
-
 def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> RunResult:
-    """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on."""
+    """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on.
+
+    The questions are the agent command's (``_agent.ask``): one set of prompts for every run."""
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
     result: RunResult = asyncio.run(first)
     while result.status == "waiting" and result.interaction is not None and ask_here:
+        interaction = result.interaction
         with _Progress.paused():
-            resolution = _ask(result.interaction)
-        runner.resolve(result.interaction.id, resolution, by="terminal")
+            out.print(f"\n[bold yellow]?[/] {escape(interaction.prompt)}")
+            resolution = _agent.ask(interaction)
+        try:
+            runner.resolve(interaction.id, resolution, by="terminal")
+        except StaleInteraction:
+            raise
+        except InteractionError as exc:
+            # A resolution that does not fit (an edit the tool refuses) changed nothing: ask again.
+            out.print(f"[red]{escape(str(exc))}[/]")
+            continue
         result = asyncio.run(runner.resume(result.run_id))
     return result
 
@@ -200,8 +200,7 @@ def _report(result: RunResult, json: bool, hint: str = "") -> None:
             out.print(
                 f"waiting on interaction [bold]{result.interaction.id}[/]: "
                 f"{escape(result.interaction.prompt)}\n"
-                f"  answer with: plangate approve|reject|answer {result.interaction.id}"
-                + (f" {escape(hint)}" if hint else "")
+                f"  answer with: {escape(_agent.answer_commands(result.interaction, hint))}"
             )
     if result.status == "failed":
         raise typer.Exit(1)
@@ -456,7 +455,7 @@ def _resolve(
         with _runner_for(store, tools, interaction_id=interaction_id, model=model) as runner:
             root = _root(runner.store, runner.resolve(interaction_id, resolution, by="cli"))
             if not resume:
-                out.print(f"resolved {interaction_id}; run {root} continues with: plangate resume {root}")
+                out.print(f"resolved {interaction_id}; run {root} continues with: {prog()} resume {root}")
                 return
             result = asyncio.run(runner.resume(root))
     except UserError as exc:
@@ -542,7 +541,7 @@ def complete_command(
         with _runner_for(store, tools, run_id=run_id) as runner:
             runner.complete_step(run_id, step, value)
             if not resume:
-                out.print(f"completed {step}; continue with: plangate resume {run_id}")
+                out.print(f"completed {step}; continue with: {prog()} resume {run_id}")
                 return
             result = asyncio.run(runner.resume(run_id))
     except UserError as exc:
@@ -557,9 +556,14 @@ def cancel_command(
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Cancel a run that has not ended."""
+    """Cancel a run that has not ended: a formula run with its sub-runs and steps' agents, or an agent run
+    (its open question expires)."""
     try:
-        FormulaRunner(store_from(store)).cancel(run_id, reason)
+        opened = store_from(store)
+        if opened.get_run(run_id).kind == "agent":
+            Agent(store=opened).cancel(run_id, reason)
+        else:
+            FormulaRunner(opened).cancel(run_id, reason)
     except UserError as exc:
         fail(str(exc))
         return

@@ -31,6 +31,7 @@ from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoun
 from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import answer_step, commit_answer
+from plangate.formulas._outcome import outcome_event, stored
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
@@ -524,7 +525,9 @@ class FormulaRunner:
                     with contextlib.suppress(InteractionError):  # answered already: nothing to expire
                         tx.expire_interaction(interaction_id)
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
+            ended = outcome_event("cancelled", reason)
+            tx.append(ended)
+            tx.set_status("cancelled", outcome=stored(ended))
 
     def _cancel_children(self, run_id: str, reason: str) -> None:
         cursor: str | None = None
@@ -549,7 +552,9 @@ class FormulaRunner:
         # but the run itself
         with self.store.transaction(run_id) as tx:
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
+            ended = outcome_event("cancelled", reason)
+            tx.append(ended)
+            tx.set_status("cancelled", outcome=stored(ended))
 
     # -- results ------------------------------------------------------------------------------------------
 

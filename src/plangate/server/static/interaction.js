@@ -91,7 +91,7 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
         answer.focus();
         return;
       }
-      send({ action: "answer", text: answer.value }, el);
+      send({ kind: "answer", text: answer.value }, el);
     });
     parts.push(
       h("div", { class: "field" }, h("label", { for: answerId, text: "Your answer" }), answer),
@@ -100,9 +100,9 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
   } else {
     const reasonId = uid("reason");
     const reason = h("input", { id: reasonId, type: "text", placeholder: "why not (told to the run)" });
-    const approve = button("Approve", "primary", (el) => send({ action: "approve" }, el));
+    const approve = button("Approve", "primary", (el) => send({ kind: "approve" }, el));
     const reject = button("Reject", "danger", (el) => {
-      const body = { action: "reject" };
+      const body = { kind: "reject" };
       if (reason.value.trim()) body.reason = reason.value.trim();
       send(body, el);
     });
@@ -118,7 +118,7 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
           error.textContent = problem.message;
           return;
         }
-        send({ action: "edit", arguments: args }, el);
+        send({ kind: "edit", arguments: args }, el);
       });
       const editorId = uid("editor");
       editor = h(

@@ -216,7 +216,7 @@ export class RunView {
       throw error;
     }
     const done = { approve: "Approved.", reject: "Rejected.", answer: "Answer sent.", edit: "Approved with your changes." };
-    announce(done[body.action] || "Sent.");
+    announce(done[body.kind] || "Sent.");
     if (this.interaction && this.interaction.id === interaction.id) this.showInteraction(null);
     if (!TERMINAL.has(this.status)) this.setStatus("running");
     // the stream may have stopped while the run waited; pick it up again where it left off
