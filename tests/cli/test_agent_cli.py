@@ -239,7 +239,7 @@ def test_no_resume_is_refused_for_agent_runs(app: typer.Typer, home: Path) -> No
             8,
             "  ← placed gym at 8",
         ),
-        ("r\nslot is taken\n", None, "  ← declined by the user"),
+        ("r\nslot is taken\n", None, "  ← blocked (rejected): slot is taken"),
     ],
 )
 def test_consent_is_asked_in_the_terminal(

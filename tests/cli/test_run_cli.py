@@ -89,7 +89,7 @@ def test_detached_run_waits_and_approve_finishes_it(cli: CliRunner) -> None:
     assert [r["status"] for r in json.loads(runs.output)] == ["completed"]
     events = cli.invoke(app, ["events", waiting["run_id"], "--json"])
     types = [json.loads(line)["type"] for line in events.output.splitlines()]
-    assert types[0] == "status" and "interaction_resolved" in types and types[-1] == "status"
+    assert types[0] == "status" and "interaction_resolved" in types and types[-1] == "outcome"
 
 
 def test_reject_fails_the_run_with_exit_1(cli: CliRunner) -> None:
