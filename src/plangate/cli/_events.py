@@ -159,11 +159,12 @@ class EventPrinter:
         root: the run whose lines are printed bare; runs under it (``<root>.…`` ids) get a mark naming
             their step; None: the first run that commits is the root.
         steps: whether to print a formula's step states too (off where a live table shows them).
-        quiet_after: seconds of silence, while the run works, before a line says it still does.
+        quiet_after: seconds of silence, while the run works, before a line says it still does (None:
+            ``QUIET_AFTER``).
     """
 
     def __init__(
-        self, store: Store, root: str | None = None, *, steps: bool = True, quiet_after: float = QUIET_AFTER
+        self, store: Store, root: str | None = None, *, steps: bool = True, quiet_after: float | None = None
     ) -> None:
         self.store = store
         self.root = root
@@ -171,7 +172,7 @@ class EventPrinter:
         self.gates: dict[tuple[str, str], bool] = {}
         self.asked: set[str] = set()  # the interactions whose question was printed
         self.unsubscribe: Callable[[], None] | None = None
-        self.quiet_after = quiet_after
+        self.quiet_after = QUIET_AFTER if quiet_after is None else quiet_after
         self.last = self.said = time.monotonic()  # the last event line, the last line of any kind
         self.idle = False  # the run waits on a person, or ended: silence is expected
         self._stop = threading.Event()
