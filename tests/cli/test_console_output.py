@@ -1,4 +1,4 @@
-"""``cli/_console.py``: the command printed for the person to run next starts the way they started plangate."""
+"""``cli/_console.py``: a command printed for the person to run next starts as they started plangate."""
 
 from __future__ import annotations
 
