@@ -15,7 +15,8 @@ store fails stops, with its last committed step intact.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Literal
 
 from plangate.agent import _deliver, _execute, _plan, _route, _writes
 from plangate.agent._batch import Batch, Question
@@ -28,7 +29,7 @@ from plangate.agent.result import Outcome, RunResult
 from plangate.errors import ConfigError, InteractionError, StoreError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
 from plangate.models import Model
-from plangate.store import Interaction, Store, Transaction
+from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
 Node = Callable[["RunLoop"], Coroutine[Any, Any, None]]
@@ -50,6 +51,9 @@ class RunLoop:
         evidence: the successful receipts per plan step.
         interaction: the open interaction, when the run waits on one.
         fresh: the run was just created and nothing of it is committed yet.
+        leases: the lease book of whoever advances the run; when given, every commit is fenced by the run's
+            lease (its generation), and a write is preceded by a renewal, so a process that lost the lease
+            commits and writes nothing more (``RunLeased``).
 
     Attributes:
         meter: counts prompt tokens for the context budget, calibrated by the model's reported usage.
@@ -69,8 +73,10 @@ class RunLoop:
         evidence: Evidence,
         interaction: Interaction | None = None,
         fresh: bool = False,
+        leases: LeaseBook | None = None,
     ) -> None:
         self.store = store
+        self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
         self._model: Model | None = MeteredModel(model, self.meter) if isinstance(model, Model) else None
@@ -100,8 +106,7 @@ class RunLoop:
     async def advance(self) -> RunResult:
         """Run phases until the run ends or waits on a person; returns where it stands."""
         if self._fresh:
-            self._fresh = False
-            self.commit(Batch([StatusEvent(stage=self.state.phase, code="started")], status="running"))
+            self.begin(status="running")
         while self.state.phase != "done" and self.state.waiting is None:
             if self.state.inflight is not None:
                 await _writes.recover(self)
@@ -114,6 +119,12 @@ class RunLoop:
                 )
             await node(self)
         return self.result()
+
+    def begin(self, *, status: Literal["queued", "running"]) -> None:
+        """The run's first commit (its ``started`` event and first snapshot), once."""
+        if self._fresh:
+            self._fresh = False
+            self.commit(Batch([StatusEvent(stage=self.state.phase, code="started")], status=status))
 
     def result(self) -> RunResult:
         """Where the run stands now, as ``RunResult``."""
@@ -178,7 +189,7 @@ class RunLoop:
             StaleInteraction: the batch resolves an interaction someone else resolved first; nothing changed.
         """
         state = self.state
-        with self.store.transaction(self.run_id) as tx:
+        with self._transaction() as tx:
             if batch.resolve is not None:
                 tx.resolve_interaction(*batch.resolve)
             if batch.intent is not None:
@@ -212,6 +223,16 @@ class RunLoop:
             stored = list(tx.events)
         self._after_commit(batch, stored)
         return stored
+
+    def _transaction(self) -> AbstractContextManager[Transaction]:
+        if self.leases is None:
+            return self.store.transaction(self.run_id)
+        return self.leases.transaction(self.run_id)
+
+    def confirm_lease(self) -> None:
+        """Before a write: renew the run's lease, refused (``RunLeased``) when this process lost it."""
+        if self.leases is not None:
+            self.leases.confirm(self.run_id)
 
     def _open(self, tx: Transaction, question: Question) -> None:
         step_id = str(question.step_index) if self.state.plan else None
@@ -263,7 +284,11 @@ _NODES: dict[str, Node] = {
 
 
 def load_loop(
-    store: Store, run_id: str, model: Callable[[AgentConfig], Model], registry: ToolRegistry
+    store: Store,
+    run_id: str,
+    model: Callable[[AgentConfig], Model],
+    registry: ToolRegistry,
+    leases: LeaseBook | None = None,
 ) -> RunLoop:
     """Rebuild a run's loop from the store, with nothing but its id.
 
@@ -272,6 +297,7 @@ def load_loop(
         run_id: the run.
         model: gives the model for the run's settings (the agent's own, or one rebuilt from the spec).
         registry: the tools; every tool the run was started with must be in it.
+        leases: the lease book the loop's commits are fenced by (see ``RunLoop``).
 
     Raises:
         NotFoundError: no such run.
@@ -309,6 +335,7 @@ def load_loop(
         transcript=transcript,
         evidence=Evidence(store.receipts(run_id)),
         interaction=interaction,
+        leases=leases,
     )
 
 

@@ -9,12 +9,11 @@ scripts. Not for: any run logic (``plangate.agent``).
 
 from __future__ import annotations
 
-import asyncio
 import json as jsonlib
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -282,6 +281,14 @@ def agent_command(
     ] = None,
     store: StoreOpt = None,
     json: JsonOpt = False,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            "--broker",
+            help="The Redis URL of the workers' queue: the run is stored and handed to the workers "
+            "(plangate worker), and the command returns at once.",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed."""
     if mode not in ("auto", "plan", "react"):
@@ -291,21 +298,47 @@ def agent_command(
     try:
         chosen_model = model_from(model)
         specs = tool_specs(tools)
+        opened = store_from(store)
         runner = Agent(
             model=chosen_model,
             tools=tools_from(specs),
             tool_specs=specs,
-            store=store_from(store),
+            store=opened,
             max_rounds=max_rounds,
             mode=chosen,
             always_execute=always_execute,
+            leases=LeaseBook(opened),
         )
+        if broker is not None:
+            _hand_over(runner, prompt, broker, json)
+            return
         with _Printer(runner.store) if not json else nullcontext():
             result = drive(runner, runner.run(prompt), ask_here=ask_here)
     except UserError as exc:
         fail(str(exc))
         return
     report(result, json, _hint(store, model or chosen_model.name))
+
+
+def _hand_over(agent: Agent, prompt: str, broker: str, json: bool) -> None:
+    from plangate.cli._runs import queued
+    from plangate.cli._worker import queue_for
+
+    queue = queue_for(broker)
+    try:
+        run_id = agent.submit(prompt)
+        sent = queue.enqueue(run_id)
+    finally:
+        queue.close()
+    queued(run_id, sent, json)
+
+
+def record(
+    store: Store, interaction: Interaction, resolution: Resolution, *, tools: list[str] | None
+) -> None:
+    """Commit the resolution of an agent run's interaction and nothing more (a worker continues it)."""
+    runner = Agent(tools=_tools_of(store, interaction.run_id, tools), store=store, leases=LeaseBook(store))
+    runner.resolve(interaction.run_id, interaction.id, resolution, by="cli")
 
 
 def resolve(
@@ -319,29 +352,21 @@ def resolve(
     store_url: str | None = None,
 ) -> None:
     """Resolve an agent run's interaction from the command line and continue the run here."""
-    runner = Agent(model=model, tools=_tools_of(store, interaction.run_id, tools), store=store)
+    # Under the run's lease, fencing every commit: a run another live process advances is refused
+    # (RunLeased), unchanged.
+    tools_ = _tools_of(store, interaction.run_id, tools)
+    runner = Agent(model=model, tools=tools_, store=store, leases=LeaseBook(store))
     with _Printer(store) if not json else nullcontext():
-        work = runner.resume_async(interaction.run_id, interaction.id, resolution, by="cli")
-        result = asyncio.run(_leased(store, interaction.run_id, work))
+        result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
     report(result, json, _hint(store_url, model))
 
 
 def resume(store: Store, run_id: str, *, tools: list[str] | None, model: str | None, json: bool) -> None:
     """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
-    runner = Agent(model=model, tools=_tools_of(store, run_id, tools), store=store)
+    runner = Agent(model=model, tools=_tools_of(store, run_id, tools), store=store, leases=LeaseBook(store))
     with _Printer(store) if not json else nullcontext():
-        result = asyncio.run(_leased(store, run_id, runner.resume_async(run_id)))
+        result = runner.resume(run_id)
     report(result, json)
-
-
-async def _leased(store: Store, run_id: str, work: Coroutine[Any, Any, RunResult]) -> RunResult:
-    """Advance an agent run holding its lease (renewed meanwhile): a run another live process advances is
-    refused (``RunLeased``), unchanged."""
-    try:
-        async with LeaseBook(store).kept(run_id):
-            return await work
-    finally:
-        work.close()  # not started when the lease was refused
 
 
 __all__ = [

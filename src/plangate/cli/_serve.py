@@ -56,6 +56,14 @@ def serve_command(
         typer.Option("--no-auth", help="Accept requests without a token, all as owner 'local' (dev only)."),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            "--broker",
+            help="The Redis URL of the workers' queue: runs are handed to `plangate worker` processes on "
+            "the same store instead of running in this process (same API, same events).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools."""
     try:
@@ -66,6 +74,8 @@ def serve_command(
         fail('plangate serve needs the server extra: pip install "plangate[server]"')
         return
     try:
+        if broker is not None:
+            from plangate.workers import broker_url
         specs = tool_specs(tools)
         opened = store_from(store)
         application = create_app(
@@ -75,6 +85,7 @@ def serve_command(
             search_paths=path or (),
             tool_specs=specs,
             model=model_from(model, of="model of agent runs"),
+            broker=broker_url(broker) if broker is not None else None,
         )
     except UserError as exc:
         fail(str(exc))

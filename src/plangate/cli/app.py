@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _agent, _conditions, _formula, _runs, _serve
+from plangate.cli import _agent, _conditions, _formula, _runs, _serve, _worker
 from plangate.cli._console import err
 from plangate.errors import UserError
 
@@ -43,6 +43,7 @@ _formula.register(app)
 _runs.register(app)
 _agent.register(app)
 _serve.register(app)
+_worker.register(app)
 
 
 def main() -> None:

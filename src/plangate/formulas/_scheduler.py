@@ -10,7 +10,7 @@ costs what changed, not the size of the plan. Not for: what an executor does (``
 A person's answer reaches a live scheduler through ``answer`` (it commits between two passes, so the
 scheduler's state never goes stale and no running step is interrupted), and a sub-run answered while it
 was suspended is continued through ``poke`` on its parent: only the branch that waited moves on. Every
-commit checks that this process still holds the run's lease and that nobody ended the run meanwhile.
+commit is fenced by the run's lease (its generation) and checks that nobody ended the run meanwhile.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, compile_condition
-from plangate.errors import InteractionError, RunLeased
+from plangate.errors import InteractionError
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -257,14 +257,7 @@ class Scheduler:
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Transaction]:
         """A transaction on the run, refused when another holder took the run's lease or the run ended."""
-        with self.runner.store.transaction(self.run_id) as tx:
-            if not self.runner.leases.holds(tx.run):
-                raise RunLeased(
-                    f"run {self.run_id!r}: this process lost the run's lease to {tx.run.lease_owner}; it "
-                    "stops advancing it, nothing more was committed",
-                    run_id=self.run_id,
-                    holder=tx.run.lease_owner,
-                )
+        with self.runner.leases.transaction(self.run_id) as tx:  # fenced by the lease's generation
             if tx.run.status in TERMINAL_STATUSES:
                 raise _RunEnded(tx.run.status)
             yield tx
@@ -511,6 +504,8 @@ class Scheduler:
         if what == "fanout":
             ids = fanout_ids(self.run_id, step, run.attempt, run.output or {}, existing)
             return await fan_out(step, dict(run.output or {}), sub, ids)
+        if what in {"write", "settle"}:
+            self.runner.leases.confirm(self.run_id)  # a process that lost the run never writes for it
         if what == "write":
             tool = self.runner.tools.get(str(run.wait.get("tool")))
             arguments = run.wait.get("arguments")
