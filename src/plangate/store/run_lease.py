@@ -128,7 +128,7 @@ class LeaseBook:
             held = self._leases.get(run_id)
             lost = run_id in self._lost
         if held is None:
-            why = "lost its lease" if lost else "does not hold its lease"
+            why = "lost the run's lease" if lost else "does not hold the run's lease"
             raise RunLeased(
                 f"run {run_id!r}: this process {why}; it stops advancing it, nothing more was committed",
                 run_id=run_id,

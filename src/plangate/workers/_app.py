@@ -16,6 +16,7 @@ not wait for the timeout: the reaper re-enqueues a run whose lease expired.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from plangate.errors import ConfigError
@@ -58,8 +59,17 @@ def broker_url(url: str | None, where: str = "--broker") -> str:
     return url
 
 
-def celery_app(url: str, *, visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT) -> Any:
-    """A Celery application on the Redis broker at ``url`` with plangate's delivery settings."""
+def celery_app(
+    url: str,
+    *,
+    visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT,
+    transport: Mapping[str, object] | None = None,
+) -> Any:
+    """A Celery application on the Redis broker at ``url`` with plangate's delivery settings.
+
+    Args:
+        transport: more options of kombu's Redis transport (``unacked_restore_interval``, ...).
+    """
     app = Celery("plangate", broker=broker_url(url), set_as_current=False)
     app.conf.update(
         task_default_queue=QUEUE,
@@ -71,7 +81,7 @@ def celery_app(url: str, *, visibility_timeout: float = DEFAULT_VISIBILITY_TIMEO
         result_serializer="json",
         task_ignore_result=True,
         result_backend=None,
-        broker_transport_options={"visibility_timeout": visibility_timeout},
+        broker_transport_options={**(transport or {}), "visibility_timeout": visibility_timeout},
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,  # a restarted Redis is waited for, however long it takes
         # A publish to a Redis that is down fails after about a second: the run is in the store already,

@@ -49,6 +49,8 @@ class WorkerSettings:
             (it may still be in the queue; once the queue is empty it is enqueued at once).
         visibility_timeout: Redis's re-delivery timeout for unacknowledged messages.
         concurrency: Celery worker processes (None: Celery's default, one per CPU).
+        transport: more options of kombu's Redis transport, as ``(name, value)`` pairs (how often it
+            gives back messages whose visibility timeout passed: ``unacked_restore_interval``, ...).
         registry: tools given in code, offered with those of ``tools`` (embedding a worker).
         model_object: a model given in code, used as ``model`` is (embedding a worker; a test double).
     """
@@ -63,6 +65,7 @@ class WorkerSettings:
     unleased_grace: float = 60.0
     visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT
     concurrency: int | None = None
+    transport: tuple[tuple[str, float], ...] = ()
     registry: ToolRegistry | None = field(default=None, compare=False)
     model_object: Model | None = field(default=None, compare=False)
 

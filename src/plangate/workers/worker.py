@@ -69,7 +69,9 @@ class _Process:
 
 def build_app(settings: WorkerSettings) -> Any:
     """The worker's Celery application: plangate's delivery settings and the advance task."""
-    app = celery_app(settings.broker, visibility_timeout=settings.visibility_timeout)
+    app = celery_app(
+        settings.broker, visibility_timeout=settings.visibility_timeout, transport=dict(settings.transport)
+    )
     process = _Process(settings)
 
     @app.task(name=ADVANCE_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # type: ignore[untyped-decorator]
