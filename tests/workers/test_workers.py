@@ -195,3 +195,27 @@ def test_a_worker_paused_past_its_lease_commits_nothing_when_it_wakes(
     until(lambda: "lost the run's lease" in workers.log(paused), 30, "the woken worker to be refused")
     assert store.last_seq(run_id) == events  # its late commit was refused
     assert fault_tools.executions(store_url) == {f"{run_id}:write:1": 1}
+
+
+def test_a_server_with_a_broker_serves_the_same_api_while_workers_advance_its_runs(
+    store: Store, store_url: str, broker: str, workers: Workers
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from plangate.server import create_app
+
+    workers.wait_ready(workers.start())
+    app = create_app(store, fault_tools.registry, auth=False, search_paths=[FORMULAS], broker=broker)
+    with TestClient(app) as client:
+        created = client.post("/v1/runs", json={"kind": "formula", "formula": "chaos", "vars": {"label": "api"}})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run"]["id"]
+        for _ in range(2):  # the approval, then the write's consent
+            until(lambda: bool(store.list_interactions(status="open", run_id=run_id)), 60, "a question")
+            (asked,) = store.list_interactions(status="open", run_id=run_id)
+            answered = client.post(f"/v1/interactions/{asked.id}", json={"action": "approve"})
+            assert answered.status_code == 200, answered.text
+        until(lambda: store.get_run(run_id).status == "completed", 60, "the run to complete")
+        steps = client.get(f"/v1/runs/{run_id}").json()["steps"]
+    assert {step["status"] for step in steps} == {"complete"}
+    assert sum(fault_tools.executions(store_url).values()) == 2
