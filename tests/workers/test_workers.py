@@ -207,7 +207,8 @@ def test_a_server_with_a_broker_serves_the_same_api_while_workers_advance_its_ru
     workers.wait_ready(workers.start())
     app = create_app(store, fault_tools.registry, auth=False, search_paths=[FORMULAS], broker=broker)
     with TestClient(app) as client:
-        created = client.post("/v1/runs", json={"kind": "formula", "formula": "chaos", "vars": {"label": "api"}})
+        body = {"kind": "formula", "formula": "chaos", "vars": {"label": "api"}}
+        created = client.post("/v1/runs", json=body)
         assert created.status_code == 201, created.text
         run_id = created.json()["run"]["id"]
         for _ in range(2):  # the approval, then the write's consent
