@@ -130,7 +130,7 @@ async def apply(
     if waiting.purpose == "consent" and not isinstance(resolution, Reject):
         arguments = edited if edited is not None else dict(waiting.arguments or {})
         _start_write(loop, batch, waiting, arguments, record_intent=act)
-        loop.commit(batch)
+        await loop.commit(batch)
         if act:
             await _writes.execute(loop)
         return
@@ -140,7 +140,7 @@ async def apply(
         _plan_answered(loop, batch, resolution)
     else:
         _answered(loop, batch, waiting, resolution)
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 def _start_write(

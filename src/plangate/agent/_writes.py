@@ -9,19 +9,22 @@ intent at all is a write approved by a process that leaves the running to anothe
 starts): the tool's
 ``reconcile(key)`` says whether it happened (its earlier ``ToolResult``) or not (``None``: it runs now, under
 the same key); a tool without ``reconcile`` (or one whose ``reconcile`` fails) marks the step
-``outcome_unknown`` and asks a person. Not for: deciding that a write may run (``_validate``,
-``_interactions``).
+``outcome_unknown`` and asks a person. A write that comes back cut off (``ToolResult.outcome_unknown``:
+its MCP server died or ran out of time after the call was sent) is treated the same way, at once: its
+intent stays open and a person is asked whether it happened. Not for: deciding that a write may run
+(``_validate``, ``_interactions``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from plangate.agent._batch import Batch, Question, WriteDone, result_event
 from plangate.agent._state import InflightWrite
-from plangate.events import InteractionTool, StatusEvent, ToolCallEvent
+from plangate.events import Event, InteractionTool, StatusEvent, ToolCallEvent
 from plangate.tools import ToolResult
 
 if TYPE_CHECKING:
@@ -36,7 +39,13 @@ async def execute(loop: RunLoop) -> None:
     tool = loop.toolset.registry.get(inflight.tool)
     loop.confirm_lease()  # a process that lost the run (frozen, taken over) never writes for it
     outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
-    finish(loop, inflight, outcome)
+    if outcome.outcome_unknown:
+        why = outcome.error_message or "the call was cut off"
+        step_id = str(inflight.step_index) if loop.state.plan else None
+        event = result_event(inflight.key, inflight.tool, outcome, step_id)
+        await _ask_a_person(loop, inflight, why, cut_off=True, events=[event])
+        return
+    await finish(loop, inflight, outcome)
 
 
 async def start(loop: RunLoop, inflight: InflightWrite) -> None:
@@ -45,11 +54,13 @@ async def start(loop: RunLoop, inflight: InflightWrite) -> None:
     call = ToolCallEvent(
         call_id=inflight.key, tool=inflight.tool, arguments=inflight.arguments, step_id=step_id
     )
-    loop.commit(Batch([call], intent=inflight, status="running"))
+    await loop.commit(Batch([call], intent=inflight, status="running"))
     await execute(loop)
 
 
-def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None) -> None:
+async def finish(
+    loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None
+) -> None:
     """Commit the write's receipt (and its ``tool_result`` event), clearing ``inflight``."""
     batch = batch if batch is not None else Batch()
     loop.state.inflight = None
@@ -59,7 +70,7 @@ def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: B
     step_id = str(inflight.step_index) if loop.state.plan else None
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))
     batch.status = "running"
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 async def recover(loop: RunLoop) -> None:
@@ -76,45 +87,56 @@ async def recover(loop: RunLoop) -> None:
     if intent.status == "done":
         # The receipt and the snapshot commit together, so this means the snapshot is behind the store.
         loop.state.inflight = None
-        loop.commit(Batch([StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")]))
+        settled = StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")
+        await loop.commit(Batch([settled]))
         return
     tool = loop.toolset.registry.get(inflight.tool)
     if tool.reconcile is None:
-        _ask_a_person(loop, inflight, "the tool has no reconcile hook")
+        await _ask_a_person(loop, inflight, "the tool has no reconcile hook")
         return
     try:
         found = await asyncio.to_thread(tool.reconcile, inflight.key)
     except Exception as exc:
-        _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
+        await _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
         return
     if found is None:
         note = f"{inflight.tool} left no trace before the restart; running it now, under the same key"
-        loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
+        await loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
         await execute(loop)
         return
     if not isinstance(found, ToolResult):
-        _ask_a_person(
+        await _ask_a_person(
             loop, inflight, f"its reconcile hook returned a {type(found).__name__}, not a ToolResult"
         )
         return
     note = f"{inflight.tool} had already run before the restart; its result was reconciled"
-    finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
+    await finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
 
 
-def _ask_a_person(loop: RunLoop, inflight: InflightWrite, why: str) -> None:
+async def _ask_a_person(
+    loop: RunLoop,
+    inflight: InflightWrite,
+    why: str,
+    *,
+    cut_off: bool = False,
+    events: Sequence[Event] = (),
+) -> None:
     arguments = json.dumps(inflight.arguments, ensure_ascii=False, sort_keys=True)
+    lost = (
+        f"its answer was lost ({why})" if cut_off else "the run stopped before its result was recorded"
+    )
     prompt = (
-        f"The approved call {inflight.tool} with {arguments} started, but the run stopped before its result "
-        "was recorded, so it may or may not have happened. Please check, and tell me whether it did."
+        f"The approved call {inflight.tool} with {arguments} started, but {lost}, so it may or may not have "
+        "happened. Please check, and tell me whether it did."
     )
     loop.state.inflight = None
     tool = InteractionTool(name=inflight.tool, arguments=inflight.arguments, arguments_digest=inflight.digest)
     batch = Batch(
-        [StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
+        [*events, StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
         question=Question("ask_user", "outcome_unknown", prompt, inflight.step_index, tool, inflight.key),
         status="waiting",
     )
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 __all__ = ["execute", "finish", "recover", "start"]

@@ -22,13 +22,14 @@ from rich.prompt import Prompt
 from plangate.agent import Agent, Mode, RunResult
 from plangate.cli._console import fail, out, print_json
 from plangate.cli._loading import (
+    ConfigOpt,
     StoreOpt,
     ToolsOpt,
+    config_hint,
     model_from,
-    run_tool_specs,
+    project_tools,
     store_from,
     tool_specs,
-    tools_from,
 )
 from plangate.errors import InteractionError, StaleInteraction, UserError
 from plangate.events import (
@@ -49,7 +50,6 @@ from plangate.events import (
 )
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.store import Commit, Interaction, LeaseBook, Store
-from plangate.tools import ToolRegistry
 
 MODEL_ENV = "PLANGATE_MODEL"
 
@@ -243,14 +243,13 @@ def answer_commands(interaction: Interaction, hint: str = "") -> str:
     )
 
 
-def _tools_of(store: Store, run_id: str, tools: list[str] | None) -> ToolRegistry:
-    """The tools given on the command line, else the ones the run was started with."""
-    specs = tool_specs(tools)
-    return tools_from(specs or run_tool_specs(store, run_id))
-
-
-def _hint(store: str | None, model: str | None) -> str:
+def command_hint(store: str | None, tools: list[str] | None, model: str | None = None) -> str:
+    """The options a command printed for later needs to find this run again: the store, the config, the
+    tools named on this command line (a run's stored specs are never imported), a scripted model."""
     parts = [f"--store {store}"] if store else []
+    if config_hint():
+        parts.append(config_hint())
+    parts.extend(f"--tools {spec}" for spec in tool_specs(tools))
     if model and model.startswith("scripted:"):
         parts.append("--model scripted:NEXT.json")
     return " ".join(parts)
@@ -289,6 +288,7 @@ def agent_command(
             "(plangate worker), and the command returns at once.",
         ),
     ] = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed."""
     if mode not in ("auto", "plan", "react"):
@@ -297,27 +297,27 @@ def agent_command(
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
     try:
         chosen_model = model_from(model)
-        specs = tool_specs(tools)
-        opened = store_from(store)
-        runner = Agent(
-            model=chosen_model,
-            tools=tools_from(specs),
-            tool_specs=specs,
-            store=opened,
-            max_rounds=max_rounds,
-            mode=chosen,
-            always_execute=always_execute,
-            leases=LeaseBook(opened),
-        )
-        if broker is not None:
-            _hand_over(runner, prompt, broker, json)
-            return
-        with _Printer(runner.store) if not json else nullcontext():
-            result = drive(runner, runner.run(prompt), ask_here=ask_here)
+        with project_tools(tools) as loaded:
+            opened = store_from(store)
+            runner = Agent(
+                model=chosen_model,
+                tools=loaded.registry,
+                tool_specs=loaded.specs,
+                store=opened,
+                max_rounds=max_rounds,
+                mode=chosen,
+                always_execute=always_execute,
+                leases=LeaseBook(opened),
+            )
+            if broker is not None:
+                _hand_over(runner, prompt, broker, json)
+                return
+            with _Printer(runner.store) if not json else nullcontext():
+                result = drive(runner, runner.run(prompt), ask_here=ask_here)
     except UserError as exc:
         fail(str(exc))
         return
-    report(result, json, _hint(store, model or chosen_model.name))
+    report(result, json, command_hint(store, tools, model or chosen_model.name))
 
 
 def _hand_over(agent: Agent, prompt: str, broker: str, json: bool) -> None:
@@ -337,8 +337,9 @@ def record(
     store: Store, interaction: Interaction, resolution: Resolution, *, tools: list[str] | None
 ) -> None:
     """Commit the resolution of an agent run's interaction and nothing more (a worker continues it)."""
-    runner = Agent(tools=_tools_of(store, interaction.run_id, tools), store=store, leases=LeaseBook(store))
-    runner.resolve(interaction.run_id, interaction.id, resolution, by="cli")
+    with project_tools(tools, run=(store, interaction.run_id)) as loaded:
+        runner = Agent(tools=loaded.registry, store=store, leases=LeaseBook(store))
+        runner.resolve(interaction.run_id, interaction.id, resolution, by="cli")
 
 
 def resolve(
@@ -351,28 +352,41 @@ def resolve(
     json: bool,
     store_url: str | None = None,
 ) -> None:
-    """Resolve an agent run's interaction from the command line and continue the run here."""
-    # Under the run's lease, fencing every commit: a run another live process advances is refused
-    # (RunLeased), unchanged.
-    tools_ = _tools_of(store, interaction.run_id, tools)
-    runner = Agent(model=model, tools=tools_, store=store, leases=LeaseBook(store))
-    with _Printer(store) if not json else nullcontext():
-        result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
-    report(result, json, _hint(store_url, model))
+    """Resolve an agent run's interaction from the command line and continue the run here.
+
+    The run's tools come from this command (``--tools``, ``plangate.toml``), never from what it stored.
+    Under the run's lease, fencing every commit: a run another live process advances is refused
+    (``RunLeased``), unchanged.
+    """
+    with project_tools(tools, run=(store, interaction.run_id)) as loaded:
+        runner = Agent(model=model, tools=loaded.registry, store=store, leases=LeaseBook(store))
+        with _Printer(store) if not json else nullcontext():
+            result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
+    report(result, json, command_hint(store_url, tools, model))
 
 
-def resume(store: Store, run_id: str, *, tools: list[str] | None, model: str | None, json: bool) -> None:
+def resume(
+    store: Store,
+    run_id: str,
+    *,
+    tools: list[str] | None,
+    model: str | None,
+    json: bool,
+    store_url: str | None = None,
+) -> None:
     """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
-    runner = Agent(model=model, tools=_tools_of(store, run_id, tools), store=store, leases=LeaseBook(store))
-    with _Printer(store) if not json else nullcontext():
-        result = runner.resume(run_id)
-    report(result, json)
+    with project_tools(tools, run=(store, run_id)) as loaded:
+        runner = Agent(model=model, tools=loaded.registry, store=store, leases=LeaseBook(store))
+        with _Printer(store) if not json else nullcontext():
+            result = runner.resume(run_id)
+    report(result, json, command_hint(store_url, tools, model))
 
 
 __all__ = [
     "agent_command",
     "answer_commands",
     "ask",
+    "command_hint",
     "drive",
     "event_line",
     "register",
