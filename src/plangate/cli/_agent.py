@@ -337,7 +337,8 @@ def record(
     store: Store, interaction: Interaction, resolution: Resolution, *, tools: list[str] | None
 ) -> None:
     """Commit the resolution of an agent run's interaction and nothing more (a worker continues it)."""
-    with project_tools(tools, run=(store, interaction.run_id)) as loaded:
+    # Only the answer is committed here: the worker runs the approved call, with its own tools.
+    with project_tools(tools) as loaded:
         runner = Agent(tools=loaded.registry, store=store, leases=LeaseBook(store))
         runner.resolve(interaction.run_id, interaction.id, resolution, by="cli")
 

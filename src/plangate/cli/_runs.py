@@ -517,7 +517,9 @@ def _resolve_for_workers(
             _agent.record(opened, interaction, resolution, tools=tools)
             answered = run.id
         else:
-            with _runner_for(store, tools, interaction_id=interaction.id) as runner:
+            # Only the answer is committed here: the worker runs the steps, with its own tools.
+            with project_tools(tools) as loaded:
+                runner = FormulaRunner(opened, loaded.registry, tool_specs=loaded.specs)
                 answered = asyncio.run(runner.record_answer(interaction.id, resolution, by="cli"))
         sent = queue.enqueue(answered)
     finally:
