@@ -3,7 +3,8 @@
 With ``base_url`` it serves any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, DeepSeek, Qwen).
 Structured output uses ``response_format`` with the request's JSON schema (``structured=True``), or JSON mode
 for servers without schema support (``structured=False``, whose preferred wire is then ``tagged``). Usage
-comes from the final chunk (``stream_options.include_usage``); reasoning deltas come from
+comes from the final chunk (``stream_options.include_usage``), with the prompt tokens OpenAI's automatic
+prefix cache served (``prompt_tokens_details.cached_tokens``); reasoning deltas come from
 ``reasoning_content`` (or ``reasoning``) where the server sends them.
 
 What it is for: one provider behind the ``Model`` protocol. What it is not for: prompts, retries of a bad
@@ -187,7 +188,12 @@ def _chunk_items(chunk: ChatCompletionChunk) -> list[ModelChunk]:
         if delta.content:
             items.append(TextDelta(delta.content))
     if chunk.usage is not None:
-        items.append(Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens))
+        # OpenAI caches long prompt prefixes by itself; it says how much of the prompt came from the cache.
+        details = chunk.usage.prompt_tokens_details
+        cached = details.cached_tokens if details is not None else None
+        items.append(
+            Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, cached_input_tokens=cached)
+        )
     return items
 
 
