@@ -1,13 +1,20 @@
 """The prompt of each model call, rebuilt from the run's state every time: a pure function of its inputs.
 
-For: the messages of the route, plan, execute and deliver calls. An execute prompt is, in order: a system
-message (rules, the answer format for the model's wire, the active tool catalogue, the run's own
-instructions), the visible conversation, then one closing user message made of named sections: the run's
-summary (once compaction folded older records out), the ReAct record, the pinned blocks ``current_plan``,
-``current_step`` and ``execution_context``, and the hidden corrections of the last rounds. The run's
-``Memory`` says how many of the oldest turns and records the summary stands for; they are left out here,
-while the user's request and every pinned block always stay. Not for: deciding what to fold (``_compact.py``),
-calling the model (``_calls.py``) or folding the record from events (``_transcript.py``).
+For: the messages of the route, plan, execute and deliver calls, laid out in the order things happened so
+that each round's prompt extends the last one and a prefix cache (the provider's, or llama.cpp's context)
+can reuse it. An execute prompt is, in order: a system message that does not change during the run (rules,
+the answer format for the model's wire, the active tool catalogue, the run's own instructions); the user's
+request, and the run's summary once compaction folded older records out; then the conversation and the ReAct
+record as they happened: each round the model's decision (as an assistant message, on its wire) and what
+came of it (the tool's result, as a user message), a person's answers and the assistant's questions in
+their place; and last one small state message of named sections: the pinned blocks ``current_plan``,
+``current_step`` (with the conditions the runtime checks itself) and ``execution_context`` (rounds left),
+and the hidden corrections of the last rounds. Only that message changes from round to round, so only it
+(and what the last round added) is new to the model. The system message, and the conversation before the
+state message, are marked ``cache_point`` for providers that cache on request. The run's ``Memory`` says how
+many of the oldest turns and records the summary stands for; they are left out here, while the user's
+request and every pinned block always stay. Not for: deciding what to fold (``_compact.py``), calling the
+model (``_calls.py``) or folding the record from events (``_transcript.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from dataclasses import dataclass
 
 from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Transcript, Turn
+from plangate.conditions import Condition
 from plangate.decisions import PlanStep
+from plangate.events import JsonObject
 from plangate.models import Message, Role, Wire
 
 PINNED = ("current_plan", "current_step", "execution_context")
@@ -28,7 +37,7 @@ PINNED = ("current_plan", "current_step", "execution_context")
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A named part of the closing user message."""
+    """A named part of the state message that closes a prompt."""
 
     name: str
     text: str
@@ -37,10 +46,14 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """A prompt as data: the system text, the conversation and the named sections that close it."""
+    """A prompt as data: the system text, the run's history in order, and the named sections that close it.
+
+    Attributes:
+        history: ``(role, text)`` turns, oldest first, before consecutive turns of one role are joined.
+    """
 
     system: str
-    conversation: tuple[Turn, ...]
+    history: tuple[tuple[Role, str], ...]
     sections: tuple[Section, ...]
 
     def section(self, name: str) -> Section | None:
@@ -48,24 +61,32 @@ class Context:
         return next((item for item in self.sections if item.name == name), None)
 
     def messages(self) -> list[Message]:
-        """The chat messages: system first, consecutive turns of one role joined (some providers need
-        user and assistant to alternate)."""
+        """The chat messages: the system message, the history, then the state message.
+
+        Consecutive turns of one role are joined (some providers need user and assistant to alternate), the
+        state message with them when the history ends with a user turn; the system message and the last
+        message that holds history only are cache points.
+        """
         roles: list[Role] = []
         texts: list[str] = []
-
-        def add(role: Role, text: str) -> None:
+        for role, text in self.history:
             if roles and roles[-1] == role:
                 texts[-1] += "\n\n" + text
             else:
                 roles.append(role)
                 texts.append(text)
-
-        for turn in self.conversation:
-            add("assistant" if turn.role == "assistant" else "user", turn.text)
+        stable = len(roles)
         closing = "\n\n".join(f"## {item.name}\n{item.text}" for item in self.sections)
-        if closing:
-            add("user", closing)
-        return [Message("system", self.system), *(Message(r, t) for r, t in zip(roles, texts, strict=True))]
+        if closing and roles and roles[-1] == "user":
+            texts[-1] += "\n\n" + closing
+            stable -= 1
+        elif closing:
+            roles.append("user")
+            texts.append(closing)
+        messages = [Message("system", self.system, cache_point=True)]
+        for index, (role, text) in enumerate(zip(roles, texts, strict=True)):
+            messages.append(Message(role, text, cache_point=index == stable - 1))
+        return messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +97,8 @@ class View:
         catalogue: the active tools as JSON text (``Toolset.catalogue()``).
         evidence: successful receipts bound to the current step.
         memory: what compaction folded out of the prompt, if anything.
+        goal: the run's ``done_when`` condition, which the runtime checks itself.
+        step_condition: the current step's ``done_when``, when it is a condition the runtime checks.
     """
 
     config: AgentConfig
@@ -87,6 +110,8 @@ class View:
     rounds_used: int
     evidence: int
     memory: Memory | None = None
+    goal: Condition | None = None
+    step_condition: Condition | None = None
 
     def turns(self) -> tuple[Turn, ...]:
         """The conversation the prompt shows: the user's request, then the turns no summary stands for."""
@@ -117,15 +142,19 @@ evidence).
 speak is shown to the user; reason is for the logs.
 
 A plan step counts as complete only with evidence gathered while it was current: a successful tool \
-observation, an executed change, or the user's answer. Tools with effect "write" run only after the user \
-approves them. Repeating the same call without learning anything new stops the run."""
+observation, an executed change, or the user's answer. A done_when written as a condition on receipts \
+(receipts.any(...)) is checked by the runtime after every result, and it completes the step or the request \
+itself. Tools with effect "write" run only after the user approves them. Repeating the same call without \
+learning anything new stops the run. Your earlier decisions are your messages above; what came of each one \
+is the user message after it."""
 
 _PLAN_RULES = """\
 You plan how to complete the user's request with the tools below. Reply with action "plan_done" and \
 plan_steps: a short list of steps, each with content (what to do) and done_when (the observable evidence \
-that it is complete). Set context_hook {domain, packs} to activate the tools of a domain for the plan, or \
-null. Use action "ask_user" with a question when the request cannot be planned without the user's answer, \
-or "continue" with a reason to take another planning pass."""
+that it is complete, in words, or as a condition on the evidence receipts that the runtime checks itself: \
+receipts.any(tool == 'name' and success)). Set context_hook {domain, packs} to activate the tools of a \
+domain for the plan, or null. Use action "ask_user" with a question when the request cannot be planned \
+without the user's answer, or "continue" with a reason to take another planning pass."""
 
 _ROUTE_RULES = """\
 Decide how to handle the user's request. route "reply": answer directly (write the answer in reply); \
@@ -179,22 +208,34 @@ def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
     return Section("current_plan", "\n".join(lines), True)
 
 
+_CHECKED = "the runtime checks it after every result"
+
+
 def _step_section(view: View) -> Section:
     plan = view.plan
+    goal = view.goal
+    goal_line = (
+        f"\nGoal: {goal.expression} ({_CHECKED}, and completes the request itself once it holds)"
+        if goal is not None
+        else ""
+    )
     if not plan:
-        return Section("current_step", "None (no plan).", True)
+        return Section("current_step", f"None (no plan).{goal_line}", True)
     step = plan[view.step_index]
+    last_step = view.step_index == len(plan) - 1
     text = (
         f"Step {view.step_index + 1} of {len(plan)}: {step.content}\n"
         f"Done when: {step.done_when or 'not stated'}\n"
         f"Evidence for this step so far: {view.evidence} successful receipt(s)"
     )
-    last = (
-        "This is the last step: declare done when it is complete."
-        if view.step_index == len(plan) - 1
-        else ("Declare next_plan when it is complete.")
-    )
-    return Section("current_step", f"{text}\n{last}", True)
+    if view.step_condition is not None:
+        then = "the request is complete" if last_step else "the next step starts"
+        last = f"That condition is checked by the runtime after every result: once it holds, {then}."
+    elif last_step:
+        last = "This is the last step: declare done when it is complete."
+    else:
+        last = "Declare next_plan when it is complete."
+    return Section("current_step", f"{text}\n{last}{goal_line}", True)
 
 
 def _execution_section(view: View) -> Section:
@@ -220,16 +261,72 @@ def summary_text(memory: Memory) -> str:
     return "\n".join(parts)
 
 
-def _summary_section(memory: Memory | None) -> list[Section]:
-    text = "" if memory is None else summary_text(memory)
-    return [Section("run_summary", text)] if text else []
+def history(view: View) -> tuple[tuple[Role, str], ...]:
+    """The run so far, in order: the request (and the summary of what was folded), then every turn and
+    record no summary stands for. A record shows the decision that made its call, with the text that round
+    spoke, so that text is not shown a second time on its own."""
+    transcript = view.transcript
+    memory = view.memory
+    folded_turns = memory.turns if memory is not None else 0
+    folded_acts = memory.acts if memory is not None else 0
+    acts = transcript.acts
+    spoken = {act.speak for act in acts[folded_acts:] if act.speak is not None and act.decision is not None}
+    found: list[tuple[Role, str]] = []
+    for kind, index in transcript.order:
+        if kind == "advance":
+            advance = transcript.advances[index]
+            if advance.decision is not None:
+                found.append(("assistant", _decision_text(advance.decision, view.wire, "")))
+            found.append(("user", advance.text))
+            continue
+        if kind == "act":
+            if index >= folded_acts:
+                act = acts[index]
+                found.append(("assistant", _said(act, view.wire, transcript.turns)))
+                found.append(("user", _result(act)))
+            continue
+        turn = transcript.turns[index]
+        if index == 0:
+            found.append(("user", turn.text))
+            summary = "" if memory is None else summary_text(memory)
+            if summary:
+                found.append(("user", f"## run_summary\n{summary}"))
+        elif index > folded_turns and index not in spoken:
+            found.append(("assistant" if turn.role == "assistant" else "user", turn.text))
+    return tuple(found)
 
 
-def _record_section(view: View) -> list[Section]:
-    acts = view.acts()
-    if not acts:
-        return []
-    return [Section("react_record", "\n\n".join(act.text() for act in acts))]
+def _said(act: Act, wire: Wire, turns: Sequence[Turn]) -> str:
+    """The model's decision for a record's call, as it answers on its wire."""
+    decision = act.decision
+    if decision is None:
+        arguments = "" if act.arguments is None else " " + _compact(act.arguments)
+        return f"call: {act.tool}{arguments}"
+    return _decision_text(decision, wire, turns[act.speak].text if act.speak is not None else "")
+
+
+def _decision_text(decision: JsonObject, wire: Wire, spoken: str) -> str:
+    """A decision as the model answers on ``wire``; on the tagged wire ``spoken`` (the round's visible text,
+    where ``speak`` was joined to it) follows the tag."""
+    if wire == "json":
+        return _compact(decision)
+    tag = f"<decision>{_compact({k: v for k, v in decision.items() if k != 'speak'})}</decision>"
+    return f"{tag}\n{spoken}" if spoken else tag
+
+
+def _result(act: Act) -> str:
+    """What came of a record's call, as the next user message says it."""
+    where = [] if act.round is None else [f"round {act.round}"]
+    if act.step_index is not None:
+        where.append(f"step {act.step_index + 1}")
+    if act.approved:
+        where.append("approved by the user")
+    head = f"Result of {act.tool}" + (f" ({', '.join(where)})" if where else "")
+    return f"{head}:\n{act.observation if act.observation is not None else '(no result yet)'}"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _correction_section(transcript: Transcript) -> list[Section]:
@@ -243,41 +340,34 @@ def execute_context(view: View) -> Context:
     """The prompt of one execute round."""
     system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
     sections = [
-        *_summary_section(view.memory),
-        *_record_section(view),
         _plan_section(view.plan, view.step_index),
         _step_section(view),
         _execution_section(view),
         *_correction_section(view.transcript),
     ]
-    return Context(system, view.turns(), tuple(sections))
+    return Context(system, history(view), tuple(sections))
 
 
 def plan_context(view: View) -> Context:
     """The prompt of one planning call."""
     system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    sections = [
-        *_summary_section(view.memory),
-        *_record_section(view),
-        *_correction_section(view.transcript),
-    ]
-    return Context(system, view.turns(), tuple(sections))
+    return Context(system, history(view), tuple(_correction_section(view.transcript)))
 
 
 def route_context(view: View) -> Context:
     """The prompt of the routing call."""
     system = _system(_ROUTE_RULES, view.wire, "", view.config.system_prompt)
-    return Context(system, view.turns(), ())
+    return Context(system, history(view), ())
 
 
 def deliver_context(view: View, outcome_note: str) -> Context:
     """The prompt of the closing message, after the run completed."""
     system = _system(_DELIVER_RULES, None, "", view.config.system_prompt)
-    sections = [*_summary_section(view.memory), *_record_section(view)]
+    sections = []
     if view.plan:
         sections.append(Section("current_plan", plan_checklist(view.plan, view.step_index + 1), True))
     sections.append(Section("execution_context", outcome_note, True))
-    return Context(system, view.turns(), tuple(sections))
+    return Context(system, history(view), tuple(sections))
 
 
 __all__ = [
@@ -288,6 +378,7 @@ __all__ = [
     "catalogue_text",
     "deliver_context",
     "execute_context",
+    "history",
     "plan_checklist",
     "plan_context",
     "route_context",

@@ -17,7 +17,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from plangate.agent._batch import Batch, Question, WriteDone, result_event
+from plangate.agent._batch import Batch, Question, WriteDone, result_event, tool_output
 from plangate.agent._state import InflightWrite
 from plangate.events import InteractionTool, StatusEvent
 from plangate.tools import ToolResult
@@ -41,7 +41,13 @@ def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: B
     batch = batch if batch is not None else Batch()
     loop.state.inflight = None
     batch.write_done = WriteDone(
-        inflight.key, inflight.step_index, outcome.success, outcome.summary, outcome.model_dump(mode="json")
+        inflight.key,
+        inflight.step_index,
+        outcome.success,
+        outcome.summary,
+        outcome.model_dump(mode="json"),
+        tool=inflight.tool,
+        output=tool_output(outcome),
     )
     step_id = str(inflight.step_index) if loop.state.plan else None
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))
