@@ -199,7 +199,8 @@ def plan_checklist(plan: Sequence[PlanStep], done_through: int) -> str:
 
 def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
     if not plan:
-        return Section("current_plan", "No plan: act step by step until the request is complete.", True)
+        # The state message is what every round evaluates anew: without a plan, it says so in few words.
+        return Section("current_plan", "None: act step by step.", True)
     lines = []
     for index, step in enumerate(plan):
         mark = "x" if index < step_index else (">" if index == step_index else " ")
@@ -220,7 +221,7 @@ def _step_section(view: View) -> Section:
         else ""
     )
     if not plan:
-        return Section("current_step", f"None (no plan).{goal_line}", True)
+        return Section("current_step", f"None.{goal_line}", True)
     step = plan[view.step_index]
     last_step = view.step_index == len(plan) - 1
     text = (
