@@ -134,6 +134,11 @@ async def run_round(loop: RunLoop) -> None:
         loop.correct(batch, "malformed_output", message, "execute")
         loop.commit(batch)
         return
+    # Why a condition the model may not claim does not hold: worked out only for a round that claims one.
+    unmet_step = unmet_goal = None
+    if decision.action in ("next_plan", "done"):
+        unmet_step = _unmet(step_condition(state.plan, state.step_index), loop, state.step_index)
+        unmet_goal = _unmet(loop.goal, loop, None)
     facts = Facts(
         plan_length=len(state.plan) if state.plan else None,
         step_index=state.step_index,
@@ -142,8 +147,8 @@ async def run_round(loop: RunLoop) -> None:
         always_execute=loop.config.always_execute,
         stall=state.stall,
         waiting=state.waiting is not None,
-        step_condition=_unmet(step_condition(state.plan, state.step_index), loop, state.step_index),
-        goal=_unmet(loop.goal, loop, None),
+        step_condition=unmet_step,
+        goal=unmet_goal,
     )
     verdict = judge(decision, facts)
     speak = "\n\n".join(part for part in (decision.speak, visible) if part)

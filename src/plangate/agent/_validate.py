@@ -46,8 +46,9 @@ class Facts:
         step_index: the current step (0-based).
         evidence: successful receipts bound to the current step.
         waiting: whether an interaction is open.
-        step_condition: the current step's ``done_when`` when it is a condition, and why it does not hold.
-        goal: the run's ``done_when`` condition, and why it does not hold.
+        step_condition: the current step's ``done_when`` when it is a condition, and why it does not hold
+            (needed only to judge a ``next_plan`` or ``done``).
+        goal: the run's ``done_when`` condition, and why it does not hold (likewise).
     """
 
     plan_length: int | None
