@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -65,15 +64,8 @@ def test_a_write_becomes_a_consent_request_and_approval_runs_exactly_that_call()
 
     assert seen == [{"arguments": {"task": "gym", "slot": 3}, "model_calls": calls_before, "rounds_used": 1}]
     assert len(model.requests) == calls_before + 1  # only the next round's call
-    # The next prompt shows the model's call, then what the approved write returned.
-    *_, said, result_message = model.requests[-1].messages
-    assert (said.role, json.loads(said.content)["tool_call"]) == (
-        "assistant",
-        {"name": "place", "arguments": {"task": "gym", "slot": "3"}},
-    )
-    assert result_message.content.startswith(
-        "Result of place (round 1, approved by the user):\nplaced gym at 3"
-    )
+    next_prompt = model.requests[-1].messages[-1].content
+    assert 'call: place {"slot":3,"task":"gym"}\nobservation: placed gym at 3' in next_prompt
     rounds = of_type(store.events(result.run_id), "round")
     assert [r.round for r in rounds] == [1, 2]  # approving consumed no round
     (receipt,) = store.receipts(result.run_id)
@@ -139,7 +131,7 @@ def test_reject_tells_the_model_as_an_observation_and_runs_nothing() -> None:
     assert (declined.status, declined.error_code, declined.success) == ("blocked", "rejected", False)
     observation = 'The user declined the call place with {"slot": 3, "task": "gym"}: slot 3 is taken'
     assert declined.observation == observation
-    assert model.requests[-1].messages[-1].content.startswith(f"Result of place:\n{observation}\n\n")
+    assert f"observation: {observation}" in model.requests[-1].messages[-1].content
     assert runner.store.receipts(result.run_id) == []
     assert runner.store.pending_write_intents(result.run_id) == []
 

@@ -81,26 +81,23 @@ def test_the_execute_prompt_is_in_the_order_things_happened_with_the_state_at_th
     assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
     assert '"name":"lookup"' in messages[0].content and "Answer in English." in messages[0].content
     assert messages[1].content == "Book the gym"
-    # The model's own decision, as it answered on its wire (the round's speak is in it, not repeated).
-    assert json.loads(messages[2].content) == LOOKUP
+    assert messages[2].content == "Looking at your week."
+    # The record of the call, in the user's voice, after the turn the round spoke; then the state.
+    record = (
+        '[round 1 · step 1]\nthought: need the week\ncall: lookup {"query":"week"}\nobservation: Mon free'
+    )
     closing = messages[3].content
-    assert closing.startswith("Result of lookup (round 1, step 1):\nMon free\n\n## current_plan\n")
+    assert closing.startswith(f"{record}\n\n## current_plan\n")
     plan_text = "1. [>] Look up the week (done when: the week is known)\n2. [ ] Book (done when: booked)"
     assert f"## current_plan\n{plan_text}" in closing
     assert "## current_step\nStep 1 of 2: Look up the week\nDone when: the week is known\n" in closing
     assert "## execution_context\nRound 3 of 10 (7 left after this one)." in closing
     note = "Your last decision was not accepted, for this reason:\n- decision: expected a JSON object"
     assert closing.endswith(f"## correction\n{note}")
-    # The stable prefix ends where the state message starts: the rules, then the history before it.
-    assert [m.cache_point for m in messages] == [True, False, True, False]
-
-
-def test_on_the_tagged_wire_a_decision_is_shown_in_its_tag_with_its_text_after() -> None:
-    messages = execute_context(_view(_transcript(), wire="tagged")).messages()
-    tagged = {key: value for key, value in LOOKUP.items() if key != "speak"}
-    assert messages[2].content == f"<decision>{json.dumps(tagged, separators=(',', ':'))}</decision>\n" + (
-        "Looking at your week."
-    )
+    # The stable prefix ends where the state message starts: after the rules, and after the record (the
+    # closing message keeps its parts apart for providers that cache by blocks).
+    assert [m.cache_point for m in messages] == [True, False, False, False]
+    assert messages[3].blocks == ((record, True), (closing.removeprefix(f"{record}\n\n"), False))
 
 
 def test_the_same_state_gives_the_same_messages() -> None:
@@ -129,10 +126,9 @@ def test_each_round_rebuilds_the_prompt_from_what_changed() -> None:
     runner.run("look twice")
 
     first, second, third = (_flat(request.messages) for request in model.requests[:3])
-    assert "Result of" not in first and "Round 1 of 60" in first
-    assert "Result of lookup (round 1):\nfound a" in second and "found b" not in second
-    assert "Round 2 of 60" in second
-    assert "found a" in third and "Result of lookup (round 2):\nfound b" in third
+    assert "observation: " not in first and "Round 1 of 60" in first
+    assert "observation: found a" in second and "found b" not in second and "Round 2 of 60" in second
+    assert "observation: found a" in third and "observation: found b" in third
 
 
 # -- append-only: each prompt extends the last one ------------------------------------------------------
@@ -196,8 +192,8 @@ def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_decli
         "evening, please",
         "The user declined the call place",
         "Let me try another slot.",
-        "Result of place (round 5, approved by the user):\nplaced gym at 4",
-        "Result of lookup (round 6):\nfound week",
+        '[round 5]\ncall: place {"slot":4,"task":"gym"}\nobservation: placed gym at 4',
+        '[round 6]\ncall: lookup {"query":"week"}\nobservation: found week',
     ]
     positions = [last.index(text) for text in order]
     assert positions == sorted(positions)
@@ -287,6 +283,5 @@ def test_the_history_holds_no_hidden_correction_and_no_interaction_bookkeeping()
     ):
         transcript.apply(event, {})
     history = execute_context(_view(transcript)).history
-    assert [role for role, _ in history] == ["user", "assistant", "user", "assistant", "user"]
-    assert history[3] == ("assistant", '{"action":"confirm"}')
-    assert history[4] == ("user", "Result of place (round 3, step 1, approved by the user):\nplaced")
+    assert [role for role, _ in history] == ["user", "assistant", "user", "user"]
+    assert history[3] == ("user", '[round 3 · step 1]\ncall: place {"slot":3}\nobservation: placed')

@@ -72,7 +72,7 @@ def test_the_model_is_rebuilt_from_the_spec_the_run_recorded(monkeypatch: pytest
         last = request.messages[-1].content
         if request.purpose == "deliver":
             return "Placed."
-        return decision("done") if "Result of place" in last else call("place", task="gym", slot=2)
+        return decision("done") if "observation: placed" in last else call("place", task="gym", slot=2)
 
     monkeypatch.setitem(
         PROVIDERS, "stateless", lambda model_id: ScriptedModel(answer, name=f"stateless:{model_id}")
@@ -231,9 +231,7 @@ def test_after_a_crash_the_tools_reconcile_supplies_the_result_and_nothing_runs_
     assert (receipt.source, receipt.success, receipt.summary) == ("write_receipt", True, "placed gym at 3")
     codes = [e.code for e in of_type(store.events(run_id), "status")]
     assert "reconciled" in codes
-    assert "Result of place (round 1, approved by the user):\nplaced gym at 3" in (
-        model.requests[0].messages[-1].content
-    )
+    assert "observation: placed gym at 3" in model.requests[0].messages[-1].content
 
 
 def test_a_reconcile_that_finds_nothing_runs_the_write_once_under_the_same_key() -> None:

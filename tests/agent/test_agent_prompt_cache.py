@@ -84,7 +84,8 @@ def test_openai_rounds_record_the_prompt_tokens_its_cache_served() -> None:
     # The second request starts with the first one's system message and history, unchanged.
     first, second = server.sent[0]["messages"], server.sent[1]["messages"]
     assert isinstance(first, list) and isinstance(second, list)
-    assert second[0] == first[0] and second[1]["content"] == "Is my week free?"  # type: ignore[index]
+    assert second[0] == first[0]
+    assert second[1]["content"].startswith('Is my week free?\n\n[round 1]\ncall: lookup {"query":"week"}')  # type: ignore[index]
 
 
 # -- Anthropic: breakpoints on the stable prefix, and the cache's reads and writes --------------------------
@@ -159,17 +160,19 @@ def test_anthropic_requests_put_breakpoints_on_the_stable_prefix_and_rounds_reco
     for sent in server.sent[:2]:
         system = sent["system"]
         assert isinstance(system, list) and system[-1]["cache_control"] == breakpoint_
-    # Round 1: only the request, joined with the state, so the system prompt is the only breakpoint.
-    assert server.sent[0]["messages"] == [
-        {"role": "user", "content": server.sent[0]["messages"][0]["content"]}  # type: ignore[index]
+    # Round 1: the request, then the state after its breakpoint. Round 2: the request, the record of round 1
+    # (now the end of the stable prefix), then the state; each part its own block.
+    (first,) = server.sent[0]["messages"]  # type: ignore[misc]
+    (second,) = server.sent[1]["messages"]  # type: ignore[misc]
+    blocks = [[(b["text"][:24], "cache_control" in b) for b in m["content"]] for m in (first, second)]
+    assert blocks == [
+        [("Is my week free?", True), ("## current_plan\nNo plan:", False)],
+        [
+            ("Is my week free?", False),
+            ("[round 1]\ncall: lookup {", True),
+            ("## current_plan\nNo plan:", False),
+        ],
     ]
-    assert "cache_control" not in json.dumps(server.sent[0]["messages"])
-    # Round 2: the history up to the model's last decision is marked; the result and the state after it are
-    # the new part.
-    request, said, result_and_state = server.sent[1]["messages"]  # type: ignore[misc]
-    assert request == {"role": "user", "content": "Is my week free?"}
-    assert said["role"] == "assistant" and said["content"][-1]["cache_control"] == breakpoint_
-    assert said["content"][-1]["text"].startswith("<decision>")
-    assert result_and_state["content"].startswith(
-        "Result of lookup (round 1):\nfound week\n\n## current_plan"
-    )
+    assert second["content"][1]["text"] == '[round 1]\ncall: lookup {"query":"week"}\nobservation: found week'
+    marks = [b["cache_control"] for m in (first, second) for b in m["content"] if "cache_control" in b]
+    assert marks == [breakpoint_, breakpoint_]

@@ -5,9 +5,9 @@ that each round's prompt extends the last one and a prefix cache (the provider's
 can reuse it. An execute prompt is, in order: a system message that does not change during the run (rules,
 the answer format for the model's wire, the active tool catalogue, the run's own instructions); the user's
 request, and the run's summary once compaction folded older records out; then the conversation and the ReAct
-record as they happened: each round the model's decision (as an assistant message, on its wire) and what
-came of it (the tool's result, as a user message), a person's answers and the assistant's questions in
-their place; and last one small state message of named sections: the pinned blocks ``current_plan``,
+record as they happened: the assistant's visible turns, each tool record (thought, call, observation) and
+each plan step completed, a person's answers and the assistant's questions in their place; and last one
+small state message of named sections: the pinned blocks ``current_plan``,
 ``current_step`` (with the conditions the runtime checks itself) and ``execution_context`` (rounds left),
 and the hidden corrections of the last rounds. Only that message changes from round to round, so only it
 (and what the last round added) is new to the model. The system message, and the conversation before the
@@ -28,7 +28,6 @@ from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Transcript, Turn
 from plangate.conditions import Condition
 from plangate.decisions import PlanStep
-from plangate.events import JsonObject
 from plangate.models import Message, Role, Wire
 
 PINNED = ("current_plan", "current_step", "execution_context")
@@ -64,28 +63,28 @@ class Context:
         """The chat messages: the system message, the history, then the state message.
 
         Consecutive turns of one role are joined (some providers need user and assistant to alternate), the
-        state message with them when the history ends with a user turn; the system message and the last
-        message that holds history only are cache points.
+        state message with them when the history ends with a user turn. The system message and the end of
+        the history are cache points; a joined message keeps the turns it was made of as its blocks, so a
+        provider that caches by blocks finds each earlier round's end again.
         """
-        roles: list[Role] = []
-        texts: list[str] = []
+        joined: list[tuple[Role, list[str]]] = []
         for role, text in self.history:
-            if roles and roles[-1] == role:
-                texts[-1] += "\n\n" + text
+            if joined and joined[-1][0] == role:
+                joined[-1][1].append(text)
             else:
-                roles.append(role)
-                texts.append(text)
-        stable = len(roles)
+                joined.append((role, [text]))
+        # (message, part) of the last part that is history, where the stable prefix ends.
+        stable = (len(joined) - 1, len(joined[-1][1]) - 1) if joined else None
         closing = "\n\n".join(f"## {item.name}\n{item.text}" for item in self.sections)
-        if closing and roles and roles[-1] == "user":
-            texts[-1] += "\n\n" + closing
-            stable -= 1
+        if closing and joined and joined[-1][0] == "user":
+            joined[-1][1].append(closing)
         elif closing:
-            roles.append("user")
-            texts.append(closing)
+            joined.append(("user", [closing]))
         messages = [Message("system", self.system, cache_point=True)]
-        for index, (role, text) in enumerate(zip(roles, texts, strict=True)):
-            messages.append(Message(role, text, cache_point=index == stable - 1))
+        for number, (role, parts) in enumerate(joined):
+            cached = [stable == (number, index) for index in range(len(parts))]
+            blocks = tuple(zip(parts, cached, strict=True)) if len(parts) > 1 else ()
+            messages.append(Message(role, "\n\n".join(parts), cache_point=cached[-1], blocks=blocks))
         return messages
 
 
@@ -145,8 +144,7 @@ A plan step counts as complete only with evidence gathered while it was current:
 observation, an executed change, or the user's answer. A done_when written as a condition on receipts \
 (receipts.any(...)) is checked by the runtime after every result, and it completes the step or the request \
 itself. Tools with effect "write" run only after the user approves them. Repeating the same call without \
-learning anything new stops the run. Your earlier decisions are your messages above; what came of each one \
-is the user message after it."""
+learning anything new stops the run."""
 
 _PLAN_RULES = """\
 You plan how to complete the user's request with the tools below. Reply with action "plan_done" and \
@@ -199,8 +197,7 @@ def plan_checklist(plan: Sequence[PlanStep], done_through: int) -> str:
 
 def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
     if not plan:
-        # The state message is what every round evaluates anew: without a plan, it says so in few words.
-        return Section("current_plan", "None: act step by step.", True)
+        return Section("current_plan", "No plan: act step by step until the request is complete.", True)
     lines = []
     for index, step in enumerate(plan):
         mark = "x" if index < step_index else (">" if index == step_index else " ")
@@ -221,7 +218,7 @@ def _step_section(view: View) -> Section:
         else ""
     )
     if not plan:
-        return Section("current_step", f"None.{goal_line}", True)
+        return Section("current_step", f"None (no plan).{goal_line}", True)
     step = plan[view.step_index]
     last_step = view.step_index == len(plan) - 1
     text = (
@@ -263,71 +260,32 @@ def summary_text(memory: Memory) -> str:
 
 
 def history(view: View) -> tuple[tuple[Role, str], ...]:
-    """The run so far, in order: the request (and the summary of what was folded), then every turn and
-    record no summary stands for. A record shows the decision that made its call, with the text that round
-    spoke, so that text is not shown a second time on its own."""
+    """The run so far, in order: the request (and the summary of what was folded), then every turn, tool
+    record and plan step completed that no summary stands for.
+
+    Records are in the user's voice, as the runtime's account of what was called and what came back (the
+    model does not read its own past decisions as its messages: a small model repeats them).
+    """
     transcript = view.transcript
     memory = view.memory
     folded_turns = memory.turns if memory is not None else 0
     folded_acts = memory.acts if memory is not None else 0
-    acts = transcript.acts
-    spoken = {act.speak for act in acts[folded_acts:] if act.speak is not None and act.decision is not None}
     found: list[tuple[Role, str]] = []
     for kind, index in transcript.order:
         if kind == "advance":
-            advance = transcript.advances[index]
-            if advance.decision is not None:
-                found.append(("assistant", _decision_text(advance.decision, view.wire, "")))
-            found.append(("user", advance.text))
-            continue
-        if kind == "act":
+            found.append(("user", transcript.advances[index].text))
+        elif kind == "act":
             if index >= folded_acts:
-                act = acts[index]
-                found.append(("assistant", _said(act, view.wire, transcript.turns)))
-                found.append(("user", _result(act)))
-            continue
-        turn = transcript.turns[index]
-        if index == 0:
-            found.append(("user", turn.text))
+                found.append(("user", transcript.acts[index].text()))
+        elif index == 0:
+            found.append(("user", transcript.turns[0].text))
             summary = "" if memory is None else summary_text(memory)
             if summary:
                 found.append(("user", f"## run_summary\n{summary}"))
-        elif index > folded_turns and index not in spoken:
+        elif index > folded_turns:
+            turn = transcript.turns[index]
             found.append(("assistant" if turn.role == "assistant" else "user", turn.text))
     return tuple(found)
-
-
-def _said(act: Act, wire: Wire, turns: Sequence[Turn]) -> str:
-    """The model's decision for a record's call, as it answers on its wire."""
-    decision = act.decision
-    if decision is None:
-        arguments = "" if act.arguments is None else " " + _compact(act.arguments)
-        return f"call: {act.tool}{arguments}"
-    return _decision_text(decision, wire, turns[act.speak].text if act.speak is not None else "")
-
-
-def _decision_text(decision: JsonObject, wire: Wire, spoken: str) -> str:
-    """A decision as the model answers on ``wire``; on the tagged wire ``spoken`` (the round's visible text,
-    where ``speak`` was joined to it) follows the tag."""
-    if wire == "json":
-        return _compact(decision)
-    tag = f"<decision>{_compact({k: v for k, v in decision.items() if k != 'speak'})}</decision>"
-    return f"{tag}\n{spoken}" if spoken else tag
-
-
-def _result(act: Act) -> str:
-    """What came of a record's call, as the next user message says it."""
-    where = [] if act.round is None else [f"round {act.round}"]
-    if act.step_index is not None:
-        where.append(f"step {act.step_index + 1}")
-    if act.approved:
-        where.append("approved by the user")
-    head = f"Result of {act.tool}" + (f" ({', '.join(where)})" if where else "")
-    return f"{head}:\n{act.observation if act.observation is not None else '(no result yet)'}"
-
-
-def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _correction_section(transcript: Transcript) -> list[Section]:

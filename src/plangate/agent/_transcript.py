@@ -5,13 +5,13 @@ event log, so a resumed run sees exactly what the model saw before. This is what
 the record grows with the run, so it lives in the append-only event log, never in the rewritten snapshot.
 Not for: rendering prompts (``_context.py``) or judging rounds (``_validate.py``).
 
-Where each part comes from: the user's prompt is the run's input; ``speak`` events are the assistant's
-visible turns; ``round`` / ``tool_call`` / ``tool_result`` events make the ReAct record (each record keeps
-the decision of its round, and the turn that spoke it); ``correction`` events are hidden notes kept until a
-round passes or a plan is accepted; an ``interaction_resolved`` event adds the person's words (an answer, or
-the reason a plan was declined), read from the interaction's stored resolution; a planning pass that asked
-for another one (a ``status`` event, stage ``plan``, code ``continue``) keeps its reason. ``order`` keeps
-turns and records in the order they happened, for a prompt that only ever grows at its end.
+Where each part comes from: the user's prompt is the run's input; ``speak`` events are the assistant's visible
+turns; ``round`` / ``tool_call`` / ``tool_result`` events make the ReAct record; ``correction`` events are
+hidden notes kept until a round passes or a plan is accepted; an ``interaction_resolved`` event adds the
+person's words (an answer, or the reason a plan was declined), read from the interaction's stored resolution;
+a planning pass that asked for another one (a ``status`` event, stage ``plan``, code ``continue``) keeps its
+reason. ``order`` keeps turns, records and completed plan steps in the order they happened, for a prompt that
+only ever grows at its end.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from plangate.conditions import ReceiptState
 from plangate.events import (
     CorrectionEvent,
     Event,
-    InteractionOpenedEvent,
     InteractionResolvedEvent,
     JsonObject,
     PlanEvent,
@@ -54,13 +53,7 @@ class Turn:
 
 @dataclass(slots=True)
 class Act:
-    """One entry of the ReAct record: a thought, a tool call and what it returned.
-
-    Attributes:
-        decision: the decision of the round that made the call, as recorded (None when no round did).
-        speak: the index in ``Transcript.turns`` of the visible text that round spoke, if any.
-        approved: the call ran once a person approved it.
-    """
+    """One entry of the ReAct record: a thought, a tool call and what it returned."""
 
     round: int | None
     step_index: int | None
@@ -69,9 +62,6 @@ class Act:
     arguments: JsonObject | None
     observation: str | None = None
     success: bool | None = None
-    decision: JsonObject | None = None
-    speak: int | None = None
-    approved: bool = False
     _text: str | None = field(default=None, repr=False)
 
     def text(self) -> str:
@@ -99,10 +89,9 @@ class Act:
 
 @dataclass(frozen=True, slots=True)
 class Advance:
-    """The plan moved to its next step: the decision that claimed the step (None when the runtime proved it
-    by a condition), and what the next prompt says of it."""
+    """The plan moved to its next step, as the next prompt says it (claimed by the model, or proven by the
+    runtime)."""
 
-    decision: JsonObject | None
     text: str
 
 
@@ -127,11 +116,7 @@ class Transcript:
     _round: int | None = None
     _step: int | None = None
     _thought: str = ""
-    _decision: JsonObject | None = None
-    _speak: int | None = None
-    _after_round: bool = False
     _calls: dict[str, Act] = field(default_factory=dict)
-    _consents: set[str] = field(default_factory=set)
     _proposed: str = ""
 
     @classmethod
@@ -157,16 +142,15 @@ class Transcript:
 
     def apply(self, event: Event, resolutions: Mapping[str, Mapping[str, object]]) -> None:
         """Take one committed event into account."""
-        # A speak event right after a round's event is that round's visible text.
-        after_round, self._after_round = self._after_round, False
         if isinstance(event, SpeakEvent):
-            if after_round:
-                self._speak = len(self.turns)
             self._turn("assistant", event.text)
         elif isinstance(event, RoundEvent):
-            self._start_round(event)
+            self._round, self._step = event.round, event.step_index
+            self._thought = _text_of(event.decision.get("reason"))
+            if all(event.validation.get(flag, True) is True for flag in _VALIDATION_FLAGS):
+                self.corrections.clear()
         elif isinstance(event, ToolCallEvent):
-            act = self._act(event.tool, dict(event.arguments), approved=event.call_id in self._consents)
+            act = self._act(self._round, self._thought, event.tool, dict(event.arguments))
             self._calls[event.call_id] = act
         elif isinstance(event, ToolResultEvent):
             self._result(event)
@@ -174,9 +158,6 @@ class Transcript:
             self.corrections.append(event.message)
         elif isinstance(event, StepAdvancedEvent):
             self._advanced(event)
-        elif isinstance(event, InteractionOpenedEvent):
-            if event.tool is not None:
-                self._consents.add(event.interaction_id)
         elif isinstance(event, InteractionResolvedEvent):
             self.corrections.clear()
             self._resolved(event, resolutions.get(event.interaction_id, {}))
@@ -188,42 +169,21 @@ class Transcript:
             self.corrections.clear()
             self._turn("assistant", f"(planning) {event.text}".strip())
 
-    def _start_round(self, event: RoundEvent) -> None:
-        self._round, self._step = event.round, event.step_index
-        self._thought = _text_of(event.decision.get("reason"))
-        self._speak = None
-        passed = all(event.validation.get(flag, True) is True for flag in _VALIDATION_FLAGS)
-        # A decision that was not accepted is no part of the record (its correction says what was wrong).
-        self._decision = dict(event.decision) if passed else None
-        self._after_round = True
-        if passed:
-            self.corrections.clear()
-
     def _advanced(self, event: StepAdvancedEvent) -> None:
         done, now = event.from_index + 1, event.to_index + 1
         if event.proof is not None:
             text = f"Step {done} is complete, proven by the runtime: {event.proof.reason}. Now on step {now}."
-            advance = Advance(None, text)
         else:
-            advance = Advance(self._decision, f"Step {done} is complete. Now on step {now}.")
+            text = f"Step {done} is complete ({event.goal_check}). Now on step {now}."
         self.order.append(("advance", len(self.advances)))
-        self.advances.append(advance)
+        self.advances.append(Advance(text))
 
     def _turn(self, role: str, text: str) -> None:
         self.order.append(("turn", len(self.turns)))
         self.turns.append(Turn(role, text))
 
-    def _act(self, tool: str, arguments: JsonObject | None, *, approved: bool = False) -> Act:
-        act = Act(
-            self._round,
-            self._step,
-            self._thought,
-            tool,
-            arguments,
-            decision=self._decision,
-            speak=self._speak,
-            approved=approved,
-        )
+    def _act(self, round_: int | None, thought: str, tool: str, arguments: JsonObject | None) -> Act:
+        act = Act(round_, self._step, thought, tool, arguments)
         self.order.append(("act", len(self.acts)))
         self.acts.append(act)
         return act
@@ -232,8 +192,7 @@ class Transcript:
         act = self._calls.pop(event.call_id, None)
         if act is None:
             # A declined consent request: nothing ran, so there was no tool_call event.
-            act = self._act(event.tool, None)
-            act.round, act.thought = None, ""
+            act = self._act(None, "", event.tool, None)
         act.observation = _observation(event.observation, event.summary)
         act.success = event.success
         act._text = None

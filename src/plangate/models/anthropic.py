@@ -71,25 +71,27 @@ def split_messages(messages: Sequence[Message]) -> tuple[str | list[TextBlockPar
     """Split a conversation into the system prompt and the Messages API's turns.
 
     Leading system messages form the system prompt; later ones are sent as user turns; consecutive turns of
-    one role are joined with a blank line. A message marked ``cache_point`` ends a ``cache_control``
-    breakpoint (Anthropic caches the prompt up to it, and later calls that start the same way read it back):
-    the text around it is then sent as separate blocks so that the breakpoint falls exactly there. Without
-    any cache point the system prompt and every turn are plain strings.
+    one role are joined with a blank line. A message (or one of its ``blocks``) marked ``cache_point`` ends
+    with a ``cache_control`` breakpoint (Anthropic caches the prompt up to it, and a later call that starts
+    the same way reads it back): a turn with a breakpoint is then sent as one text block per part, so that
+    the breakpoint falls exactly there and the parts an earlier call cached end on block boundaries again
+    (where Anthropic looks for earlier cache entries). Without any cache point the system prompt and every
+    turn are plain strings, joined.
     """
     system: list[_Block] = []
     turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
     leading = True
     for message in messages:
-        block = (message.content, message.cache_point)
+        blocks = list(message.blocks) or [(message.content, message.cache_point)]
         if message.role == "system" and leading:
-            system.append(block)
+            system.extend(blocks)
             continue
         leading = False
         role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
         if turns and turns[-1][0] == role:
-            turns[-1][1].append(block)
+            turns[-1][1].extend(blocks)
         else:
-            turns.append((role, [block]))
+            turns.append((role, blocks))
     params: list[MessageParam] = []
     for role, blocks in turns:
         if role == "assistant":
@@ -105,18 +107,15 @@ _BREAKPOINT: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 
 def _content(blocks: list[_Block]) -> str | list[TextBlockParam]:
-    """Joined text, or text blocks where a breakpoint must end one of the messages joined."""
+    """Joined text, or one text block per part when a breakpoint ends one of them."""
     if not any(cached for _, cached in blocks):
         return "\n\n".join(text for text, _ in blocks)
     content: list[TextBlockParam] = []
-    pending: list[str] = []
     for text, cached in blocks:
-        pending.append(text)
         if cached:
-            content.append({"type": "text", "text": "\n\n".join(pending), "cache_control": _BREAKPOINT})
-            pending = []
-    if pending:
-        content.append({"type": "text", "text": "\n\n".join(pending)})
+            content.append({"type": "text", "text": text, "cache_control": _BREAKPOINT})
+        else:
+            content.append({"type": "text", "text": text})
     return content
 
 

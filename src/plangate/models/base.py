@@ -34,11 +34,15 @@ class Message:
         cache_point: the conversation up to the end of this message is meant to stay the same in the calls
             that follow (the runtime's prompts grow at their end): providers that cache prompt prefixes on
             request put a cache breakpoint here (Anthropic ``cache_control``); the others ignore it.
+        blocks: for a message joined from several parts, the parts (``content`` is them joined by a blank
+            line), each with its own ``cache_point``: a provider that caches by blocks sends them apart, so
+            that the end of a part the last call cached is a block boundary again. Empty: one part.
     """
 
     role: Role
     content: str
     cache_point: bool = field(default=False, kw_only=True)
+    blocks: tuple[tuple[str, bool], ...] = field(default=(), kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
