@@ -142,14 +142,15 @@ def _flat(messages: list[Message] | tuple[Message, ...]) -> str:
 def _stable(messages: list[Message] | tuple[Message, ...]) -> str:
     """The part of a prompt meant to stay: everything before its state message.
 
-    The state closes the last user message (or is one of its own); the history's last message may be
-    joined with what the next round adds to it, so its end marker is not part of what stays.
+    The state is the last part of the last message (its only part when it is a message of its own); the
+    history's last message may be joined with what the next round adds to it, so its end marker is not part
+    of what stays.
     """
     *rest, last = messages
-    before, _, _ = last.content.rpartition("## current_plan\n")
+    before = "\n\n".join(text for text, _ in last.blocks[:-1])
     flat = _flat(rest)
     if before:
-        return f"{flat}<|{last.role}|>{before.removesuffix(chr(10) * 2)}"
+        return f"{flat}<|{last.role}|>{before}"
     return flat.removesuffix("<|end|>")
 
 

@@ -85,7 +85,8 @@ def test_openai_rounds_record_the_prompt_tokens_its_cache_served() -> None:
     first, second = server.sent[0]["messages"], server.sent[1]["messages"]
     assert isinstance(first, list) and isinstance(second, list)
     assert second[0] == first[0]
-    assert second[1]["content"].startswith('Is my week free?\n\n[round 1]\ncall: lookup {"query":"week"}')  # type: ignore[index]
+    assert second[1]["content"].startswith(first[1]["content"].split("\n\n## execution_context")[0])  # type: ignore[index]
+    assert '[round 1]\ncall: lookup {"query":"week"}\nobservation: found week' in second[1]["content"]  # type: ignore[index]
 
 
 # -- Anthropic: breakpoints on the stable prefix, and the cache's reads and writes --------------------------
@@ -160,19 +161,22 @@ def test_anthropic_requests_put_breakpoints_on_the_stable_prefix_and_rounds_reco
     for sent in server.sent[:2]:
         system = sent["system"]
         assert isinstance(system, list) and system[-1]["cache_control"] == breakpoint_
-    # Round 1: the request, then the state after its breakpoint. Round 2: the request, the record of round 1
-    # (now the end of the stable prefix), then the state; each part its own block.
+    # Round 1: the request and the blocks that cannot change without a plan, then the state after their
+    # breakpoint. Round 2: the same, the record of round 1 (now the end of the stable prefix), then the
+    # state; each part its own block.
     (first,) = server.sent[0]["messages"]  # type: ignore[misc]
     (second,) = server.sent[1]["messages"]  # type: ignore[misc]
     blocks = [[(b["text"][:24], "cache_control" in b) for b in m["content"]] for m in (first, second)]
+    state = "## execution_context\nRou"
     assert blocks == [
-        [("Is my week free?", True), ("## current_plan\nNo plan:", False)],
+        [("Is my week free?", False), ("## current_plan\nNo plan:", True), (state, False)],
         [
             ("Is my week free?", False),
-            ("[round 1]\ncall: lookup {", True),
             ("## current_plan\nNo plan:", False),
+            ("[round 1]\ncall: lookup {", True),
+            (state, False),
         ],
     ]
-    assert second["content"][1]["text"] == '[round 1]\ncall: lookup {"query":"week"}\nobservation: found week'
+    assert second["content"][2]["text"] == '[round 1]\ncall: lookup {"query":"week"}\nobservation: found week'
     marks = [b["cache_control"] for m in (first, second) for b in m["content"] if "cache_control" in b]
     assert marks == [breakpoint_, breakpoint_]

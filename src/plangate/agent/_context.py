@@ -1,20 +1,21 @@
 """The prompt of each model call, rebuilt from the run's state every time: a pure function of its inputs.
 
-For: the messages of the route, plan, execute and deliver calls, laid out in the order things happened so
-that each round's prompt extends the last one and a prefix cache (the provider's, or llama.cpp's context)
-can reuse it. An execute prompt is, in order: a system message that does not change during the run (rules,
-the answer format for the model's wire, the active tool catalogue, the run's own instructions); the user's
-request, and the run's summary once compaction folded older records out; then the conversation and the ReAct
-record as they happened: the assistant's visible turns, each tool record (thought, call, observation) and
-each plan step completed, a person's answers and the assistant's questions in their place; and last one
-small state message of named sections: the pinned blocks ``current_plan``,
-``current_step`` (with the conditions the runtime checks itself) and ``execution_context`` (rounds left),
-and the hidden corrections of the last rounds. Only that message changes from round to round, so only it
-(and what the last round added) is new to the model. The system message, and the conversation before the
-state message, are marked ``cache_point`` for providers that cache on request. The run's ``Memory`` says how
-many of the oldest turns and records the summary stands for; they are left out here, while the user's
-request and every pinned block always stay. Not for: deciding what to fold (``_compact.py``), calling the
-model (``_calls.py``) or folding the record from events (``_transcript.py``).
+For: the messages of the route, plan, execute and deliver calls, laid out in the order things happened so that
+each round's prompt extends the last one and a prefix cache (the provider's, or llama.cpp's context) can reuse
+it. An execute prompt is, in order: a system message that does not change during the run (rules, the answer
+format for the model's wire, the active tool catalogue, the run's own instructions); the user's request, and
+the run's summary once compaction folded older records out; then the conversation and the ReAct record as they
+happened: the assistant's visible turns, each tool record (thought, call, observation, in the user's voice as
+before) and each plan step completed, a person's answers and the assistant's questions in their place; and
+last one small state message of named sections: the pinned blocks ``current_plan``, ``current_step`` (with the
+conditions the runtime checks itself) and ``execution_context`` (rounds left), and the hidden corrections of
+the last rounds. Only that message changes from round to round, so only it (and what the last round added) is
+new to the model; without a plan, ``current_plan`` and ``current_step`` cannot change, and they go with the
+request instead. The system message, and the end of the history before the state message, are marked
+``cache_point`` for providers that cache on request. The run's ``Memory`` says how many of the oldest turns
+and records the summary stands for; they are left out here, while the user's request and every pinned block
+always stay. Not for: deciding what to fold (``_compact.py``), calling the model (``_calls.py``) or folding
+the record from events (``_transcript.py``).
 """
 
 from __future__ import annotations
@@ -49,15 +50,19 @@ class Context:
 
     Attributes:
         history: ``(role, text)`` turns, oldest first, before consecutive turns of one role are joined.
+        sections: the state message.
+        pinned: sections shown in the history instead, right after the request, because they cannot change
+            for the rest of the phase.
     """
 
     system: str
     history: tuple[tuple[Role, str], ...]
     sections: tuple[Section, ...]
+    pinned: tuple[Section, ...] = ()
 
     def section(self, name: str) -> Section | None:
-        """The section called ``name``, if the prompt has one."""
-        return next((item for item in self.sections if item.name == name), None)
+        """The section called ``name``, if the prompt has one (in its state message, or with the request)."""
+        return next((item for item in (*self.sections, *self.pinned) if item.name == name), None)
 
     def messages(self) -> list[Message]:
         """The chat messages: the system message, the history, then the state message.
@@ -75,7 +80,7 @@ class Context:
                 joined.append((role, [text]))
         # (message, part) of the last part that is history, where the stable prefix ends.
         stable = (len(joined) - 1, len(joined[-1][1]) - 1) if joined else None
-        closing = "\n\n".join(f"## {item.name}\n{item.text}" for item in self.sections)
+        closing = _sections_text(self.sections)
         if closing and joined and joined[-1][0] == "user":
             joined[-1][1].append(closing)
         elif closing:
@@ -259,9 +264,9 @@ def summary_text(memory: Memory) -> str:
     return "\n".join(parts)
 
 
-def history(view: View) -> tuple[tuple[Role, str], ...]:
-    """The run so far, in order: the request (and the summary of what was folded), then every turn, tool
-    record and plan step completed that no summary stands for.
+def history(view: View, fixed: Sequence[Section] = ()) -> tuple[tuple[Role, str], ...]:
+    """The run so far, in order: the request (with the ``fixed`` sections, and the summary of what was
+    folded), then every turn, tool record and plan step completed that no summary stands for.
 
     Records are in the user's voice, as the runtime's account of what was called and what came back (the
     model does not read its own past decisions as its messages: a small model repeats them).
@@ -279,6 +284,8 @@ def history(view: View) -> tuple[tuple[Role, str], ...]:
                 found.append(("user", transcript.acts[index].text()))
         elif index == 0:
             found.append(("user", transcript.turns[0].text))
+            if fixed:
+                found.append(("user", _sections_text(fixed)))
             summary = "" if memory is None else summary_text(memory)
             if summary:
                 found.append(("user", f"## run_summary\n{summary}"))
@@ -286,6 +293,10 @@ def history(view: View) -> tuple[tuple[Role, str], ...]:
             turn = transcript.turns[index]
             found.append(("assistant" if turn.role == "assistant" else "user", turn.text))
     return tuple(found)
+
+
+def _sections_text(sections: Sequence[Section]) -> str:
+    return "\n\n".join(f"## {item.name}\n{item.text}" for item in sections)
 
 
 def _correction_section(transcript: Transcript) -> list[Section]:
@@ -298,13 +309,13 @@ def _correction_section(transcript: Transcript) -> list[Section]:
 def execute_context(view: View) -> Context:
     """The prompt of one execute round."""
     system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    sections = [
-        _plan_section(view.plan, view.step_index),
-        _step_section(view),
-        _execution_section(view),
-        *_correction_section(view.transcript),
-    ]
-    return Context(system, history(view), tuple(sections))
+    pinned = [_plan_section(view.plan, view.step_index), _step_section(view)]
+    changing = [_execution_section(view), *_correction_section(view.transcript)]
+    if view.plan:
+        return Context(system, history(view), (*pinned, *changing))
+    # Without a plan these two blocks cannot change while the run executes (it gets no plan then): they go
+    # with the request, in the part every round reuses, and the state message keeps only what changes.
+    return Context(system, history(view, pinned), tuple(changing), pinned=tuple(pinned))
 
 
 def plan_context(view: View) -> Context:
