@@ -44,10 +44,12 @@ from plangate.store.base import (
     WriteIntentConflict,
     WriteIntentStatus,
 )
+from plangate.store.run_lease import DEFAULT_LEASE_TTL, LeaseBook
 from plangate.store.sqlite import MEMORY, SQLiteStore
 from plangate.store.url import DEFAULT_STORE_PATH, STORE_ENV, open_store
 
 __all__ = [
+    "DEFAULT_LEASE_TTL",
     "DEFAULT_STORE_PATH",
     "MEMORY",
     "SCHEMA_VERSION",
@@ -58,6 +60,7 @@ __all__ = [
     "DocumentConflict",
     "Interaction",
     "InteractionStatus",
+    "LeaseBook",
     "Receipt",
     "ReceiptSource",
     "RunKind",
