@@ -2,20 +2,20 @@
 
 For: the messages of the route, plan, execute and deliver calls, laid out in the order things happened so that
 each round's prompt extends the last one and a prefix cache (the provider's, or llama.cpp's context) can reuse
-it. An execute prompt is, in order: a system message that does not change during the run (rules, the answer
-format for the model's wire, the active tool catalogue, the run's own instructions); the user's request, and
-the run's summary once compaction folded older records out; then the conversation and the ReAct record as they
-happened: the assistant's visible turns, each tool record (thought, call, observation, in the user's voice as
-before) and each plan step completed, a person's answers and the assistant's questions in their place; and
-last one small state message of named sections: the pinned blocks ``current_plan``, ``current_step`` (with the
-conditions the runtime checks itself) and ``execution_context`` (rounds left), and the hidden corrections of
-the last rounds. Only that message changes from round to round, so only it (and what the last round added) is
-new to the model; without a plan, ``current_plan`` and ``current_step`` cannot change, and they go with the
-request instead. The system message, and the end of the history before the state message, are marked
-``cache_point`` for providers that cache on request. The run's ``Memory`` says how many of the oldest turns
-and records the summary stands for; they are left out here, while the user's request and every pinned block
-always stay. Not for: deciding what to fold (``_compact.py``), calling the model (``_calls.py``) or folding
-the record from events (``_transcript.py``).
+it. An execute prompt is, in order: a system message that changes only when the active tools do (rules, the
+answer format for the model's wire, the active tool catalogue, the run's own instructions); the user's
+request, and the run's summary once compaction folded older records out; then the conversation and the ReAct
+record as they happened: the assistant's visible turns, each tool record (thought, call, observation, in the
+user's voice as before) and each plan step completed, a person's answers and the assistant's questions in
+their place; and last one small state message of named sections: the pinned blocks ``current_plan``,
+``current_step`` (with the conditions the runtime checks itself) and ``execution_context`` (rounds left), and
+the hidden corrections of the last rounds. Only that message changes from round to round, so only it (and what
+the last round added) is new to the model; without a plan, ``current_plan`` and ``current_step`` cannot
+change, and they go with the request instead. The system message, and the end of the history before the state
+message, are marked ``cache_point`` for providers that cache on request. The run's ``Memory`` says how many of
+the oldest turns and records the summary stands for; they are left out here, while the user's request and
+every pinned block always stay. Not for: deciding what to fold (``_compact.py``), calling the model
+(``_calls.py``) or folding the record from events (``_transcript.py``).
 """
 
 from __future__ import annotations
