@@ -274,6 +274,14 @@ def agent_command(
     detach: Annotated[
         bool, typer.Option("--detach", help="Leave the run waiting when a person is needed; don't ask here.")
     ] = False,
+    done_when: Annotated[
+        str | None,
+        typer.Option(
+            "--done-when",
+            help="The goal as a condition over the run's receipts, checked after each one, e.g. "
+            "\"receipts.any(tool == 'place' and success)\".",
+        ),
+    ] = None,
     interactive: Annotated[
         bool | None,
         typer.Option(
@@ -299,6 +307,7 @@ def agent_command(
             max_rounds=max_rounds,
             mode=chosen,
             always_execute=always_execute,
+            done_when=done_when,
         )
         with _Printer(runner.store) if not json else nullcontext():
             result = drive(runner, runner.run(prompt), ask_here=ask_here)
