@@ -79,6 +79,8 @@ def prove(loop: RunLoop, batch: Batch) -> None:
     state = loop.state
     if state.phase != "execute" or state.outcome is not None or state.waiting is not None:
         return
+    if loop.goal is None and step_condition(state.plan, state.step_index) is None:
+        return  # nothing to prove: most runs, which pay nothing for this
     fresh = receipts_of(batch, planned=bool(state.plan))
     if not fresh:
         return
