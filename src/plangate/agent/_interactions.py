@@ -198,11 +198,15 @@ def _answered(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolut
     text = resolution.text if isinstance(resolution, Answer) else ""
     summary = clip_summary(text, _REPLY_SUMMARY)
     if loop.state.phase == "execute":
-        batch.receipts.append(ReceiptSpec(waiting.step_index, "user_reply", "ask_user", "", summary))
+        batch.receipts.append(
+            ReceiptSpec(waiting.step_index, "user_reply", "ask_user", "", summary, output=text)
+        )
     if waiting.purpose != "outcome_unknown" or waiting.write_key is None:
         return
     unknown = clip_summary(f"outcome unknown; the user said: {text}", _REPLY_SUMMARY)
-    batch.write_done = WriteDone(waiting.write_key, waiting.step_index, False, unknown)
+    batch.write_done = WriteDone(
+        waiting.write_key, waiting.step_index, False, unknown, tool=waiting.tool or "", output=text
+    )
     outcome = ToolResult.failed(
         "outcome_unknown",
         "the write may or may not have happened",

@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from plangate.agent._batch import Batch, Question, WriteDone, result_event
+from plangate.agent._batch import Batch, Question, WriteDone, result_event, tool_output
 from plangate.agent._state import InflightWrite
 from plangate.events import Event, InteractionTool, StatusEvent, ToolCallEvent
 from plangate.tools import ToolResult
@@ -65,7 +65,13 @@ async def finish(
     batch = batch if batch is not None else Batch()
     loop.state.inflight = None
     batch.write_done = WriteDone(
-        inflight.key, inflight.step_index, outcome.success, outcome.summary, outcome.model_dump(mode="json")
+        inflight.key,
+        inflight.step_index,
+        outcome.success,
+        outcome.summary,
+        outcome.model_dump(mode="json"),
+        tool=inflight.tool,
+        output=tool_output(outcome),
     )
     step_id = str(inflight.step_index) if loop.state.plan else None
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))

@@ -29,6 +29,8 @@ from plangate.agent._stream import AgentStream
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.loop import RunLoop, load_loop
 from plangate.agent.result import Outcome, RunResult
+from plangate.conditions import ConditionSyntaxError, compile_done_when
+from plangate.conditions.errors import caret_lines
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
 from plangate.events import JsonObject, OutcomeEvent
 from plangate.interactions import Answer, Approve, Edit, Reject
@@ -63,6 +65,11 @@ class Agent:
             short); None: a tenth of the budget (8,000 of the default 80,000), as long as 1,000 tokens are
             left for the prompt.
         owner: who the runs belong to.
+        done_when: the goal as a condition over the run's evidence receipts, e.g.
+            ``"receipts.any(tool == 'place' and success)"`` (fields ``tool``, ``success``, ``step``,
+            ``source``, ``output.…``; ``receipts.any/all/count``). The runtime checks it after every receipt:
+            once it holds, the run is complete, with that receipt as its proof, and goes to deliver with no
+            model call to say so; until then the model cannot declare ``done``. None: the model declares it.
         tool_specs: where the tools came from (``module:attr``), recorded with each run for the command line
             to find them again; the runtime itself never imports anything from a stored run.
         leases: hold each run's lease while advancing it (renewed meanwhile), and fence every commit by it:
@@ -79,7 +86,8 @@ class Agent:
         print(result.answer)
 
     Raises:
-        ConfigError: an option has an invalid value, or the tools are not tools.
+        ConfigError: an option has an invalid value (``done_when`` that is not a condition over receipts,
+            with the column), or the tools are not tools.
     """
 
     def __init__(
@@ -98,6 +106,7 @@ class Agent:
         owner: str = "local",
         tool_specs: Iterable[str] = (),
         leases: LeaseBook | None = None,
+        done_when: str | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigError(f"Agent max_rounds: expected an integer >= 1; found {max_rounds!r}")
@@ -108,6 +117,7 @@ class Agent:
                 f"Agent system_prompt: expected a string or None; found {type(system_prompt).__name__}"
             )
         reserve = _context_reserve(context_budget, context_reserve)
+        _check_done_when(done_when)
         self._model_spec = model
         self._resolved: Model | None = model if isinstance(model, Model) else None
         self.registry = _registry(tools)
@@ -122,6 +132,7 @@ class Agent:
         self.owner = owner
         self.tool_specs = [str(spec) for spec in tool_specs]
         self.leases = leases
+        self.done_when = done_when
 
     # -- starting runs ------------------------------------------------------------------------------------
 
@@ -321,6 +332,7 @@ class Agent:
             system_prompt=self.system_prompt,
             context_budget=self.context_budget,
             context_reserve=self.context_reserve,
+            done_when=self.done_when,
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
         run = self.store.create_run(
@@ -346,6 +358,18 @@ class Agent:
 
     def _lease(self, run_id: str) -> AbstractAsyncContextManager[object]:
         return nullcontext() if self.leases is None else self.leases.kept(run_id)
+
+
+def _check_done_when(done_when: object) -> None:
+    if done_when is None:
+        return
+    if not isinstance(done_when, str):
+        raise ConfigError(f"Agent done_when: expected a condition (a string) or None; found {done_when!r}")
+    try:
+        compile_done_when(done_when)
+    except ConditionSyntaxError as exc:
+        where = caret_lines(exc.expression, exc.position)
+        raise ConfigError(f"Agent done_when: {exc.message}\n{where}") from None
 
 
 def _context_reserve(budget: object, reserve: object) -> int:

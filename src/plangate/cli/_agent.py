@@ -272,6 +272,14 @@ def agent_command(
     detach: Annotated[
         bool, typer.Option("--detach", help="Leave the run waiting when a person is needed; don't ask here.")
     ] = False,
+    done_when: Annotated[
+        str | None,
+        typer.Option(
+            "--done-when",
+            help="The goal as a condition over the run's receipts, checked after each one, e.g. "
+            "\"receipts.any(tool == 'place' and success)\".",
+        ),
+    ] = None,
     interactive: Annotated[
         bool | None,
         typer.Option(
@@ -308,6 +316,7 @@ def agent_command(
                 mode=chosen,
                 always_execute=always_execute,
                 leases=LeaseBook(opened),
+                done_when=done_when,
             )
             if broker is not None:
                 _hand_over(runner, prompt, broker, json)

@@ -52,6 +52,8 @@ class AgentSetup:
         owner: who the agent run belongs to (the formula run's owner).
         max_rounds: the agent's round budget.
         mode: how the agent starts (``auto``: route first; ``plan``; ``react``).
+        done_when: the step's goal as a condition over the agent's receipts, which the agent runtime checks
+            after each one (the step completes with the proof), or None.
     """
 
     tools: ToolRegistry
@@ -59,6 +61,7 @@ class AgentSetup:
     owner: str
     max_rounds: int = DEFAULT_MAX_ROUNDS
     mode: Literal["auto", "plan", "react"] = "auto"
+    done_when: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,7 @@ class RuntimeStepAgent:
             mode=setup.mode,
             owner=setup.owner,
             leases=self.leases,
+            done_when=setup.done_when,
         )
         return self._view(await agent.run_async(prompt))
 
@@ -298,6 +302,7 @@ class AgentSteps:
             owner=owner,
             max_rounds=executor.max_rounds if executor.max_rounds is not None else DEFAULT_MAX_ROUNDS,
             mode=executor.mode,
+            done_when=executor.done_when,
         )
 
     async def run(

@@ -119,6 +119,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 4: the lease's generation, one more each time the lease changes hands, which fences commits.
     ("ALTER TABLE runs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0",),
+    # 5: what a receipt's call returned (the tool's JSON data or observation, a person's answer), as JSON text
+    # (NULL: nothing recorded, as for every receipt written before), for done_when conditions on receipts.
+    ("ALTER TABLE receipts ADD COLUMN output TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import Event, InteractionKind, InteractionTool, JsonObject
@@ -121,7 +121,13 @@ class Interaction(_Record):
 
 
 class Receipt(_Record):
-    """Evidence that something happened during a plan step (a read, an executed write, a user reply)."""
+    """Evidence that something happened during a plan step (a read, an executed write, a user reply).
+
+    Attributes:
+        name: the tool that produced it (``ask_user`` for a person's answer).
+        output: what the call returned: the tool's JSON data, else its observation text; a person's answer;
+            None where nothing was recorded (receipts written before schema version 4).
+    """
 
     run_id: str
     step_index: int
@@ -131,6 +137,7 @@ class Receipt(_Record):
     success: bool
     summary: str
     at: float
+    output: JsonValue = None
 
 
 class Document(_Record):
@@ -325,8 +332,10 @@ class Transaction(Protocol):
         arguments_digest: str,
         success: bool,
         summary: str,
+        output: JsonValue = None,
     ) -> Receipt:
-        """Record evidence bound to plan step ``step_index``."""
+        """Record evidence bound to plan step ``step_index``; ``output`` (any JSON value) is what its call
+        returned."""
         ...
 
     def open_interaction(
@@ -375,8 +384,9 @@ class Transaction(Protocol):
         success: bool,
         summary: str,
         result: Mapping[str, object] | None = None,
+        output: JsonValue = None,
     ) -> Receipt:
-        """Mark the write keyed ``key`` done and record its ``write_receipt`` (returned)."""
+        """Mark the write keyed ``key`` done and record its ``write_receipt`` with ``output`` (returned)."""
         ...
 
 
