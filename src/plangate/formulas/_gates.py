@@ -1,20 +1,23 @@
 """Gates: whether a ready step may start now, or what holds it (its children, a timer, a condition, a person).
 
-For: ``gate_open``, which the scheduler asks before it starts a step, and ``hold``, which records what a
-step waits for. A condition is evaluated against the run's current state; its reason is recorded as a
-``gate`` event whenever it changes; a gate that times out fails its step. A held gate is looked at again
-when a step its condition reads moves on (``PlanGraph.gates_reading``) and, for what no step changes (files,
-the environment), now and then. Not for: the condition language (``plangate.conditions``) or starting the
-step (``_scheduler.py``).
+For: ``gate_open``, which the scheduler asks before it starts a step, ``hold``, which records what a
+step waits for, and ``Wakeups``, what only time changes. A condition is evaluated against the run's current
+state; its reason is recorded as a ``gate`` event whenever it changes; a gate that times out fails its step.
+A held gate is looked at again when a step its condition reads moves on (``PlanGraph.gates_reading``), when
+its timer or deadline falls due, and, for what no step changes (files, the environment), now and then. Not
+for: the condition language (``plangate.conditions``) or starting the step (``_scheduler.py``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionSyntaxError, compile_condition
 from plangate.events import GateEvent
 from plangate.formulas._runcontext import RunContext
+from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import StepRun
 from plangate.formulas.plan import PlanStep
 
@@ -86,4 +89,53 @@ def hold(run_ctx: RunContext, run: StepRun, kind: str, reason: str, **details: J
     run_ctx.transition(run, "waiting", reason, wait=wait)
 
 
-__all__ = ["gate_open", "hold"]
+class Wakeups:
+    """What only time changes for held steps: timers and gate deadlines fall due, and gates that read files
+    or the environment are looked at again every ``poll_interval`` (while work runs, or a deadline is
+    awaited: with neither, the run waits for a person instead of polling)."""
+
+    def __init__(self, graph: PlanGraph, clock: Callable[[], float], poll_interval: float) -> None:
+        self._graph = graph
+        self._clock = clock
+        self._poll_interval = poll_interval
+        self._timed: dict[str, float] = {}  # waiting steps with a timer or a gate deadline: when it is due
+        self._polled: set[str] = set()  # steps held by a gate that reads files or the environment
+        self._next_poll = clock() + poll_interval
+
+    def track(self, run: StepRun) -> None:
+        """Take the step's new state in (after each transition)."""
+        step_id = run.id
+        if run.status != "waiting":
+            self._timed.pop(step_id, None)
+            self._polled.discard(step_id)
+            return
+        due = [v for k in ("until", "deadline") if isinstance(v := run.wait.get(k), int | float)]
+        if due:
+            self._timed[step_id] = min(due)
+        else:
+            self._timed.pop(step_id, None)
+        if run.wait.get("kind") == "gate" and step_id in self._graph.reads_outside:
+            self._polled.add(step_id)
+        else:
+            self._polled.discard(step_id)
+
+    def next_wake(self, working: bool) -> float | None:
+        """Seconds until something falls due, at most ``poll_interval``; None: nothing does."""
+        due = list(self._timed.values())
+        if self._polled and (working or due):
+            due.append(self._next_poll)
+        if not due:
+            return None
+        return max(0.0, min(min(due) - self._clock(), self._poll_interval))
+
+    def due(self) -> list[str]:
+        """The held steps to look at again now (after a wait)."""
+        now = self._clock()
+        found = [step_id for step_id, at in self._timed.items() if at <= now]
+        if now >= self._next_poll:
+            self._next_poll = now + self._poll_interval
+            found.extend(self._polled)
+        return found
+
+
+__all__ = ["Wakeups", "gate_open", "hold"]

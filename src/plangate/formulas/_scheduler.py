@@ -5,12 +5,12 @@ transitions it decided (step states, gate reasons, interactions opened), for eve
 since the last pass, and commits them in ONE transaction before starting any work they allow; a step's work
 runs only after its ``running`` state is committed. A pass costs what changed, not the size of the plan:
 a step becomes a candidate when its last need completes; a held gate is looked at again when a step its
-condition reads moves on (``PlanGraph.gates_reading``), when its deadline is due, or, if it reads files or
-the environment, every ``poll_interval``; conditions read step states that each transition keeps current
-(``RunState.condition_steps``); and a snapshot (the size of the plan) is written after at least as many
-events as four per step, so its cost per event stays flat. Not for: what an executor does
-(``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). The phases see the run through
-``RunContext`` (``_runcontext.py``), the runner through ``RunHost``: neither imports this module.
+condition reads moves on (``PlanGraph.gates_reading``) or time falls due (``Wakeups``); conditions read
+step states that each transition keeps current (``RunState.condition_steps``); and a snapshot (the size of
+the plan) is written after at least four events per step, so its cost per event stays flat. Not for: what
+a step's work does (``_work.py``, ``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). It
+reads the runner through ``RunHost`` and its phases read the run through ``RunContext`` (``_runcontext.py``),
+so imports go one way: ``runtime`` → this module → the phases.
 
 A person's answer reaches a live scheduler through ``answer`` (it commits between two passes, so the
 scheduler's state never goes stale and no running step is interrupted), and a sub-run answered while it
@@ -90,13 +90,11 @@ class Scheduler:
         # recorded when the run started (``--yes``), and inherited by its sub-runs
         self.always_execute = run.input.get("always_execute") is True
         self.graph = PlanGraph(state.plan)
+        self.wakeups = _gates.Wakeups(self.graph, host.clock, host.poll_interval)
         self.unmet: dict[str, int] = {}
         self.candidates: dict[str, None] = {}
         self.unfinished: set[str] = set()
         self.waiting: set[str] = set()
-        self.timed: dict[str, float] = {}  # waiting steps with a timer or a gate deadline: when it is due
-        self.polled: set[str] = set()  # steps held by a gate that reads files or the environment
-        self._next_poll = host.clock() + host.poll_interval
         self.queued: dict[str, None] = {}  # ready steps waiting for a free slot, in arrival order
         self.tasks: dict[asyncio.Task[StepOutcome], str] = {}
         self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | write | fanout | subrun | settle)
@@ -130,11 +128,11 @@ class Scheduler:
                 if self.tasks:
                     await self._wait_tasks()
                     continue
-                delay = self._next_wake()
+                delay = self.wakeups.next_wake(bool(self.tasks))
                 if delay is None:
                     return self._suspend()
                 await self._sleep(delay)
-                self._wake_up()
+                self.candidates.update(dict.fromkeys(self.wakeups.due()))
         except _RunEnded as ended:
             self._stop(InteractionError(f"run {self.run_id!r} ended ({ended.status}); nothing changed"))
             return ended.status, f"{ended.status} while it ran"
@@ -245,27 +243,17 @@ class Scheduler:
                 self.candidates[gated] = None
 
     def _track(self, step_id: str) -> None:
-        """Keep the unfinished, waiting, timed and polled sets current, so each pass costs what changed."""
+        """Keep the unfinished and waiting sets and the wake-ups current, so each pass costs what changed."""
         run = self.state.steps[step_id]
         if run.terminal:
             self.unfinished.discard(step_id)
         else:
             self.unfinished.add(step_id)
-        if run.status != "waiting":
+        if run.status == "waiting":
+            self.waiting.add(step_id)
+        else:
             self.waiting.discard(step_id)
-            self.timed.pop(step_id, None)
-            self.polled.discard(step_id)
-            return
-        self.waiting.add(step_id)
-        due = [v for k in ("until", "deadline") if isinstance(v := run.wait.get(k), int | float)]
-        if due:
-            self.timed[step_id] = min(due)
-        else:
-            self.timed.pop(step_id, None)
-        if run.wait.get("kind") == "gate" and step_id in self.graph.reads_outside:
-            self.polled.add(step_id)
-        else:
-            self.polled.discard(step_id)
+        self.wakeups.track(run)
 
     def _append(self, tx: Transaction, event: Any) -> None:
         tx.append(event)
@@ -293,7 +281,7 @@ class Scheduler:
             if status is not None and (run.status != status or outcome is not None):
                 tx.set_status(status, outcome=outcome)
             if snapshot:
-                self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
+                self.state.seq = tx.events[-1].seq if tx.events else run.last_seq
                 tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
         self.ops.clear()
         if snapshot:
@@ -551,7 +539,7 @@ class Scheduler:
     # -- finishing work -----------------------------------------------------------------------------------
 
     async def _wait_tasks(self) -> None:
-        delay = self._next_wake()
+        delay = self.wakeups.next_wake(bool(self.tasks))
         waiting: set[asyncio.Future[Any]] = {*self.tasks, self._waker()}
         done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
         # every step whose work ended meanwhile: their transitions commit together, in the next pass
@@ -562,7 +550,7 @@ class Scheduler:
             self._finished(step_id, outcome)
         free = self.host.concurrency - self._running_count()
         self.candidates.update(dict.fromkeys(itertools.islice(self.queued, max(free, 0))))
-        self._wake_up()
+        self.candidates.update(dict.fromkeys(self.wakeups.due()))
 
     def _finished(self, step_id: str, outcome: StepOutcome) -> None:
         run = self.state.steps[step_id]
@@ -787,27 +775,6 @@ class Scheduler:
                 self.candidates[step.id] = None
             self._look_again(step.id)  # what an aggregate over the loop (or over every step) ranges over grew
         self.plan_changed = True
-
-    # -- waking up ----------------------------------------------------------------------------------------
-
-    def _next_wake(self) -> float | None:
-        """Seconds until a timer or a gate's deadline is due, or the next look at gates that read files or
-        the environment (while work runs or a deadline is awaited); None: only work or a person can."""
-        due = list(self.timed.values())
-        if self.polled and (self.tasks or due):
-            due.append(self._next_poll)
-        if not due:
-            return None
-        return max(0.0, min(min(due) - self.host.clock(), self.host.poll_interval))
-
-    def _wake_up(self) -> None:
-        """After a wait: the timers and gate deadlines that are due, and (now and then) the gates that read
-        what no step changes, get a new look."""
-        now = self.host.clock()
-        self.candidates.update((step_id, None) for step_id, at in self.timed.items() if at <= now)
-        if now >= self._next_poll:
-            self._next_poll = now + self.host.poll_interval
-            self.candidates.update(dict.fromkeys(self.polled))
 
     @staticmethod
     def _blocked_reason(step: PlanStep) -> str:
