@@ -202,9 +202,7 @@ class Scheduler:
             return "failed", f"failed steps: {', '.join(failed)}"
         return "completed", f"all {len(self.state.steps)} steps finished"
 
-    # -- committing ---------------------------------------------------------------------------------------
-
-    # -- the run's context, as the phases see it ------------------------------------------------------------
+    # -- the run's context, as the phases see it ----------------------------------------------------------
 
     @property
     def store(self) -> Store:
@@ -254,6 +252,8 @@ class Scheduler:
         else:
             self.waiting.discard(step_id)
         self.wakeups.track(run)
+
+    # -- committing ---------------------------------------------------------------------------------------
 
     def _append(self, tx: Transaction, event: Any) -> None:
         tx.append(event)
