@@ -1,7 +1,8 @@
 """The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases) and of
 small versioned documents that outlive a run.
 
-For: everything that must survive a restart, behind the ``Store`` protocol (SQLite now, PostgreSQL later).
+For: everything that must survive a restart, behind the ``Store`` protocol (SQLite by default, PostgreSQL
+for many processes and machines: ``open_store("postgresql://…")``).
 Not for: deciding what a run does next (the engines) or how events are encoded (``plangate.events``).
 
 A run's life, in short::
@@ -29,6 +30,8 @@ from plangate.store.base import (
     DocumentConflict,
     Interaction,
     InteractionStatus,
+    Lease,
+    LeaseLost,
     Receipt,
     ReceiptSource,
     RunKind,
@@ -60,7 +63,9 @@ __all__ = [
     "DocumentConflict",
     "Interaction",
     "InteractionStatus",
+    "Lease",
     "LeaseBook",
+    "LeaseLost",
     "Receipt",
     "ReceiptSource",
     "RunKind",

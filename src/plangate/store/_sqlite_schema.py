@@ -117,6 +117,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX tokens_by_owner ON tokens (owner, pos)",
     ),
+    # 4: the lease's generation, one more each time the lease changes hands, which fences commits.
+    ("ALTER TABLE runs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,10 +1,13 @@
 """The SQLite store: one file (or memory), WAL, safe for several threads and several processes.
 
 For: the default ``Store`` backend, built on the standard library's ``sqlite3``. Not for: parsing store URLs
-(``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_sqlite_tx.py``).
+(``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_tx.py``).
 
-Concurrency: one connection per store object, guarded by a lock, so threads of a process take turns (reads
-included, which keeps them from seeing another thread's uncommitted writes). Between processes, every write
+Concurrency: writes go through one connection per store object, guarded by a lock, so threads of a process
+take turns. Reads of a file store go through a connection of the reading thread's own, outside that lock:
+in WAL mode a reader never waits for a writer, so a write stuck on another process's lock (up to
+``busy_timeout``) never holds up the threads that only read, and a reader never sees another thread's
+uncommitted writes. A store in memory is one connection, reads included. Between processes, every write
 transaction starts with ``BEGIN IMMEDIATE``, so it holds the file's write lock from its first statement and
 the ``seq`` it reads cannot be taken by another process; others wait up to ``busy_timeout``. WAL with
 ``synchronous=NORMAL`` survives a killed process (only its open transaction is lost); a power cut may lose
@@ -27,17 +30,20 @@ from typing import Self
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.events import Event
 from plangate.store import _checks as check
-from plangate.store import _sqlite_documents as documents
-from plangate.store import _sqlite_rows as rows
-from plangate.store import _sqlite_tokens as tokens
+from plangate.store import _documents as documents
+from plangate.store import _leases as leases
+from plangate.store import _rows as rows
+from plangate.store import _tokens as tokens
+from plangate.store._sql import SQLiteDb
 from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate
-from plangate.store._sqlite_tx import SQLiteTransaction
+from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
     Document,
     Interaction,
     InteractionStatus,
+    Lease,
     Receipt,
     RunKind,
     RunPage,
@@ -86,6 +92,9 @@ class SQLiteStore:
         self._subscribers_lock = threading.Lock()
         self._closed = False
         self._pid = os.getpid()
+        self._readers = threading.local()
+        self._readers_lock = threading.Lock()
+        self._reader_conns: list[sqlite3.Connection] = []
         self._conn = self._connect()
         try:
             with self._sql("opening"):
@@ -102,6 +111,10 @@ class SQLiteStore:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+                with self._readers_lock:
+                    readers, self._reader_conns = self._reader_conns, []
+                for conn in readers:
+                    conn.close()
 
     def __enter__(self) -> Self:
         return self
@@ -211,26 +224,34 @@ class SQLiteStore:
     # -- writing ------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, run_id: str) -> Iterator[SQLiteTransaction]:
+    def transaction(self, run_id: str, *, fence: Lease | None = None) -> Iterator[StoreTransaction]:
         """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
 
+        With ``fence``, it goes ahead only while that lease is the run's live one; the check runs under the
+        file's write lock, which the transaction keeps to its end, so nobody takes the lease meanwhile.
         Subscribers are told after the commit, outside the store's lock.
 
         Raises:
             NotFoundError: there is no such run.
+            LeaseLost: ``fence`` is no longer the run's live lease; nothing was written.
         """
         sql = self._sql(f"the transaction on run {run_id!r}")
+        if fence is not None:
+            fence = leases.checked_fence(fence, run_id)
         self._check_usable("transaction")
         with self._lock:
             self._begin(sql)
             try:
                 with sql:
                     row = self._conn.execute(
-                        f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+                        f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?", (run_id,)
                     ).fetchone()
                 if row is None:
                     raise self._no_run(run_id)
-                tx = SQLiteTransaction(self._conn, row, self._clock, sql)
+                if fence is not None:
+                    current = leases.lease_of(run_id, row)
+                    leases.require_current(fence, current, self._clock(), "the transaction")
+                tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock)
                 self._tx_thread, self._tx_run = threading.get_ident(), run_id
                 try:
                     yield tx
@@ -247,12 +268,13 @@ class SQLiteStore:
         if notice is not None:
             self._notify(notice)
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+    def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
         """Call ``callback(commit)`` after each commit through this object that added events or set a status.
 
-        Only commits made through this store object are seen (another process's are not). The callback runs
-        in the committing thread: keep it short (hand the events to a queue or an event loop). An exception
-        it raises is logged and does not affect the commit or the other subscribers.
+        Only commits made through this store object are seen, ``remote`` or not: processes sharing a SQLite
+        file have no channel to tell each other (readers catch up from the file). The callback runs in the
+        committing thread: keep it short (hand the events to a queue or an event loop). An exception it
+        raises is logged and does not affect the commit or the other subscribers.
         """
         with self._subscribers_lock:
             self._subscribers = (*self._subscribers, callback)
@@ -375,7 +397,7 @@ class SQLiteStore:
         """The document stored under ``(namespace, key)``, or None if none was written."""
         namespace, key = documents.checked_name(namespace, key, "get_document")
         with self._reading("get_document") as conn:
-            return documents.read(conn, self._sql("get_document"), namespace, key)
+            return documents.read(self._db(conn, "get_document"), namespace, key)
 
     def put_document(
         self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
@@ -390,9 +412,8 @@ class SQLiteStore:
             ConfigError: a bad argument.
         """
         with self._writing("put_document") as conn:
-            return documents.write(
-                conn, self._sql("put_document"), self._clock, namespace, key, value, expected_version
-            )
+            db = self._db(conn, "put_document")
+            return documents.write(db, self._clock, namespace, key, value, expected_version)
 
     # -- tokens -------------------------------------------------------------------------------------------
 
@@ -403,17 +424,17 @@ class SQLiteStore:
             ConfigError: a bad argument, or a token with that hash exists already.
         """
         with self._writing("create_token") as conn:
-            return tokens.create(conn, self._sql("create_token"), self._clock, owner, token_hash, name)
+            return tokens.create(self._db(conn, "create_token"), self._clock, owner, token_hash, name)
 
     def find_token(self, token_hash: str) -> Token | None:
         """The token with that hash if it exists and is not revoked, else None."""
         with self._reading("find_token") as conn:
-            return tokens.find(conn, self._sql("find_token"), token_hash)
+            return tokens.find(self._db(conn, "find_token"), token_hash)
 
     def list_tokens(self, *, owner: str | None = None) -> list[Token]:
         """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
         with self._reading("list_tokens") as conn:
-            return tokens.listed(conn, self._sql("list_tokens"), owner)
+            return tokens.listed(self._db(conn, "list_tokens"), owner)
 
     def revoke_token(self, token_id: str) -> Token:
         """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
@@ -422,42 +443,84 @@ class SQLiteStore:
             NotFoundError: no token has that id.
         """
         with self._writing("revoke_token") as conn:
-            return tokens.revoke(conn, self._sql("revoke_token"), self._clock, token_id, self._where)
+            return tokens.revoke(self._db(conn, "revoke_token"), self._clock, token_id, self._where)
 
     # -- leases -------------------------------------------------------------------------------------------
 
+    def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
+        """Take the run's lease for ``ttl`` seconds if it is free or expired (a new generation), or extend it
+        if ``holder`` holds it live (the same generation); None while another holder's lease is live.
+
+        Raises:
+            NotFoundError: there is no such run.
+        """
+        holder = leases.checked_holder(holder, "take_lease: holder")
+        ttl = check.seconds(ttl, "take_lease: ttl")
+        with self._writing("take_lease") as conn:
+            now = self._clock()
+            # One statement decides and writes (SET reads the old row), under the file's write lock.
+            conn.execute(
+                "UPDATE runs SET lease_generation = CASE WHEN lease_owner = ? AND lease_expires_at > ? "
+                "THEN lease_generation ELSE lease_generation + 1 END, lease_owner = ?, lease_expires_at = ? "
+                "WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
+                (holder, now, holder, now + ttl, run_id, holder, now),
+            )
+            current = self._lease_row(conn, run_id)
+        return current if current is not None and current.holder == holder else None
+
+    def extend_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a live lease to ``ttl`` seconds from now; returns it with its new ``expires_at``.
+
+        Raises:
+            LeaseLost: the lease is no longer current (expired, released or taken); nothing changed.
+            NotFoundError: there is no such run.
+        """
+        fence = leases.checked_fence(lease, None, "extend_lease: lease")
+        ttl = check.seconds(ttl, "extend_lease: ttl")
+        with self._writing("extend_lease") as conn:
+            now = self._clock()
+            leases.require_current(fence, self._lease_row(conn, fence.run_id), now, "extend_lease")
+            conn.execute("UPDATE runs SET lease_expires_at = ? WHERE id = ?", (now + ttl, fence.run_id))
+        return fence.model_copy(update={"expires_at": now + ttl})
+
+    def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease as stored (live or expired), or None when nobody holds it."""
+        with self._reading("get_lease") as conn:
+            return self._lease_row(conn, run_id)
+
     def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
         """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
-        ttl = check.seconds(ttl, "acquire_lease: ttl")
-        return self._lease(
-            "acquire_lease",
-            run_id,
-            "SET lease_owner = ?, lease_expires_at = ? "
-            "WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
-            lambda now: (owner, now + ttl, run_id, owner, now),
-            owner,
-        )
+        leases.checked_holder(owner, "acquire_lease: owner")
+        check.seconds(ttl, "acquire_lease: ttl")
+        return self.take_lease(run_id, owner, ttl) is not None
 
     def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
         """Extend ``owner``'s live lease to ``ttl`` seconds from now; False if it is not theirs or expired."""
         ttl = check.seconds(ttl, "renew_lease: ttl")
-        return self._lease(
-            "renew_lease",
-            run_id,
-            "SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
-            lambda now: (now + ttl, run_id, owner, now),
-            owner,
-        )
+        owner = leases.checked_holder(owner, "renew_lease: owner")
+        with self._writing("renew_lease") as conn:
+            now = self._clock()
+            changed = conn.execute(
+                "UPDATE runs SET lease_expires_at = ? "
+                "WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
+                (now + ttl, run_id, owner, now),
+            ).rowcount
+            if changed == 0 and not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+        return changed == 1
 
     def release_lease(self, run_id: str, owner: str) -> bool:
-        """Give the lease up; False if ``owner`` did not hold it."""
-        return self._lease(
-            "release_lease",
-            run_id,
-            "SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ?",
-            lambda now: (run_id, owner),
-            owner,
-        )
+        """Give the lease up; False if ``owner`` did not hold it. The next holder gets a new generation."""
+        owner = leases.checked_holder(owner, "release_lease: owner")
+        with self._writing("release_lease") as conn:
+            changed = conn.execute(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE id = ? AND lease_owner = ?",
+                (run_id, owner),
+            ).rowcount
+            if changed == 0 and not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+        return changed == 1
 
     # -- internals ----------------------------------------------------------------------------------------
 
@@ -493,8 +556,32 @@ class SQLiteStore:
             raise
         return conn
 
+    def _reader(self, sql: Translated) -> sqlite3.Connection:
+        """This thread's read connection to the file, opened on first use."""
+        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        if conn is not None:
+            return conn
+        with sql:
+            conn = sqlite3.connect(
+                str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                conn.execute("PRAGMA query_only = ON")
+            except BaseException:
+                conn.close()
+                raise
+        with self._readers_lock:
+            self._reader_conns.append(conn)
+        self._readers.conn = conn
+        return conn
+
     def _sql(self, what: str) -> Translated:
         return Translated(what, self._where, self._busy_timeout)
+
+    def _db(self, conn: sqlite3.Connection, what: str) -> SQLiteDb:
+        return SQLiteDb(conn, self._sql(what))
 
     def _check_usable(self, what: str) -> None:
         if self._closed:
@@ -529,8 +616,14 @@ class SQLiteStore:
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
         self._check_usable(what)
-        with self._lock, self._sql(what):
-            yield self._conn
+        sql = self._sql(what)
+        if self.path is None:
+            with self._lock, sql:
+                yield self._conn
+            return
+        conn = self._reader(sql)
+        with sql:
+            yield conn
 
     @contextlib.contextmanager
     def _writing(self, what: str) -> Iterator[sqlite3.Connection]:
@@ -546,20 +639,11 @@ class SQLiteStore:
                 self._rollback()
                 raise
 
-    def _lease(
-        self,
-        what: str,
-        run_id: str,
-        update: str,
-        values: Callable[[float], tuple[object, ...]],
-        owner: str,
-    ) -> bool:
-        check.text(owner, f"{what}: owner", empty=False)
-        with self._writing(what) as conn:
-            changed = conn.execute(f"UPDATE runs {update}", values(self._clock())).rowcount
-            if changed == 0 and not _exists(conn, "runs", "id", run_id):
-                raise self._no_run(run_id)
-        return changed == 1
+    def _lease_row(self, conn: sqlite3.Connection, run_id: str) -> Lease | None:
+        row = conn.execute(f"SELECT {leases.LEASE_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._no_run(run_id)
+        return leases.lease_of(run_id, row)
 
     def _interactions(self, clauses: list[str], params: list[object], owner: str | None) -> list[Interaction]:
         columns = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
