@@ -106,8 +106,10 @@ class Wakeups:
         """Take the step's new state in (after each transition)."""
         step_id = run.id
         if run.status != "waiting":
-            self._timed.pop(step_id, None)
-            self._polled.discard(step_id)
+            if self._timed:
+                self._timed.pop(step_id, None)
+            if self._polled:
+                self._polled.discard(step_id)
             return
         due = [v for k in ("until", "deadline") if isinstance(v := run.wait.get(k), int | float)]
         if due:
