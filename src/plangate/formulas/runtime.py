@@ -78,7 +78,9 @@ class RunResult:
     run_id: str
     status: RunStatus
     reason: str
-    steps: dict[str, StepView] = field(default_factory=dict)
+    # left out of the repr: a 10,000-step run's would print every step (and ``asyncio.run`` formats the
+    # result of the task it ran when it puts back the SIGINT handler)
+    steps: dict[str, StepView] = field(default_factory=dict, repr=False)
     interaction: Interaction | None = None
 
     @property
@@ -112,6 +114,11 @@ class FormulaRunner:
             with the model its agent recorded.
         agent_runner: what runs the agents of agent steps; by default the agent runtime
             (``plangate.agent``), imported only when an agent step runs.
+        concurrency: how many steps work at once, at most.
+        poll_interval: how often, in seconds, a gate that reads files or the environment is looked at again
+            while other work runs (a gate on steps is looked at when one of them moves on).
+        checkpoint_every: the fewest events between two snapshots of the run; a plan of more than a quarter
+            as many steps waits four events per step (a snapshot costs the size of the plan).
 
     Example::
 
