@@ -1,5 +1,5 @@
-"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases) and of
-small versioned documents that outlive a run.
+"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases), of
+small versioned documents that outlive a run, and of copilot conversations and their turns.
 
 For: everything that must survive a restart, behind the ``Store`` protocol (SQLite now, PostgreSQL later).
 Not for: deciding what a run does next (the engines) or how events are encoded (``plangate.events``).
@@ -24,7 +24,10 @@ from __future__ import annotations
 from plangate.store._sqlite_schema import SCHEMA_VERSION
 from plangate.store.base import (
     TERMINAL_STATUSES,
+    AttemptRecord,
     Commit,
+    Conversation,
+    ConversationPage,
     Document,
     DocumentConflict,
     Interaction,
@@ -40,6 +43,8 @@ from plangate.store.base import (
     Subscriber,
     Token,
     Transaction,
+    TurnRecord,
+    TurnStatus,
     WriteIntent,
     WriteIntentConflict,
     WriteIntentStatus,
@@ -53,7 +58,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "STORE_ENV",
     "TERMINAL_STATUSES",
+    "AttemptRecord",
     "Commit",
+    "Conversation",
+    "ConversationPage",
     "Document",
     "DocumentConflict",
     "Interaction",
@@ -70,6 +78,8 @@ __all__ = [
     "Subscriber",
     "Token",
     "Transaction",
+    "TurnRecord",
+    "TurnStatus",
     "WriteIntent",
     "WriteIntentConflict",
     "WriteIntentStatus",

@@ -20,6 +20,7 @@ from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, 
 from plangate.store import _checks as check
 from plangate.store import _sqlite_documents as documents
 from plangate.store import _sqlite_rows as rows
+from plangate.store import _sqlite_turns as turns
 from plangate.store._sqlite_errors import Translated
 from plangate.store.base import (
     Commit,
@@ -29,6 +30,7 @@ from plangate.store.base import (
     ReceiptSource,
     RunRecord,
     RunStatus,
+    TurnRecord,
     WriteIntent,
     WriteIntentConflict,
 )
@@ -316,6 +318,13 @@ class SQLiteTransaction:
             success=success,
             summary=summary,
         )
+
+    def record_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Store a finished copilot turn and its attempts with this transaction's other changes."""
+        self._check_open()
+        stored = turns.record_turn(self._conn, self._sql, self._run_id, turn, self._sql.where)
+        self._dirty = True
+        return stored
 
     def get_document(self, namespace: str, key: str) -> Document | None:
         """The document as this transaction sees it (its own writes included), or None."""

@@ -37,6 +37,7 @@ _ALLOWED_ACTIONS = frozenset({
 _PROGRESS_STEPS = 1_000
 """Virtual-machine instructions between two checks of the deadline: cheap, yet stops within milliseconds."""
 _MIN_VALUE_BYTES = 65_536
+_BUSY_WAIT_S = 5.0
 
 
 def _authorize(
@@ -154,7 +155,9 @@ class SqliteSource:
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         connection: sqlite3.Connection | None = None
         try:
-            connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+            # A writer holding the file locked makes readers wait: at most the query's time limit.
+            busy = min(_BUSY_WAIT_S, limits.timeout_s)
+            connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy)
             connection.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             if connection is not None:
