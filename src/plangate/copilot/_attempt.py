@@ -290,7 +290,8 @@ class AttemptRun:
     @staticmethod
     def _reason(outcome: RunOutcome, review: Review) -> str:
         if not outcome.completed:
-            return outcome.reason
+            failures = [s for s in review.signals if s.kind == "step_failed"]
+            return "; ".join(s.detail for s in failures) if failures else outcome.reason
         if review.signals:
             return review.summary()
         return "answered from the data"

@@ -181,6 +181,12 @@ def sql_issues(sql: str, schema: SchemaInfo, path: str) -> list[Issue]:
 def _outputs(scope: SqlScope) -> set[str] | None:
     """The column names a derived table or CTE gives, or None when they cannot be told (``*``)."""
     node = scope.expression
+    holder: exp.Expr = node
+    while isinstance(holder.parent, exp.SetOperation):
+        holder = holder.parent
+    named = holder.parent.args.get("alias") if isinstance(holder.parent, exp.CTE | exp.Subquery) else None
+    if isinstance(named, exp.TableAlias) and named.columns:
+        return {column.name.lower() for column in named.columns}  # WITH c(x) AS ..., (...) AS d(total)
     while isinstance(node, exp.SetOperation):
         node = node.left
     if not isinstance(node, exp.Select):
@@ -284,13 +290,16 @@ def _resolvable(
 
 
 def _hint(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'orders.order_date'?)`` for the closest candidate, compared whole or, for a bare
+    name, by its last part."""
     options = list(dict.fromkeys(candidates))
     lowered = {option.lower(): option for option in options}
     found = closest_name(name.lower(), list(lowered))
-    if found is None and "." in name:
-        found = closest_name(name.lower().rsplit(".", 1)[1], [o.rsplit(".", 1)[-1] for o in lowered])
-        if found is not None:
-            found = next((o for o in lowered if o.rsplit(".", 1)[-1] == found), None)
+    if found is None:
+        bare = name.lower().rsplit(".", 1)[-1]
+        by_last = {option.rsplit(".", 1)[-1]: option for option in lowered}
+        near = closest_name(bare, list(by_last))
+        found = by_last[near] if near is not None else None
     return f" (did you mean {lowered[found]!r}?)" if found is not None else ""
 
 

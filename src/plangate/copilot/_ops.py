@@ -108,9 +108,12 @@ class OpReader:
 
     def _ops(self, value: JsonValue, line: str) -> Iterator[Op]:
         items = value if isinstance(value, list) else [value]
+        noted = False
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("op"), str):
-                self.skipped.append(f"JSON without an op: {_short(line)}")
+                if not noted:
+                    self.skipped.append(f"JSON without an op: {_short(line)}")
+                    noted = True
                 continue
             name = str(item["op"]).strip().lower()
             if name not in OP_NAMES:

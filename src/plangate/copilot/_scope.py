@@ -160,8 +160,10 @@ def open_scope(
             f"describing {source_label(data)} took too long ({exc}): the database is too large or too busy",
             "source_timeout",
         ) from None
-    except (DataSourceError, ConfigError) as exc:
+    except DataSourceError as exc:
         raise ScopeError(f"cannot open {source_label(data)}: {exc}") from None
+    except ConfigError as exc:
+        raise ScopeError(str(exc)) from None
     if not any(table.kind == "table" or table.columns for table in schema.tables):
         raise ScopeError(f"{source_label(data)} holds no tables: there is nothing to ask about")
     try:

@@ -427,7 +427,7 @@ class Transaction(Protocol):
         """Store a finished copilot turn and its attempts with the run's other changes (its outcome).
 
         The turn's ``run_id`` must be this transaction's run; its conversation must exist, and its
-        ``updated_at`` becomes the turn's ``finished_at``.
+        ``updated_at`` moves on to the turn's ``finished_at`` (never back).
 
         Raises:
             ConfigError: another run's turn, a turn id stored already, or attempts not numbered 1, 2, ...

@@ -383,6 +383,10 @@ class _Compiler:
         path = f"order_by[{index}].column"
         named = aliases.get(item.column) or aliases.get(item.column.lower())
         node: exp.Expr
+        if named is None and item.column.lower() in AGGREGATES:
+            measures = ", ".join(sorted(set(aliases.values()))) or "none"
+            message = f"no measure uses {item.column!r}; order by a measure ({measures}) or a column"
+            raise AggregateError(path, message)
         if named is not None:
             node = exp.to_identifier(named, quoted=True)
         else:
