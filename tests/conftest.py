@@ -1,4 +1,5 @@
-"""Test-wide settings: hypothesis profiles (CI runs the big one) and a guard against real network calls."""
+"""Test-wide settings: hypothesis profiles (CI runs the big one), a guard against real network calls, and the
+real servers some tests use (``services_plugin.py``: PostgreSQL and Redis, started on demand)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+pytest_plugins = ["services_plugin"]
 
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.register_profile(

@@ -9,6 +9,7 @@ Two roots, so callers can tell whose fault a failure is::
     │   │   └── FormulaNotFound        no formula of that name on the search path
     │   ├── ConfigError                a setting or an option is invalid
     │   ├── NotFoundError              a run, step or interaction id that does not exist (for this owner)
+    │   ├── RunLeased                  another live process holds the run's lease (it advances the run)
     │   └── InteractionError           a resolution that cannot be applied
     │       └── StaleInteraction       the interaction is not the run's open one, or was already resolved
     └── RunError                       something failed while running
@@ -64,6 +65,21 @@ class NotFoundError(UserError):
     """A run, step or interaction id that does not exist (or belongs to another owner)."""
 
 
+class RunLeased(UserError):
+    """Another live process holds the run's lease: it is advancing the run, so nothing here may. Nothing
+    changed.
+
+    Attributes:
+        run_id: the run.
+        holder: who holds its lease.
+    """
+
+    def __init__(self, message: str, *, run_id: str, holder: str | None) -> None:
+        self.run_id = run_id
+        self.holder = holder
+        super().__init__(message)
+
+
 class InteractionError(UserError):
     """A resolution that cannot be applied to an interaction."""
 
@@ -99,6 +115,7 @@ __all__ = [
     "NotFoundError",
     "PlangateError",
     "RunError",
+    "RunLeased",
     "SchemaVersionError",
     "StaleInteraction",
     "StoreError",

@@ -1,9 +1,10 @@
 """An agent run in a child process, for the tests that resume with nothing but ids, or kill a write midway.
 
-Usage: ``python agent_worker.py DB start`` prints ``RUN_ID INTERACTION_ID`` of a run waiting for consent;
-``python agent_worker.py DB approve RUN_ID INTERACTION_ID`` approves it in a fresh process and prints the
-final status and answer. With ``PLANGATE_TEST_HANG=<marker file>`` the write tool writes the marker, then
-blocks, so that the parent can kill the process between the write's intent and its receipt.
+Usage (STORE: a store URL or a SQLite file): ``python agent_worker.py STORE start`` prints ``RUN_ID
+INTERACTION_ID`` of a run waiting for consent; ``python agent_worker.py STORE approve RUN_ID INTERACTION_ID``
+approves it in a fresh process and prints the final status and answer. With
+``PLANGATE_TEST_HANG=<marker file>`` the write tool writes the marker, then blocks, so that the parent can
+kill the process between the write's intent and its receipt.
 """
 
 from __future__ import annotations

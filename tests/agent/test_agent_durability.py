@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from plangate.agent._state import SNAPSHOT_VERSION, AgentState, read_input
 from plangate.errors import ConfigError, InteractionError, SchemaVersionError
 from plangate.interactions import Answer, Approve
 from plangate.models import PROVIDERS, Message, ModelRequest, ScriptedModel
-from plangate.store import SQLiteStore, Store
+from plangate.store import Store, open_store
 from plangate.tools import ToolResult
 
 FIXTURE = Path(__file__).parent / "fixtures" / f"agent_snapshot_v{SNAPSHOT_VERSION}.json"
@@ -199,6 +200,14 @@ def test_newer_formats_are_refused() -> None:
 # -- exactly-once writes ----------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """A store on each backend (a SQLite file, then PostgreSQL): these tests run on both."""
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
 def _crashed_write(store: Store) -> tuple[str, str]:
     """A run whose approved write died between its intent and its receipt: (run id, interaction id)."""
     runner, _ = agent(
@@ -214,8 +223,7 @@ def _crashed_write(store: Store) -> tuple[str, str]:
     return waiting.run_id, waiting.interaction.id
 
 
-def test_after_a_crash_the_tools_reconcile_supplies_the_result_and_nothing_runs_twice() -> None:
-    store = memory_store()
+def test_after_a_crash_the_tools_reconcile_supplies_the_result_and_nothing_runs_twice(store: Store) -> None:
     run_id, key = _crashed_write(store)
     desk = make_desk(reconcile=True)
     desk.done_keys[key] = ToolResult.done("placed gym at 3")
@@ -234,8 +242,7 @@ def test_after_a_crash_the_tools_reconcile_supplies_the_result_and_nothing_runs_
     assert "observation: placed gym at 3" in model.requests[0].messages[-1].content
 
 
-def test_a_reconcile_that_finds_nothing_runs_the_write_once_under_the_same_key() -> None:
-    store = memory_store()
+def test_a_reconcile_that_finds_nothing_runs_the_write_once_under_the_same_key(store: Store) -> None:
     run_id, key = _crashed_write(store)
     desk = make_desk(reconcile=True)
     runner, _ = agent([decision("done"), "Placed."], desk, store)
@@ -248,8 +255,7 @@ def test_a_reconcile_that_finds_nothing_runs_the_write_once_under_the_same_key()
     assert result.status == "completed"
 
 
-def test_without_reconcile_the_outcome_is_unknown_and_a_person_is_asked() -> None:
-    store = memory_store()
+def test_without_reconcile_the_outcome_is_unknown_and_a_person_is_asked(store: Store) -> None:
     run_id, key = _crashed_write(store)
     desk = make_desk()
     runner, model = agent([decision("done"), "Checked."], desk, store)
@@ -303,9 +309,9 @@ def test_always_execute_writes_are_exactly_once_too() -> None:
 # -- other processes ----------------------------------------------------------------------------------------
 
 
-def _worker(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _worker(url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(WORKER), str(db), *args],
+        [sys.executable, str(WORKER), url, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -314,16 +320,15 @@ def _worker(db: Path, *args: str, env: dict[str, str] | None = None) -> subproce
 
 
 @pytest.mark.slow
-def test_another_process_resumes_with_only_the_ids(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
-    out, err = _worker(db, "start").communicate(timeout=60)
+def test_another_process_resumes_with_only_the_ids(store_url: str) -> None:
+    out, err = _worker(store_url, "start").communicate(timeout=60)
     assert err == ""
     run_id, interaction_id = out.split()
 
-    out, err = _worker(db, "approve", run_id, interaction_id).communicate(timeout=60)
+    out, err = _worker(store_url, "approve", run_id, interaction_id).communicate(timeout=60)
 
     assert err == "" and out.strip() == "completed The gym is in slot 3."
-    store = SQLiteStore(db)
+    store = open_store(store_url)
     (receipt,) = store.receipts(run_id)
     assert receipt.source == "write_receipt"
     store.close()
@@ -331,13 +336,12 @@ def test_another_process_resumes_with_only_the_ids(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_process_killed_mid_write_leaves_an_intent_that_resume_settles_with_a_person(
-    tmp_path: Path,
+    tmp_path: Path, store_url: str
 ) -> None:
-    db = tmp_path / "runs.db"
-    out, _ = _worker(db, "start").communicate(timeout=60)
+    out, _ = _worker(store_url, "start").communicate(timeout=60)
     run_id, interaction_id = out.split()
     marker = tmp_path / "entered"
-    process = _worker(db, "approve", run_id, interaction_id, env={"PLANGATE_TEST_HANG": str(marker)})
+    process = _worker(store_url, "approve", run_id, interaction_id, env={"PLANGATE_TEST_HANG": str(marker)})
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -345,7 +349,7 @@ def test_a_process_killed_mid_write_leaves_an_intent_that_resume_settles_with_a_
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
 
-    store = SQLiteStore(db)
+    store = open_store(store_url)
     assert [i.key for i in store.pending_write_intents(run_id)] == [interaction_id]
     from agent_worker import TOOLS
 

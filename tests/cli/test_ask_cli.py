@@ -205,7 +205,7 @@ def test_an_unusable_turn_exits_1_and_says_why(app: typer.Typer, home: Path) -> 
     ("data", "message"),
     [
         ("missing.db", "no data at 'missing.db'"),
-        ("postgresql://u:pw@h/db", 'pip install "plangate[postgres]"'),
+        ("postgresql://u:pw@127.0.0.1:1/db", "cannot open postgresql://u:***@127.0.0.1:1/db"),
     ],
 )
 def test_data_that_cannot_be_opened_is_a_failed_turn_not_a_traceback(

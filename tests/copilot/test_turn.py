@@ -372,12 +372,12 @@ def test_leaving_the_stream_early_cancels_and_stores_the_turn(store: Store) -> N
 
 
 def test_a_turn_is_stored_whole_or_not_at_all(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from plangate.store import _sqlite_turns
+    from plangate.store import _turns
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise ConfigError("the disk said no")
 
-    monkeypatch.setattr(_sqlite_turns, "record_turn", refuse)
+    monkeypatch.setattr(_turns, "record_turn", refuse)
     copilot = Copilot(model=ScriptedModel([REVENUE_OPS, GOOD_ANSWER]), store=store)
     prepared = copilot.prepare(QUESTION, SHOP)
     with pytest.raises(ConfigError, match="the disk said no"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from plangate.errors import FormulaError, InteractionError, StaleInteraction
 from plangate.events import GateEvent, StepStateEvent
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.interactions import Answer, Approve, Edit, Reject
-from plangate.store import Store
+from plangate.store import Store, open_store
 
 
 def runner_for(tmp_path: Path, calls: Calls, store: Store | None = None, **options: object) -> FormulaRunner:
@@ -37,9 +38,17 @@ def step_events(store: Store, run_id: str, step_id: str) -> list[StepStateEvent]
     return [e for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.step_id == step_id]
 
 
-def test_release_waits_for_approval_then_publishes_the_built_artifact(tmp_path: Path) -> None:
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """A store on each backend (a SQLite file, then PostgreSQL), for the tests that run on both."""
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def test_release_waits_for_approval_then_publishes_the_built_artifact(tmp_path: Path, store: Store) -> None:
     calls = Calls()
-    runner = runner_for(tmp_path, calls)
+    runner = runner_for(tmp_path, calls, store)
     result = start(runner, "release", {"version": "1.4.0"})
 
     assert result.status == "waiting"
@@ -62,9 +71,9 @@ def test_release_waits_for_approval_then_publishes_the_built_artifact(tmp_path: 
     assert "run-tests.output.failed is 0" in gates[-1].reason
 
 
-def test_rejecting_the_approval_fails_it_and_skips_what_needs_it(tmp_path: Path) -> None:
+def test_rejecting_the_approval_fails_it_and_skips_what_needs_it(tmp_path: Path, store: Store) -> None:
     calls = Calls()
-    runner = runner_for(tmp_path, calls)
+    runner = runner_for(tmp_path, calls, store)
     result = start(runner, "release", {"version": "1.4.0"})
     assert result.interaction is not None
 
@@ -405,9 +414,9 @@ def test_until_loop_that_never_holds_fails_after_max(tmp_path: Path) -> None:
     assert [a["attempt"] for _, a in calls.log] == [1, 2, 3]
 
 
-def test_on_complete_fans_out_one_sub_run_per_element(tmp_path: Path) -> None:
+def test_on_complete_fans_out_one_sub_run_per_element(tmp_path: Path, store: Store) -> None:
     calls = Calls()
-    runner = runner_for(tmp_path, calls)
+    runner = runner_for(tmp_path, calls, store)
     result = start(runner, "fanout")
 
     assert result.status == "completed", result.reason
@@ -445,7 +454,9 @@ def test_a_formula_step_runs_a_sub_formula(tmp_path: Path) -> None:
     assert runner.store.get_run(str(child_id)).parent_run_id == result.run_id
 
 
-def test_a_sub_run_waiting_on_a_person_suspends_the_parent_until_answered(tmp_path: Path) -> None:
+def test_a_sub_run_waiting_on_a_person_suspends_the_parent_until_answered(
+    tmp_path: Path, store: Store
+) -> None:
     write_formula(
         tmp_path,
         "outer",
@@ -455,7 +466,7 @@ def test_a_sub_run_waiting_on_a_person_suspends_the_parent_until_answered(tmp_pa
         formula = { name = "release", vars = { version = "2.0.0" } }
         """,
     )
-    runner = runner_for(tmp_path, Calls())
+    runner = runner_for(tmp_path, Calls(), store)
     result = start(runner, "outer")
     assert result.status == "waiting"
     assert result.interaction is not None
@@ -485,8 +496,8 @@ def test_a_formula_that_fails_check_writes_nothing(tmp_path: Path) -> None:
     assert runner.store.list_runs().items == []
 
 
-def test_cancel_ends_a_waiting_run_and_expires_its_question(tmp_path: Path) -> None:
-    runner = runner_for(tmp_path, Calls())
+def test_cancel_ends_a_waiting_run_and_expires_its_question(tmp_path: Path, store: Store) -> None:
+    runner = runner_for(tmp_path, Calls(), store)
     result = start(runner, "release", {"version": "1.0.0"})
     assert result.interaction is not None
     runner.cancel(result.run_id, "changed our minds")
@@ -494,3 +505,25 @@ def test_cancel_ends_a_waiting_run_and_expires_its_question(tmp_path: Path) -> N
     assert runner.store.get_interaction(result.interaction.id).status == "expired"
     with pytest.raises(InteractionError):
         runner.cancel(result.run_id)
+
+
+def test_another_handle_on_the_store_resumes_the_approved_run(tmp_path: Path, store_url: str) -> None:
+    """Another process (here: another store object and runner) continues with nothing but the ids."""
+    first = open_store(store_url)
+    try:
+        result = start(runner_for(tmp_path, Calls(), first), "release", {"version": "1.4.0"})
+        assert result.interaction is not None
+    finally:
+        first.close()
+    second = open_store(store_url)
+    try:
+        calls = Calls()
+        later = runner_for(tmp_path, calls, second)
+        later.resolve(result.interaction.id, Approve(), by="ana")
+        finished = resume(later, result.run_id)
+        assert finished.status == "completed"
+        assert calls.names() == ["publish"]  # nothing that ran before the wait runs again
+        seqs = [event.seq for event in second.events(result.run_id)]
+        assert seqs == list(range(1, len(seqs) + 1))
+    finally:
+        second.close()

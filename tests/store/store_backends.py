@@ -1,7 +1,8 @@
 """The store backends the conformance suite runs against, and a clock tests can move by hand.
 
-A new backend (PostgreSQL) joins by adding an entry to ``BACKENDS`` (and to ``SHARED`` when two handles
-opened on it see the same data).
+A backend joins by adding an entry to ``BACKENDS`` (and to ``SHARED`` when two handles opened on it see the
+same data). Each entry makes a ``Backend`` from a ``Place``: the test's temporary folder, and a way to get a
+fresh PostgreSQL schema (asked for only by the PostgreSQL entry, so that SQLite runs start no server).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import psycopg
 
 from plangate.store import Store, open_store
 
@@ -40,8 +43,16 @@ class Backend:
         return open_store(self.url, clock=clock)
 
 
-def _sqlite_file(tmp_path: Path) -> Backend:
-    path = tmp_path / "store" / "plangate.db"
+@dataclass
+class Place:
+    """Where a test's store may live: a temporary folder, or a fresh PostgreSQL schema (made on demand)."""
+
+    tmp_path: Path
+    postgres_url: Callable[[], str]
+
+
+def _sqlite_file(place: Place) -> Backend:
+    path = place.tmp_path / "store" / "plangate.db"
 
     def set_version(version: int) -> None:
         with sqlite3.connect(path) as conn:
@@ -51,13 +62,24 @@ def _sqlite_file(tmp_path: Path) -> Backend:
     return Backend("sqlite-file", f"sqlite:///{path}", set_version)
 
 
-def _sqlite_memory(tmp_path: Path) -> Backend:
+def _sqlite_memory(place: Place) -> Backend:
     return Backend("sqlite-memory", ":memory:")
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {
+def _postgres(place: Place) -> Backend:
+    url = place.postgres_url()
+
+    def set_version(version: int) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE schema_version SET version = %s", (version,))
+
+    return Backend("postgres", url, set_version)
+
+
+BACKENDS: dict[str, Callable[[Place], Backend]] = {
     "sqlite-file": _sqlite_file,
     "sqlite-memory": _sqlite_memory,
+    "postgres": _postgres,
 }
-SHARED = ["sqlite-file"]
+SHARED = ["sqlite-file", "postgres"]
 """Backends where two handles see the same data (needed for reopening, processes, schema tampering)."""

@@ -68,14 +68,6 @@ def test_bad_store_urls(url: str, message: str) -> None:
         sqlite_target(url)
 
 
-@pytest.mark.parametrize("url", ["postgresql://app:s3cret@db/plangate", "postgres://app:s3cret@db/plangate"])
-def test_a_postgres_url_names_the_extra_and_hides_the_password(url: str) -> None:
-    with pytest.raises(ConfigError) as err:
-        open_store(url)
-    assert 'pip install "plangate[postgres]"' in str(err.value)
-    assert "s3cret" not in str(err.value)
-
-
 def test_no_url_reads_the_environment_then_the_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

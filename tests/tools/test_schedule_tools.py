@@ -1,4 +1,5 @@
-"""The schedule tools through a ToolRegistry on a real SQLite store: results, persistence, exactly once."""
+"""The schedule tools through a ToolRegistry on a real store: results, persistence, exactly once (the tests
+that reopen the store run on a SQLite file and on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import json
 import textwrap
 from collections.abc import Iterator, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 import plangate.tools.schedule
 from plangate.errors import ConfigError, SchemaVersionError, StoreError
-from plangate.store import Document, DocumentConflict, SQLiteStore, Store
+from plangate.store import Document, DocumentConflict, SQLiteStore, Store, open_store
 from plangate.tools import Reconciler, ToolRegistry, ToolResult, Toolset
 from plangate.tools.schedule import (
     NAMESPACE,
@@ -144,9 +146,8 @@ def test_a_missing_week_reads_as_empty(tmp_path: Path) -> None:
 # -- writing -------------------------------------------------------------------------------------------------
 
 
-def test_a_write_is_stored_and_survives_reopening_the_store(tmp_path: Path) -> None:
-    path = tmp_path / "week.db"
-    with SQLiteStore(path) as first:
+def test_a_write_is_stored_and_survives_reopening_the_store(store_url: str) -> None:
+    with closing(open_store(store_url)) as first:
         seed_week(first, "team")
         result = call(
             ToolRegistry(schedule_tools(first, "team")),
@@ -171,7 +172,7 @@ def test_a_write_is_stored_and_survives_reopening_the_store(tmp_path: Path) -> N
             }
         ]
     }
-    with SQLiteStore(path) as reopened:
+    with closing(open_store(store_url)) as reopened:
         overview = call(ToolRegistry(schedule_tools(reopened, "team")), "get_overview", {})
         assert "15:00-17:00 t7 Design review prep (deep)" in overview.observation
         planner, version = ScheduleStore(reopened, "team").load()
@@ -311,12 +312,11 @@ def test_a_key_that_already_applied_is_not_applied_twice(store: Store) -> None:
     assert fresh.observation == "t1 'Write Q3 roadmap' is already on mon 16:00-19:00; nothing changed"
 
 
-def test_an_applied_key_is_recognised_after_the_store_is_reopened(tmp_path: Path) -> None:
-    path = tmp_path / "week.db"
-    with SQLiteStore(path) as first:
+def test_an_applied_key_is_recognised_after_the_store_is_reopened(store_url: str) -> None:
+    with closing(open_store(store_url)) as first:
         seed_week(first)
         done = call(ToolRegistry(schedule_tools(first)), "unplace", {"task": "t6"}, key="int_c")
-    with SQLiteStore(path) as reopened:
+    with closing(open_store(store_url)) as reopened:
         registry = ToolRegistry(schedule_tools(reopened))
         assert reconciler(registry, "unplace")("int_c") == done
         assert call(registry, "unplace", {"task": "t6"}, key="int_c") == done

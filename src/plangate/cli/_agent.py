@@ -9,11 +9,12 @@ scripts. Not for: any run logic (``plangate.agent``).
 
 from __future__ import annotations
 
+import asyncio
 import json as jsonlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import nullcontext
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -48,7 +49,7 @@ from plangate.events import (
     ToolResultEvent,
 )
 from plangate.interactions import Answer, Approve, Edit, Reject
-from plangate.store import Commit, Interaction, Store
+from plangate.store import Commit, Interaction, LeaseBook, Store
 from plangate.tools import ToolRegistry
 
 MODEL_ENV = "PLANGATE_MODEL"
@@ -320,7 +321,8 @@ def resolve(
     """Resolve an agent run's interaction from the command line and continue the run here."""
     runner = Agent(model=model, tools=_tools_of(store, interaction.run_id, tools), store=store)
     with _Printer(store) if not json else nullcontext():
-        result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
+        work = runner.resume_async(interaction.run_id, interaction.id, resolution, by="cli")
+        result = asyncio.run(_leased(store, interaction.run_id, work))
     report(result, json, _hint(store_url, model))
 
 
@@ -328,8 +330,18 @@ def resume(store: Store, run_id: str, *, tools: list[str] | None, model: str | N
     """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
     runner = Agent(model=model, tools=_tools_of(store, run_id, tools), store=store)
     with _Printer(store) if not json else nullcontext():
-        result = runner.resume(run_id)
+        result = asyncio.run(_leased(store, run_id, runner.resume_async(run_id)))
     report(result, json)
+
+
+async def _leased(store: Store, run_id: str, work: Coroutine[Any, Any, RunResult]) -> RunResult:
+    """Advance an agent run holding its lease (renewed meanwhile): a run another live process advances is
+    refused (``RunLeased``), unchanged."""
+    try:
+        async with LeaseBook(store).kept(run_id):
+            return await work
+    finally:
+        work.close()  # not started when the lease was refused
 
 
 __all__ = [

@@ -19,7 +19,8 @@ from rich.table import Table
 from rich.tree import Tree
 
 from plangate.cli._console import fail, out, parse_vars, print_json
-from plangate.errors import FormulaError
+from plangate.cli._loading import ToolsOpt, tool_specs, tools_from
+from plangate.errors import ConfigError, FormulaError
 from plangate.formulas import Formula, Issue, Plan, PlanStep, check_formula, cook, has_errors, load_formula
 from plangate.formulas.loader import FormulaLoader
 
@@ -40,10 +41,21 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="formula")
 
 
-def _check(name: NameArg, path: PathOpt = None, var: VarOpt = None, json: JsonOpt = False) -> None:
-    """Check a formula: unknown steps, cycles, bad conditions, vars, tools. Exit 1 on any error."""
+def _check(
+    name: NameArg, path: PathOpt = None, var: VarOpt = None, tools: ToolsOpt = None, json: JsonOpt = False
+) -> None:
+    """Check a formula: unknown steps, cycles, bad conditions, vars, tools. Exit 1 on any error.
+
+    With --tools (or $PLANGATE_TOOLS), tool names are checked too, and a write step that says nothing of
+    consent is a warning."""
     formula = _load(name, path)
-    plan, issues = check_formula(formula, parse_vars(var), search_paths=path)
+    specs = tool_specs(tools)
+    try:
+        registry = tools_from(specs) if specs else None
+    except ConfigError as exc:
+        fail(str(exc))
+        return
+    plan, issues = check_formula(formula, parse_vars(var), tools=registry, search_paths=path)
     failed = has_errors(issues)
     if json:
         print_json(

@@ -27,7 +27,9 @@ from plangate.tools import Tool, ToolRegistry
 StoreOpt = Annotated[
     str | None,
     typer.Option(
-        "--store", help="Store URL (sqlite:///path.db); default $PLANGATE_STORE or .plangate/plangate.db."
+        "--store",
+        help="Store URL (sqlite:///path.db or postgresql://user@host/db); default $PLANGATE_STORE or "
+        ".plangate/plangate.db.",
     ),
 ]
 ToolsOpt = Annotated[

@@ -57,6 +57,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")
 DetachOpt = Annotated[
     bool, typer.Option("--detach", help="Leave the run waiting when a person is needed; don't ask here.")
 ]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="Run write steps without asking for consent (always_execute; recorded in the run's events).",
+    ),
+]
 
 _STYLE = {
     "complete": "green",
@@ -251,8 +259,10 @@ def run_command(
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
     model: StepModelOpt = None,
+    yes: YesOpt = False,
 ) -> None:
-    """Run a formula: live progress, and questions asked here when a person is needed."""
+    """Run a formula: live progress, and questions asked here when a person is needed (a write step asks
+    for consent to its exact call first, unless the step says consent = "auto" or --yes is given)."""
     try:
         specs = tool_specs(tools)
         runner = FormulaRunner(
@@ -262,7 +272,8 @@ def run_command(
         if not json:
             _say_step_model(plan, model)
         with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
-            result = _drive(runner, runner.start(plan), detach=detach, interactive=interactive)
+            first = runner.start(plan, always_execute=yes)
+            result = _drive(runner, first, detach=detach, interactive=interactive)
     except UserError as exc:
         fail(str(exc))
         return
@@ -287,7 +298,9 @@ def resume_command(
     json: JsonOpt = False,
     model: StepModelOpt = None,
 ) -> None:
-    """Continue a run from its last committed transition (after a crash, or once a person answered)."""
+    """Continue a run from its last committed transition (after a crash, or once a person answered).
+
+    The run's lease is taken first: a run that another live process advances is refused, unchanged."""
     try:
         opened = store_from(store)
         found = opened.get_run(run_id)

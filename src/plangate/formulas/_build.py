@@ -263,6 +263,7 @@ class Builder:
             return ToolExecutor(
                 name=self.text(step.tool.name, scope, f"{path}.tool.name", escape=False),
                 args=_as_dict(self.value(step.tool.args, scope, f"{path}.tool.args")),
+                consent=step.consent,
             )
         if step.agent is not None:
             return AgentExecutor(

@@ -23,7 +23,26 @@ from plangate.errors import ConfigError, PlangateError
 from plangate.formulas.plan import FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
-from plangate.tools import ToolRegistry
+from plangate.tools import ToolRegistry, ToolResult
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What became of a write step's call, for the receipt that settles its intent.
+
+    Attributes:
+        key: the intent's idempotency key.
+        tool: the write tool's name.
+        result: what the call returned, or None when its outcome is unknown (a person is asked).
+        recorded: the intent's receipt is committed already (nothing to complete).
+        note: ``(code, text)`` of a status event saying how recovery settled it, if it did.
+    """
+
+    key: str
+    tool: str
+    result: ToolResult | None
+    recorded: bool = False
+    note: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -31,17 +50,44 @@ class StepOutcome:
     """How a step's work ended.
 
     Attributes:
-        status: ``complete``, ``failed``, or ``waiting`` (a sub-run waits on a person; ``run_ids`` say which).
+        status: ``complete``, ``failed``, ``waiting`` (a sub-run waits on a person; ``run_ids`` say which),
+            or ``unknown`` (a write whose outcome nobody can tell: a person is asked).
+        write: for a write step, what became of its call.
     """
 
-    status: Literal["complete", "failed", "waiting"]
+    status: Literal["complete", "failed", "waiting", "unknown"]
     output: dict[str, JsonValue] = field(default_factory=dict)
     reason: str = ""
     run_ids: list[str] = field(default_factory=list)
+    write: WriteReport | None = None
 
 
-SubRun = Callable[[str, dict[str, JsonValue], str | None], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
-"""Start or resume a sub-formula: ``(formula, vars, run_id) -> (run_id, status, outputs)``."""
+SubRun = Callable[[str, dict[str, JsonValue], str], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
+"""Start or adopt a sub-formula under the id its parent committed: ``(formula, vars, run_id) -> (run_id,
+status, outputs)``."""
+
+
+def subformula_run_id(run_id: str, step_id: str, attempt: int) -> str:
+    """The id of the sub-run that attempt ``attempt`` of the ``formula`` step ``step_id`` starts."""
+    return f"{run_id}.{step_id}.sub{attempt}"
+
+
+def fanout_run_ids(run_id: str, step_id: str, attempt: int, count: int) -> list[str]:
+    """The ids of the ``count`` sub-runs that attempt ``attempt`` of step ``step_id`` fans out to."""
+    return [f"{run_id}.{step_id}.fan{attempt}.{index}" for index in range(count)]
+
+
+def fanout_ids(
+    run_id: str, step: PlanStep, attempt: int, output: Mapping[str, JsonValue], existing: Sequence[str] = ()
+) -> list[str]:
+    """The sub-run ids of a fan-out: one per element of the step's ``for_each`` list, those ``existing``
+    (committed already) first; a run stored before ids were committed gets the rest now."""
+    assert step.on_complete is not None
+    items = items_at(output, step.on_complete.for_each)
+    count = len(items) if isinstance(items, list) else 0
+    if len(existing) >= count:
+        return list(existing)
+    return [*existing, *fanout_run_ids(run_id, step.id, attempt, count)[len(existing) :]]
 
 
 def _as_output(value: JsonValue, observation: str) -> dict[str, JsonValue]:
@@ -64,14 +110,18 @@ async def run_tool(
         args = render_runtime(executor.args, vars, outputs, path=f"{step.id}.tool.args")
     except PlangateError as exc:
         return StepOutcome("failed", reason=f"arguments: {exc}")
-    result = await tools.call(executor.name, args)
+    return tool_outcome(executor.name, await tools.call(executor.name, args))
+
+
+def tool_outcome(name: str, result: ToolResult, write: WriteReport | None = None) -> StepOutcome:
+    """A step's outcome from what its tool returned."""
     if result.success:
         # a summary that is only the start of a JSON dump says nothing a person can read in one line
         summary = result.summary if not result.summary.startswith(("{", "[")) else "done"
         output = _as_output(result.data, result.observation)
-        return StepOutcome("complete", output, f"{executor.name}: {summary}")
+        return StepOutcome("complete", output, f"{name}: {summary}", write=write)
     message = result.error_message or result.observation or result.status
-    return StepOutcome("failed", {"error_code": result.error_code}, f"{executor.name}: {message}")
+    return StepOutcome("failed", {"error_code": result.error_code}, f"{name}: {message}", write=write)
 
 
 async def run_subformula(
@@ -80,16 +130,16 @@ async def run_subformula(
     sub_run: SubRun,
     vars: Mapping[str, JsonValue],
     outputs: Mapping[str, Mapping[str, JsonValue]],
-    existing: Sequence[str] = (),
+    run_id: str,
 ) -> StepOutcome:
-    """Run (or resume) the step's sub-formula; its outputs become the step's output."""
+    """Run (or adopt) the step's sub-formula ``run_id``; its outputs become the step's output."""
     try:
         sub_vars = render_runtime(executor.vars, vars, outputs, path=f"{step.id}.formula.vars")
     except PlangateError as exc:
         return StepOutcome("failed", reason=f"vars: {exc}")
     assert isinstance(sub_vars, dict)
-    run_id, status, sub_outputs = await sub_run(executor.name, sub_vars, existing[0] if existing else None)
-    return _from_runs(step, [(run_id, status, sub_outputs)], wait_any=False)
+    found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
+    return _from_runs(step, [(found, status, sub_outputs)], wait_any=False)
 
 
 def items_at(output: Mapping[str, JsonValue], path: str) -> list[JsonValue] | str:
@@ -128,20 +178,26 @@ async def fan_out(
     step: PlanStep,
     output: dict[str, JsonValue],
     sub_run: SubRun,
-    existing: Sequence[str] = (),
+    run_ids: Sequence[str],
 ) -> StepOutcome:
-    """Run ``on_complete.formula`` once per element of ``on_complete.for_each`` (resuming known sub-runs)."""
+    """Run ``on_complete.formula`` once per element of ``on_complete.for_each``, element ``i`` as the sub-run
+    ``run_ids[i]`` (committed by the parent before any starts; one that exists already is adopted)."""
     spec = step.on_complete
     assert spec is not None
     items = items_at(output, spec.for_each)
     if isinstance(items, str):
         return StepOutcome("failed", output, items)
+    if len(run_ids) < len(items):
+        return StepOutcome("failed", output, f"{len(items)} items but {len(run_ids)} sub-run ids recorded")
 
     async def one(index: int, item: JsonValue) -> tuple[str, str, dict[str, JsonValue]]:
         sub_vars = _substitute_item(dict(spec.vars), item, index)
         assert isinstance(sub_vars, dict)
-        known = existing[index] if index < len(existing) else None
-        return await sub_run(spec.formula, sub_vars, known)
+        try:
+            return await sub_run(spec.formula, sub_vars, run_ids[index])
+        except PlangateError as exc:
+            # one element that cannot run fails the fan-out, and never leaves its siblings running unawaited
+            return run_ids[index], "failed", {"error": str(exc)}
 
     if spec.parallel:
         results = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
@@ -405,7 +461,10 @@ def _basic_array_problem(value: Sequence[JsonValue], schema: Mapping[str, Any], 
 __all__ = [
     "StepOutcome",
     "SubRun",
+    "WriteReport",
     "fan_out",
+    "fanout_ids",
+    "fanout_run_ids",
     "fits_schema",
     "items_at",
     "parse_json_answer",
@@ -413,4 +472,6 @@ __all__ = [
     "run_subformula",
     "run_tool",
     "schema_problem",
+    "subformula_run_id",
+    "tool_outcome",
 ]

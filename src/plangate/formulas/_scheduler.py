@@ -4,28 +4,49 @@ For: advancing one run until it ends or nothing can move without a person. Each 
 transitions it decided (step states, gate reasons, interactions opened) and commits them in ONE
 transaction before starting any work they allow; a step's work runs only after its ``running`` state is
 committed. Readiness is incremental (a step becomes a candidate when its last need completes), so a pass
-costs what changed, not the size of the plan. Not for: what an executor does (``_executors.py``) or the
-public API (``runtime.py``).
+costs what changed, not the size of the plan. Not for: what an executor does (``_executors.py``,
+``_writes.py``) or the public API (``runtime.py``).
+
+A person's answer reaches a live scheduler through ``answer`` (it commits between two passes, so the
+scheduler's state never goes stale and no running step is interrupted), and a sub-run answered while it
+was suspended is continued through ``poke`` on its parent: only the branch that waited moves on. Every
+commit checks that this process still holds the run's lease and that nobody ended the run meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import JsonValue
 
-from plangate.conditions import ConditionContext, ConditionSyntaxError, compile_condition
+from plangate.conditions import ConditionContext, compile_condition
+from plangate.errors import InteractionError, RunLeased
 from plangate.events import (
     GateEvent,
     InteractionKind,
     InteractionOpenedEvent,
+    InteractionTool,
     StatusEvent,
     StepStateEvent,
     StepStatus,
+    ToolCallEvent,
+    ToolResultEvent,
 )
-from plangate.formulas._executors import StepOutcome, fan_out, run_llm, run_subformula, run_tool
+from plangate.formulas import _gates, _writes
+from plangate.formulas._agent_steps import step_of_child
+from plangate.formulas._answers import Resolution, answer_step, commit_answer
+from plangate.formulas._executors import (
+    StepOutcome,
+    fan_out,
+    fanout_ids,
+    run_llm,
+    run_subformula,
+    run_tool,
+    subformula_run_id,
+)
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import (
@@ -39,7 +60,7 @@ from plangate.formulas.plan import (
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
-from plangate.store import RunStatus, Transaction
+from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Transaction
 
 if TYPE_CHECKING:
     from plangate.formulas.runtime import FormulaRunner
@@ -47,16 +68,31 @@ if TYPE_CHECKING:
 _Op = Callable[[Transaction], None]
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
+#: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
+_HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
+
+
+class _RunEnded(Exception):
+    """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
+
+    def __init__(self, status: RunStatus) -> None:
+        self.status = status
+        super().__init__(status)
+
+
+_Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
 
 
 class Scheduler:
     """Advances one run; create one per ``start`` / ``resume`` call."""
 
-    def __init__(self, runner: FormulaRunner, run_id: str, state: RunState, owner: str) -> None:
+    def __init__(self, runner: FormulaRunner, run: RunRecord, state: RunState) -> None:
         self.runner = runner
-        self.run_id = run_id
+        self.run_id = run_id = run.id
         self.state = state
-        self.owner = owner
+        self.owner = run.owner
+        # recorded when the run started (``--yes``), and inherited by its sub-runs
+        self.always_execute = run.input.get("always_execute") is True
         self.graph = PlanGraph(state.plan)
         self.unmet: dict[str, int] = {}
         self.candidates: dict[str, None] = {}
@@ -71,6 +107,11 @@ class Scheduler:
         self.gate_reasons: dict[str, str] = {}
         self.gated = [s.id for s in state.plan.steps if s.gate is not None and s.gate.condition]
         self.open_interaction = bool(runner.store.list_interactions(status="open", run_id=run_id))
+        self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
+        self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
+        self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
+        self.wake = asyncio.Event()
+        self._woken: asyncio.Task[bool] | None = None  # waits on ``wake``; made again once it fired
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -80,6 +121,7 @@ class Scheduler:
             self._recover()
         try:
             while True:
+                self._take_answers()
                 self._schedule()
                 ended = self._ending()
                 if ended is not None:
@@ -92,11 +134,36 @@ class Scheduler:
                 delay = self._next_wake()
                 if delay is None:
                     return self._suspend()
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
+        except _RunEnded as ended:
+            self._stop(InteractionError(f"run {self.run_id!r} ended ({ended.status}); nothing changed"))
+            return ended.status, f"{ended.status} while it ran"
         except BaseException:
-            for task in self.tasks:
-                task.cancel()
+            self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
             raise
+        finally:
+            # an answer handed over as the run ended is refused, never left waiting
+            self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
+
+    def _stop(self, error: Exception) -> None:
+        if self._woken is not None:
+            self._woken.cancel()
+        for task in self.tasks:
+            task.cancel()
+        for *_, future in self.inbox:
+            if not future.done():
+                future.set_exception(error)
+        self.inbox.clear()
+
+    async def _sleep(self, delay: float) -> None:
+        await asyncio.wait({self._waker()}, timeout=delay)
+
+    def _waker(self) -> asyncio.Task[bool]:
+        """A task that ends when ``wake`` is set (one for many passes: not a new task per pass)."""
+        if self._woken is None or self._woken.done():
+            self.wake.clear()
+            self._woken = asyncio.ensure_future(self.wake.wait())
+        return self._woken
 
     def _index(self) -> None:
         steps = self.state.steps
@@ -118,8 +185,12 @@ class Scheduler:
         self._emit_status("resumed", "resumed from the last committed transition")
         for run in list(self.state.steps.values()):
             kind = run.wait.get("kind")
-            if run.status == "running" and not self._is_container(run.id):
-                self._transition(run, "ready", "interrupted before it finished; running it again")
+            if run.status == "running" and kind == "write":
+                self.to_launch.append((run.id, "settle"))  # its intent is committed: reconcile, never re-run
+            elif run.status == "running" and kind == "subrun":
+                self.to_launch.append((run.id, "subrun"))  # its sub-run's id is committed: adopt it
+            elif run.status == "running" and not self._is_container(run.id):
+                self.transition(run, "ready", "interrupted before it finished; running it again")
             elif run.status == "waiting" and kind in {"subrun", "fanout"}:
                 self.to_launch.append((run.id, str(kind)))
             elif run.status in {"running", "waiting"} and kind == "children":
@@ -135,7 +206,7 @@ class Scheduler:
 
     # -- committing ---------------------------------------------------------------------------------------
 
-    def _emit(self, event: StepStateEvent | GateEvent | StatusEvent) -> None:
+    def emit(self, event: StepStateEvent | GateEvent | StatusEvent | ToolCallEvent | ToolResultEvent) -> None:
         self.ops.append(lambda tx: self._append(tx, event))
         if isinstance(event, StepStateEvent):
             self.state.apply(event)
@@ -157,7 +228,7 @@ class Scheduler:
         tx.append(event)
 
     def _emit_status(self, code: str, text: str) -> None:
-        self._emit(StatusEvent(stage="run", code=code, text=text))
+        self.emit(StatusEvent(stage="run", code=code, text=text))
 
     def _flush(
         self,
@@ -170,7 +241,7 @@ class Scheduler:
             return
         self.since_checkpoint += len(self.ops)
         snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= self.runner.checkpoint_every
-        with self.runner.store.transaction(self.run_id) as tx:
+        with self._transaction() as tx:
             for op in self.ops:
                 op(tx)
             if status is not None and (tx.run.status != status or outcome is not None):
@@ -182,6 +253,21 @@ class Scheduler:
         if snapshot:
             self.since_checkpoint = 0
             self.plan_changed = False
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Transaction]:
+        """A transaction on the run, refused when another holder took the run's lease or the run ended."""
+        with self.runner.store.transaction(self.run_id) as tx:
+            if not self.runner.leases.holds(tx.run):
+                raise RunLeased(
+                    f"run {self.run_id!r}: this process lost the run's lease to {tx.run.lease_owner}; it "
+                    "stops advancing it, nothing more was committed",
+                    run_id=self.run_id,
+                    holder=tx.run.lease_owner,
+                )
+            if tx.run.status in TERMINAL_STATUSES:
+                raise _RunEnded(tx.run.status)
+            yield tx
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
@@ -199,7 +285,7 @@ class Scheduler:
 
     # -- transitions --------------------------------------------------------------------------------------
 
-    def _transition(
+    def transition(
         self,
         run: StepRun,
         status: StepStatus,
@@ -209,7 +295,7 @@ class Scheduler:
         wait: dict[str, JsonValue] | None = None,
         attempt: int | None = None,
     ) -> None:
-        self._emit(
+        self.emit(
             StepStateEvent(
                 step_id=run.id,
                 status=status,
@@ -219,10 +305,13 @@ class Scheduler:
                 wait=wait,
             )
         )
+        self._after(run.id, status)
+
+    def _after(self, step_id: str, status: StepStatus) -> None:
         if status == "complete":
-            self._completed(run.id)
+            self._completed(step_id)
         elif status in {"failed", "skipped", "cancelled"}:
-            self._ended_badly(run.id)
+            self._ended_badly(step_id)
 
     def _completed(self, step_id: str) -> None:
         for dependent in self.graph.dependents.get(step_id, ()):
@@ -242,7 +331,7 @@ class Scheduler:
         run = self.state.steps[step_id]
         if run.terminal:
             return
-        self._emit(StepStateEvent(step_id=step_id, status="skipped", reason=reason, attempt=run.attempt))
+        self.emit(StepStateEvent(step_id=step_id, status="skipped", reason=reason, attempt=run.attempt))
         self.candidates.pop(step_id, None)
         self._after_terminal(step_id)
 
@@ -272,19 +361,18 @@ class Scheduler:
         step = self.graph.steps[step_id]
         if run.terminal or run.status == "running" or self.unmet.get(step_id, 0) > 0:
             return
-        if run.status == "waiting" and run.wait.get("kind") in {
-            "human",
-            "manual",
-            "subrun",
-            "fanout",
-            "children",
-        }:
+        if run.status == "waiting" and run.wait.get("kind") in _HELD:
             return
-        if not self._gate_open(step, run):
+        if run.wait.get("kind") == "outcome_unknown":  # its question waited for another one: ask it now
+            _writes.ask_unknown(self, step, run, run.wait)
+            return
+        if not _gates.gate_open(self, step, run):
             return
         if self._running_count() >= self.runner.concurrency:
             if run.status != "ready" or run.reason != _NO_SLOT:
-                self._transition(run, "ready", _NO_SLOT)
+                # an approval already given stays with the step while it waits for a slot
+                kept = run.wait if run.wait.get("approved") else None
+                self.transition(run, "ready", _NO_SLOT, wait=kept)
             if step_id not in self.queued:
                 self.queued[step_id] = None
             return
@@ -292,63 +380,9 @@ class Scheduler:
         self._start(step, run)
 
     def _running_count(self) -> int:
-        return len(self.tasks) + sum(1 for _, what in self.to_launch if what == "work")
+        return len(self.tasks) + sum(1 for _, what in self.to_launch if what in {"work", "write"})
 
-    def _gate_open(self, step: PlanStep, run: StepRun) -> bool:
-        gate = step.gate
-        if step.waits_for is not None and step.waits_for.mode == "children-of":
-            target = step.waits_for.step or ""
-            kids = self.graph.children.get(target, [])
-            # a step without nested children has its fan-out sub-runs as children, and ends after them
-            settled = (
-                all(self.state.steps[k].terminal for k in kids) if kids else self.state.steps[target].terminal
-            )
-            if not settled:
-                self._hold(run, "waits_for", f"waiting for the children of {target!r}")
-                return False
-        if gate is None or run.wait.get("approved"):
-            return True
-        now = self.runner.clock()
-        if gate.timer:
-            until = run.wait.get("until")
-            if not isinstance(until, int | float):
-                self._hold(run, "timer", f"timer: waiting {gate.timer}s", until=now + gate.timer)
-                return False
-            if now < until:
-                return False
-        if gate.condition and not self._condition_holds(step, run, now):
-            return False
-        if gate.human:
-            self._ask(step, run, "approval", gate.human, wait_kind="gate_human")
-            return False
-        return True
-
-    def _condition_holds(self, step: PlanStep, run: StepRun, now: float) -> bool:
-        assert step.gate is not None and step.gate.condition
-        try:
-            result = compile_condition(step.gate.condition).evaluate(self._context(step.id))
-        except ConditionSyntaxError as exc:  # check() refuses these; a hand-built plan may not have run it
-            self._transition(run, "failed", f"gate condition: {exc}")
-            return False
-        reason = result.reason
-        if self.gate_reasons.get(step.id) != reason:
-            self.gate_reasons[step.id] = reason
-            self._emit(GateEvent(step_id=step.id, satisfied=result.satisfied, reason=reason))
-        if result.satisfied:
-            return True
-        since = run.wait.get("since") if run.wait.get("kind") == "gate" else None
-        since = since if isinstance(since, int | float) else now
-        timeout = step.gate.timeout
-        if timeout is not None and now - since >= timeout:
-            self._transition(run, "failed", f"gate timed out after {timeout}s: {reason}")
-            return False
-        wait: dict[str, JsonValue] = {"since": since}
-        if timeout is not None:
-            wait["deadline"] = since + timeout
-        self._hold(run, "gate", f"gate: {reason}", **wait)
-        return False
-
-    def _context(self, current: str | None, extra: dict[str, Any] | None = None) -> ConditionContext:
+    def context(self, current: str | None, extra: dict[str, Any] | None = None) -> ConditionContext:
         steps = self.state.condition_steps()
         if extra:
             steps.update(extra)
@@ -358,28 +392,22 @@ class Scheduler:
             steps=steps, current_step=current, vars=variables, env=self.runner.env, root=self.runner.root
         )
 
-    def _hold(self, run: StepRun, kind: str, reason: str, **details: JsonValue) -> None:
-        wait: dict[str, JsonValue] = {"kind": kind, **details}
-        if run.status == "waiting" and run.reason == reason and run.wait.get("kind") == kind:
-            return
-        self._transition(run, "waiting", reason, wait=wait)
-
     # -- starting work ------------------------------------------------------------------------------------
 
     def _start(self, step: PlanStep, run: StepRun) -> None:
         executor = step.executor
         if isinstance(executor, HumanExecutor):
             kind: InteractionKind = "approval" if executor.kind == "approve" else "ask_user"
-            self._ask(step, run, kind, executor.prompt, wait_kind="human", attempt=run.attempt + 1)
+            self.ask(step, run, kind, executor.prompt, wait_kind="human", attempt=run.attempt + 1)
             return
         if isinstance(executor, ManualExecutor):
             if self._is_container(step.id):
-                self._transition(
+                self.transition(
                     run, "running", "running its children", attempt=run.attempt + 1, wait={"kind": "children"}
                 )
                 self._check_container(step.id)
             else:
-                self._transition(
+                self.transition(
                     run,
                     "waiting",
                     f"waiting for someone to complete it (plangate complete RUN {step.id} --output JSON)",
@@ -387,12 +415,21 @@ class Scheduler:
                 )
             return
         if not isinstance(executor, ToolExecutor | FormulaExecutor | AgentExecutor | LlmExecutor):
-            self._transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
+            self.transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
             return
-        self._transition(run, "running", "", attempt=run.attempt + 1)
+        if isinstance(executor, ToolExecutor):
+            tool = _writes.write_tool(executor, self.runner.tools)
+            if tool is not None:
+                _writes.start(self, step, run, executor, tool)
+                return
+        wait: dict[str, JsonValue] | None = None
+        if isinstance(executor, FormulaExecutor):
+            # the sub-run's id commits with this state, before the sub-run exists: a restart adopts it
+            wait = {"kind": "subrun", "run_ids": [subformula_run_id(self.run_id, step.id, run.attempt + 1)]}
+        self.transition(run, "running", "", attempt=run.attempt + 1, wait=wait)
         self.to_launch.append((step.id, "work"))
 
-    def _ask(
+    def ask(
         self,
         step: PlanStep,
         run: StepRun,
@@ -401,33 +438,47 @@ class Scheduler:
         *,
         wait_kind: str,
         attempt: int | None = None,
+        tool: InteractionTool | None = None,
+        details: dict[str, JsonValue] | None = None,
     ) -> None:
-        """Open the run's interaction for ``step`` (one at a time: others stay ready until it is answered)."""
+        """Open the run's interaction for ``step`` (one at a time: others stay ready until it is answered).
+
+        ``details`` join the step's wait (and are kept while its question waits for the open one, when
+        ``wait_kind`` is ``outcome_unknown``: they are all that says which write is in doubt).
+        """
         if self.open_interaction:
             if run.reason != _QUEUED_QUESTION:
-                self._transition(run, "ready", _QUEUED_QUESTION)
+                kept = {**(details or {}), "kind": wait_kind} if wait_kind == "outcome_unknown" else None
+                self.transition(run, "ready", _QUEUED_QUESTION, wait=kept)
+            self.asking_later[step.id] = None
             return
         self.open_interaction = True
-        text = self._render_prompt(step, prompt)
+        self.asking_later.pop(step.id, None)
+        text = (
+            self._render_prompt(step, prompt) if tool is None and wait_kind != "outcome_unknown" else prompt
+        )
+        wait: dict[str, JsonValue] = {**(details or {}), "kind": wait_kind}
         placeholder = StepStateEvent(
             step_id=step.id,
             status="waiting",
             reason=f"waiting for a person: {text}",
             attempt=run.attempt if attempt is None else attempt,
-            wait={"kind": wait_kind},
+            wait=wait,
         )
         self.state.apply(placeholder)
         self._track(step.id)
 
         def open_it(tx: Transaction) -> None:
-            interaction = tx.open_interaction(interaction_kind, text, step_id=step.id)
-            event = placeholder.model_copy(
-                update={"wait": {"kind": wait_kind, "interaction_id": interaction.id}}
-            )
+            interaction = tx.open_interaction(interaction_kind, text, tool=tool, step_id=step.id)
+            event = placeholder.model_copy(update={"wait": {**wait, "interaction_id": interaction.id}})
             tx.append(event)
             tx.append(
                 InteractionOpenedEvent(
-                    interaction_id=interaction.id, kind=interaction.kind, prompt=text, step_id=step.id
+                    interaction_id=interaction.id,
+                    kind=interaction.kind,
+                    prompt=text,
+                    tool=tool,
+                    step_id=step.id,
                 )
             )
             self.state.apply(event)
@@ -456,13 +507,22 @@ class Scheduler:
         run = self.state.steps[step_id]
         plan = self.state.plan
         existing = [r for r in run.wait.get("run_ids", []) or [] if isinstance(r, str)]  # type: ignore[union-attr]
-        sub = self._sub_runner(step_id)
+        sub = self._sub_runner()
         if what == "fanout":
-            return await fan_out(step, dict(run.output or {}), sub, existing)
+            ids = fanout_ids(self.run_id, step, run.attempt, run.output or {}, existing)
+            return await fan_out(step, dict(run.output or {}), sub, ids)
+        if what == "write":
+            tool = self.runner.tools.get(str(run.wait.get("tool")))
+            arguments = run.wait.get("arguments")
+            assert isinstance(arguments, dict)
+            return await _writes.run_write(tool, arguments, str(run.wait.get("key")), step.timeout)
+        if what == "settle":
+            return await _writes.settle(self.runner.store, self.runner.tools, run.wait, step.timeout)
         executor = step.executor
         outputs = self.state.outputs()
         if isinstance(executor, FormulaExecutor):
-            work = run_subformula(step, executor, sub, plan.vars, outputs, existing)
+            child = existing[0] if existing else subformula_run_id(self.run_id, step_id, max(run.attempt, 1))
+            work = run_subformula(step, executor, sub, plan.vars, outputs, child)
         elif isinstance(executor, AgentExecutor):
             agents = self.runner.agent_steps
             work = agents.run(step, executor, self.run_id, self.owner, plan.vars, outputs, existing)
@@ -476,13 +536,15 @@ class Scheduler:
         try:
             return await asyncio.wait_for(work, step.timeout)
         except TimeoutError:
-            return StepOutcome("failed", reason=f"timed out after {step.timeout}s")
+            return StepOutcome("failed", reason=f"timed out after {step.timeout}s", run_ids=existing)
 
-    def _sub_runner(self, step_id: str) -> Any:
+    def _sub_runner(self) -> Any:
         async def sub(
-            formula: str, vars: dict[str, JsonValue], run_id: str | None
+            formula: str, vars: dict[str, JsonValue], run_id: str
         ) -> tuple[str, str, dict[str, JsonValue]]:
-            return await self.runner.sub_run(self.run_id, self.owner, formula, vars, run_id)
+            return await self.runner.sub_run(
+                self.run_id, self.owner, formula, vars, run_id, always_execute=self.always_execute
+            )
 
         return sub
 
@@ -490,8 +552,9 @@ class Scheduler:
 
     async def _wait_tasks(self) -> None:
         delay = self._next_wake()
-        done, _ = await asyncio.wait(self.tasks, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
+        waiting: set[asyncio.Future[Any]] = {*self.tasks, self._waker()}
+        done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        for task in [t for t in self.tasks if t in done]:
             step_id = self.tasks.pop(task)
             exc = task.exception()
             outcome = StepOutcome("failed", reason=f"internal error: {exc}") if exc else task.result()
@@ -503,40 +566,155 @@ class Scheduler:
     def _finished(self, step_id: str, outcome: StepOutcome) -> None:
         run = self.state.steps[step_id]
         step = self.graph.steps[step_id]
+        poked = step_id in self.poked
+        self.poked.discard(step_id)
         if run.terminal:  # cancelled meanwhile
             return
+        if outcome.write is not None:
+            _writes.settled(self, step, outcome)
+        if outcome.status == "unknown":
+            self.emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
+            _writes.ask_unknown(self, step, run, {**run.wait, "why": outcome.reason})
+            return
         if outcome.status == "waiting":
-            self._transition(
+            kind = "fanout" if run.wait.get("kind") == "fanout" else "subrun"
+            planned = run.wait.get("run_ids") if kind == "fanout" else None
+            ids: list[JsonValue] = (
+                list(planned) if isinstance(planned, list) and planned else list(outcome.run_ids)
+            )
+            self.transition(
                 run,
                 "waiting",
                 outcome.reason,
                 output=outcome.output or None,
-                wait={
-                    "kind": "fanout" if run.wait.get("kind") == "fanout" else "subrun",
-                    "run_ids": list(outcome.run_ids),
-                },
+                wait={"kind": kind, "run_ids": ids},
             )
+            if poked:  # a sub-run was answered while this task ran: look at it again now
+                self.to_launch.append((step_id, kind))
             return
         if outcome.status == "failed":
+            self._end_sub_runs(step, run, outcome, f"step {step_id!r} of run {self.run_id!r} failed")
             if run.attempt <= step.retries:
-                self._transition(run, "ready", f"attempt {run.attempt} failed ({outcome.reason}); retrying")
+                retry = f"attempt {run.attempt} failed ({outcome.reason}); retrying"
+                self.transition(run, "ready", retry, wait=_writes.retry_wait(run))
                 self.candidates[step_id] = None
             else:
-                self._transition(run, "failed", outcome.reason, output=outcome.output or None)
+                self.transition(run, "failed", outcome.reason, output=outcome.output or None)
             return
         if step.on_complete is not None and run.wait.get("kind") != "fanout":
-            self._transition(
-                run, "waiting", "fanning out", output=outcome.output, wait={"kind": "fanout", "run_ids": []}
+            # the sub-runs' ids commit with this state, before any of them exists: a restart adopts them
+            fanned: list[JsonValue] = list(fanout_ids(self.run_id, step, run.attempt, outcome.output))
+            self.transition(
+                run,
+                "waiting",
+                "fanning out",
+                output=outcome.output,
+                wait={"kind": "fanout", "run_ids": fanned},
             )
             self.to_launch.append((step_id, "fanout"))
             return
+        self._end_sub_runs(
+            step, run, outcome, f"step {step_id!r} of run {self.run_id!r} completed without it"
+        )
         if self._is_container(step_id):
-            self._transition(
+            self.transition(
                 run, "running", "waiting for its children", output=outcome.output, wait={"kind": "children"}
             )
             self._check_container(step_id)
             return
-        self._transition(run, "complete", outcome.reason, output=outcome.output)
+        self.transition(run, "complete", outcome.reason, output=outcome.output)
+
+    def _end_sub_runs(self, step: PlanStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
+        """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
+        needed by an any-children fan-out): no sub-run outlives the step that started it."""
+        if run.wait.get("kind") not in {"subrun", "fanout"} or isinstance(step.executor, AgentExecutor):
+            return
+        recorded = run.wait.get("run_ids")
+        ids = [r for r in (recorded if isinstance(recorded, list) else outcome.run_ids) if isinstance(r, str)]
+        self.runner.end_sub_runs(ids, reason)
+
+    def position(self, step_id: str) -> int:
+        """The step's place in the plan (what its receipts are bound to)."""
+        return list(self.graph.steps).index(step_id)
+
+    # -- people, from outside -----------------------------------------------------------------------------
+
+    async def answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> None:
+        """Apply a person's answer between two passes of this live scheduler; returns once it committed.
+
+        Raises:
+            InteractionError: it does not fit, or is stale (``StaleInteraction``); nothing changed.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.inbox.append((interaction, resolution, by, future))
+        self.wake.set()
+        await future
+
+    def poke(self, child_run_id: str) -> bool:
+        """A sub-run of one of this run's steps was answered while suspended: continue that step only.
+
+        Returns whether a step of this run owns the sub-run (False: nothing here to continue).
+        """
+        step_id = self._step_of_sub_run(child_run_id)
+        if step_id is None:
+            return False
+        if step_id in self.tasks.values():
+            self.poked.add(step_id)  # continued when its task returns
+        else:
+            run = self.state.steps[step_id]
+            kind = run.wait.get("kind")
+            if run.status != "waiting" or kind not in {"subrun", "fanout"}:
+                return False
+            if (step_id, kind) not in self.to_launch:
+                self.to_launch.append((step_id, str(kind)))
+        self.wake.set()
+        return True
+
+    def _step_of_sub_run(self, child_run_id: str) -> str | None:
+        for step_id in [*self.waiting, *self.tasks.values()]:
+            ids = self.state.steps[step_id].wait.get("run_ids")
+            if isinstance(ids, list) and child_run_id in ids:
+                return step_id
+        found = step_of_child(self.run_id, child_run_id)  # an agent step's agent, while it works
+        return found if found in self.state.steps else None
+
+    def _take_answers(self) -> None:
+        while self.inbox:
+            interaction, resolution, by, future = self.inbox[0]
+            if not future.done():
+                self._flush()  # what this scheduler decided commits first: the answer applies on top
+                try:
+                    self._apply_answer(interaction, resolution, by)
+                except InteractionError as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+            self.inbox.pop(0)
+
+    def _apply_answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> None:
+        step = next(
+            (
+                self.state.steps[s]
+                for s in self.waiting
+                if self.state.steps[s].wait.get("interaction_id") == interaction.id
+            ),
+            None,
+        )
+        answered = None
+        if step is not None:
+            answered = answer_step(step, resolution, self.runner.tools, self.position(step.id))
+        with self._transaction() as tx:
+            commit_answer(tx, interaction, resolution, by, answered)
+        self.open_interaction = False
+        self.candidates.update(dict.fromkeys(self.asking_later))
+        self.asking_later.clear()
+        if answered is not None:
+            event = answered.event
+            self.state.apply(event)
+            self._track(event.step_id)
+            self._after(event.step_id, event.status)
+            if event.status == "ready":
+                self.candidates[event.step_id] = None
 
     # -- containers and loops -----------------------------------------------------------------------------
 
@@ -552,7 +730,7 @@ class Scheduler:
         any_mode = step.waits_for is not None and step.waits_for.mode == "any-children"
         done = [k for k in kids if k.status == "complete"]
         if any_mode and done:
-            self._transition(run, "complete", f"{done[0].id} completed", output=run.output)
+            self.transition(run, "complete", f"{done[0].id} completed", output=run.output)
             return
         if not all(k.terminal for k in kids):
             return
@@ -561,9 +739,9 @@ class Scheduler:
         if is_loop and not bad and self._next_iteration(step_id):
             return
         if bad and (not any_mode or not done):
-            self._transition(run, "failed", f"children did not complete: {', '.join(bad)}", output=run.output)
+            self.transition(run, "failed", f"children did not complete: {', '.join(bad)}", output=run.output)
         else:
-            self._transition(run, "complete", f"{len(kids)} children completed", output=run.output)
+            self.transition(run, "complete", f"{len(kids)} children completed", output=run.output)
 
     def _next_iteration(self, loop_id: str) -> bool:
         """After an iteration of an until-loop: add the next one (True) or let the loop end (False)."""
@@ -577,13 +755,13 @@ class Scheduler:
             sid = loop.step_id(n, body.id)
             if sid in steps:
                 aliases[body.id] = steps[sid]
-        result = compile_condition(loop.until).evaluate(self._context(loop_id, aliases))
-        self._emit(GateEvent(step_id=loop_id, satisfied=result.satisfied, reason=f"until: {result.reason}"))
+        result = compile_condition(loop.until).evaluate(self.context(loop_id, aliases))
+        self.emit(GateEvent(step_id=loop_id, satisfied=result.satisfied, reason=f"until: {result.reason}"))
         if result.satisfied:
             return False
         run = self.state.steps[loop_id]
         if n >= loop.max:
-            self._transition(
+            self.transition(
                 run,
                 "failed",
                 f"until {loop.until!r} still false after {n} iterations (max {loop.max}): {result.reason}",

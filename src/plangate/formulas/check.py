@@ -13,6 +13,10 @@ Issue codes (``error`` unless marked):
 ``unknown-var``             (warning) a var that the formula does not declare
 ``unknown-tool``            a ``tool`` step, or an ``agent`` step's ``tools``, names a tool that is not
                             registered (only when ``tools`` is given)
+``write-without-consent``   (warning) a ``tool`` step calls a write tool and says nothing of consent: each
+                            run will stop and ask a person before the call (unless started with ``--yes``);
+                            ``consent = "ask"`` says that is meant, ``consent = "auto"`` runs it unasked
+                            (only when ``tools`` is a registry, which tells reads from writes)
 ``llm-schema``              an ``llm`` step's ``schema`` is not a usable JSON schema
 ``unsupported-executor``    a step needs a runtime that this installation does not have
 ``duplicate-id``            two steps share an id
@@ -43,6 +47,10 @@ from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, 
 from plangate.formulas.schema import Formula
 from plangate.formulas.templates import runtime_refs
 from plangate.formulas.variables import apply_vars
+from plangate.tools import ToolRegistry
+
+Tools = Collection[str] | ToolRegistry
+"""What ``check`` knows of the tools: their names, or the registry (which also says which ones write)."""
 
 #: The executor kinds a formula run can execute.
 SUPPORTED_EXECUTORS: frozenset[str] = frozenset({"tool", "agent", "llm", "human", "formula", "manual"})
@@ -63,13 +71,15 @@ class Issue(BaseModel):
         return f"{self.level}: {where}{self.message} [{self.code}]"
 
 
-def check(plan: Plan, *, tools: Collection[str] | None = None) -> list[Issue]:
+def check(plan: Plan, *, tools: Tools | None = None) -> list[Issue]:
     """Every issue in ``plan``, errors and warnings, in plan order.
 
     Args:
         plan: a cooked plan.
-        tools: the names of the registered tools; when given, executors naming other tools are errors.
+        tools: the registered tools (a registry, or their names); when given, executors naming other tools
+            are errors, and with a registry a write step that says nothing of consent is a warning.
     """
+    names, writes = _tool_names(tools)
     issues = _var_issues(plan)
     known: dict[str, PlanStep] = {}
     for step in plan.steps:
@@ -84,7 +94,8 @@ def check(plan: Plan, *, tools: Collection[str] | None = None) -> list[Issue]:
             )
         known.setdefault(step.id, step)
     for step in plan.steps:
-        issues.extend(_step_issues(step, known, tools))
+        issues.extend(_step_issues(step, known, names))
+        issues.extend(_consent_issues(step, writes))
     for loop in plan.loops:
         local = _body_ids(plan, loop.id)
         issues.extend(_condition_issues(loop.until, f"{loop.source}.until", known.keys() | local))
@@ -95,7 +106,7 @@ def check(plan: Plan, *, tools: Collection[str] | None = None) -> list[Issue]:
 def check_formula(
     name_or_formula: Formula | SearchPath,
     vars: Mapping[str, object] | None = None,
-    tools: Collection[str] | None = None,
+    tools: Tools | None = None,
     *,
     search_paths: Iterable[SearchPath] | None = None,
     loader: Loader | None = None,
@@ -161,6 +172,26 @@ def _step_issues(step: PlanStep, known: Mapping[str, PlanStep], tools: Collectio
                 issues.append(_unknown("unknown-tool", where, "the executor names", tool, tools, noun="tool"))
     issues.extend(_ref_issues(step, known))
     return issues
+
+
+def _tool_names(tools: Tools | None) -> tuple[Collection[str] | None, frozenset[str]]:
+    if isinstance(tools, ToolRegistry):
+        return tools.names(), frozenset(tool.name for tool in tools if tool.effect == "write")
+    return (None if tools is None else list(tools)), frozenset()
+
+
+def _consent_issues(step: PlanStep, writes: Collection[str]) -> list[Issue]:
+    executor = step.executor
+    if not isinstance(executor, ToolExecutor) or executor.name not in writes or executor.consent is not None:
+        return []
+    message = (
+        f"step {step.id!r} calls the write tool {executor.name!r} and says nothing of consent: every run "
+        "will stop and ask a person before the call (unless started with --yes); "
+        'say consent = "ask" if that is meant, or consent = "auto" to run it without asking'
+    )
+    return [
+        Issue(level="warning", code="write-without-consent", path=f"{_at(step)}.consent", message=message)
+    ]
 
 
 def _ref_issues(step: PlanStep, known: Mapping[str, PlanStep]) -> list[Issue]:

@@ -33,6 +33,9 @@ class ToolExecutor(_PlanModel):
     type: Literal["tool"] = "tool"
     name: str
     args: dict[str, JsonValue] = Field(default_factory=dict)
+    consent: Literal["ask", "auto"] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The step's ``consent``: ``auto`` runs a write tool without asking; left out of the stored form when
+    unset, so plans stored before the field existed keep their form."""
 
 
 class AgentExecutor(_PlanModel):

@@ -8,28 +8,45 @@ work in flight. Not for: cooking plans (``cook.py``) or what each executor does 
 
 An agent step's agent is a child run; its questions and consent requests are the formula run's too: the
 run's result shows them, and ``resolve`` (or ``resolve_async``) given one hands it to the agent runtime.
+
+Only the holder of a run's lease advances it (``LeaseBook``): ``start`` and ``resume`` keep it while they
+work, so two processes never advance one run, and a run another live process advances is refused with
+``RunLeased``. An answer given while this runner advances the run is handed to its live scheduler
+(``answer``): nothing that runs is interrupted, and a suspended sub-run that was answered continues alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import JsonValue
 
-from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoundError
-from plangate.events import InteractionResolvedEvent, StatusEvent, StepStateEvent
+from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoundError, RunLeased
+from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
-from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
+from plangate.formulas._answers import answer_step, commit_answer
+from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
-from plangate.interactions import Answer, Approve, Edit, Reject, resolution_dict
+from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.models import Model
-from plangate.store import Interaction, RunRecord, RunStatus, Store, open_store
+from plangate.store import (
+    DEFAULT_LEASE_TTL,
+    TERMINAL_STATUSES,
+    Interaction,
+    LeaseBook,
+    RunRecord,
+    RunStatus,
+    Store,
+    Transaction,
+    open_store,
+)
 from plangate.tools import ToolRegistry
 
 FormulaSource = str | Path | Plan
@@ -70,6 +87,20 @@ class RunResult:
         return {sid: s.output or {} for sid, s in self.steps.items() if s.status == "complete"}
 
 
+@dataclass(frozen=True)
+class Answered:
+    """Where a person's answer went.
+
+    Attributes:
+        run_id: the formula run that holds the answered step (for an agent step's agent: its formula run).
+        continuing: a scheduler of this runner is advancing the run (or the branch that waited) with it;
+            False: nothing here is, and the run continues with ``resume`` of its root.
+    """
+
+    run_id: str
+    continuing: bool
+
+
 class FormulaRunner:
     """Runs formulas against one store and one tool registry.
 
@@ -106,6 +137,8 @@ class FormulaRunner:
         tool_specs: Iterable[str] = (),
         model: Model | str | None = None,
         agent_runner: StepAgent | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        lease_holder: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -124,6 +157,9 @@ class FormulaRunner:
         self.agent_steps = AgentSteps(
             self, agent_runner if agent_runner is not None else RuntimeStepAgent(store)
         )
+        # whoever advances a run holds its lease; one book per runner, counted per run
+        self.leases = LeaseBook(store, holder=lease_holder, ttl=lease_ttl)
+        self._live: dict[str, Scheduler] = {}
 
     # -- planning -----------------------------------------------------------------------------------------
 
@@ -136,10 +172,10 @@ class FormulaRunner:
         from plangate.formulas.check import check, check_formula
 
         if isinstance(formula, Plan):
-            plan, issues = formula, check(formula, tools=self.tools.names())
+            plan, issues = formula, check(formula, tools=self.tools)
         else:
             found, issues = check_formula(
-                formula, dict(vars or {}), tools=self.tools.names(), search_paths=self.search_paths
+                formula, dict(vars or {}), tools=self.tools, search_paths=self.search_paths
             )
             if found is None:
                 raise FormulaError(
@@ -161,35 +197,41 @@ class FormulaRunner:
         *,
         owner: str = "local",
         parent_run_id: str | None = None,
+        always_execute: bool = False,
+        run_id: str | None = None,
     ) -> RunResult:
-        """Check, store and run a formula until it ends or waits."""
+        """Check, store and run a formula until it ends or waits.
+
+        Args:
+            always_execute: write steps run without asking a person (``plangate run --yes``); recorded
+                in the run's input and events, and inherited by its sub-runs.
+            run_id: the new run's id (a sub-run's, committed by its parent first); random when None.
+        """
         plan = self.plan(formula, vars)
+        run_input: dict[str, object] = {
+            "formula": plan.formula,
+            "vars": dict(plan.vars),
+            "tools": list(self.tool_specs),
+        }
+        if always_execute:
+            run_input["always_execute"] = True
         run = self.store.create_run(
-            "formula",
-            plan.formula,
-            {"formula": plan.formula, "vars": dict(plan.vars), "tools": list(self.tool_specs)},
-            owner=owner,
-            parent_run_id=parent_run_id,
+            "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
         )
-        state = RunState.new(plan)
-        with self.store.transaction(run.id) as tx:
-            tx.append(StatusEvent(stage="run", code="started", text=f"running {plan.formula}"))
-            tx.set_status("running")
-            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
-            state.seq = tx.events[-1].seq
-        return await self._advance(run.id, state, owner)
+        return await self._advance(run.id, plan)
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a run from its last committed transition (after a restart, or once a person answered).
 
         Steps that were ``running`` when the process stopped run again (their completion was never
-        committed); completed steps never run twice.
+        committed), except those whose work is committed to: a write whose intent is recorded is
+        reconciled (never run again blindly), a sub-run whose id is recorded is adopted. Completed steps
+        never run twice.
+
+        Raises:
+            RunLeased: another live process advances the run; nothing changed.
         """
-        run = self.store.get_run(run_id)
-        state = self.load(run_id)
-        if run.status in {"completed", "failed", "cancelled"}:
-            return self._result(run_id, state, run.status, self._ended_reason(state, run.status))
-        return await self._advance(run_id, state, run.owner, resumed=True)
+        return await self._advance(run_id, None)
 
     def load(self, run_id: str) -> RunState:
         """The run's state as committed: its snapshot plus the events after it."""
@@ -200,23 +242,143 @@ class FormulaRunner:
         state.fold(self.store.events(run_id, after=snapshot.seq))
         return state
 
-    async def _advance(self, run_id: str, state: RunState, owner: str, *, resumed: bool = False) -> RunResult:
-        scheduler = Scheduler(self, run_id, state, owner)
-        status, reason = await scheduler.run(resumed=resumed)
+    async def _advance(self, run_id: str, plan: Plan | None) -> RunResult:
+        """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store."""
+        if run_id in self._live:
+            raise RunLeased(
+                f"run {run_id!r} is being advanced by this runner already; nothing changed",
+                run_id=run_id,
+                holder=self.leases.holder,
+            )
+        async with self.leases.kept(run_id):
+            run = self.store.get_run(run_id)  # read under the lease: what nobody else can change now
+            if plan is not None:
+                state = self._first_commit(run, plan)
+            else:
+                state = self.load(run_id)
+                if run.status in TERMINAL_STATUSES:
+                    return self._result(run_id, state, run.status, self._ended_reason(state, run.status))
+            scheduler = Scheduler(self, self.store.get_run(run_id), state)
+            self._live[run_id] = scheduler
+            try:
+                status, reason = await scheduler.run(resumed=plan is None)
+            finally:
+                del self._live[run_id]
         return self._result(run_id, state, status, reason)
 
+    def _first_commit(self, run: RunRecord, plan: Plan) -> RunState:
+        """The run's first transition: started, its plan and step states as its first snapshot."""
+        state = RunState.new(plan)
+        with self._transaction(run.id) as tx:
+            tx.append(StatusEvent(stage="run", code="started", text=f"running {plan.formula}"))
+            if run.input.get("always_execute") is True:
+                text = (
+                    "write steps run without asking a person: the run was started with always_execute (--yes)"
+                )
+                tx.append(StatusEvent(stage="run", code="always_execute", text=text))
+            tx.set_status("running")
+            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+            state.seq = tx.events[-1].seq
+        return state
+
+    @contextlib.contextmanager
+    def _transaction(self, run_id: str) -> Iterator[Transaction]:
+        """A transaction on a run whose lease this runner holds (checked inside it: a lease lost since is
+        refused, and nothing commits)."""
+        with self.store.transaction(run_id) as tx:
+            if not self.leases.holds(tx.run):
+                raise RunLeased(
+                    f"run {run_id!r} is leased by {tx.run.lease_owner}, not by this process; nothing changed",
+                    run_id=run_id,
+                    holder=tx.run.lease_owner,
+                )
+            yield tx
+
+    @contextlib.contextmanager
+    def _holding(self, run_id: str) -> Iterator[list[str]]:
+        """Hold the leases of ``run_id`` and of every run above it, for a change made from outside their
+        schedulers (an answer, a manual completion); yields the chain, the run first.
+
+        Raises:
+            RunLeased: another live process advances one of them; nothing changed.
+        """
+        chain = [run_id]
+        while (parent := self.store.get_run(chain[-1]).parent_run_id) is not None:
+            chain.append(parent)
+        with contextlib.ExitStack() as stack:
+            for held in reversed(chain):
+                stack.enter_context(self.leases.held(held))
+            yield chain
+
     async def sub_run(
-        self, parent_run_id: str, owner: str, formula: str, vars: dict[str, JsonValue], run_id: str | None
+        self,
+        parent_run_id: str,
+        owner: str,
+        formula: str,
+        vars: dict[str, JsonValue],
+        run_id: str,
+        *,
+        always_execute: bool = False,
     ) -> tuple[str, str, dict[str, JsonValue]]:
-        """Start or resume a sub-formula of ``parent_run_id``; returns its id, status and outputs."""
-        if run_id is None:
-            result = await self.start(formula, vars, owner=owner, parent_run_id=parent_run_id)
+        """Start the sub-run ``run_id`` of ``parent_run_id`` (its id committed by the parent), or adopt it
+        when it exists already; returns its id, status and outputs."""
+        try:
+            self.store.get_run(run_id)
+        except NotFoundError:
+            result = await self.start(
+                formula,
+                vars,
+                owner=owner,
+                parent_run_id=parent_run_id,
+                always_execute=always_execute,
+                run_id=run_id,
+            )
         else:
-            result = await self.resume(run_id)
+            # created, but its process may have stopped before its first commit: then it starts now
+            plan = self.plan(formula, vars) if self.store.get_snapshot(run_id) is None else None
+            result = await self._advance(run_id, plan)
         outputs: dict[str, JsonValue] = {k: dict(v) for k, v in result.outputs.items()}
         return result.run_id, result.status, outputs
 
+    def end_sub_runs(self, run_ids: Iterable[str], reason: str) -> None:
+        """Cancel the formula sub-runs among ``run_ids`` that exist and have not ended (with theirs)."""
+        for run_id in run_ids:
+            try:
+                child = self.store.get_run(run_id)
+            except NotFoundError:
+                continue
+            if child.kind == "formula" and child.status not in TERMINAL_STATUSES:
+                self.cancel(run_id, reason)
+
     # -- people -------------------------------------------------------------------------------------------
+
+    async def answer(
+        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
+    ) -> Answered:
+        """Apply a person's answer, and let what waited on it continue without disturbing anything else.
+
+        When this runner is advancing the run, its live scheduler applies the answer between two of its
+        passes: steps that run go on untouched. Otherwise the answer commits here (holding the leases of
+        the run and of the runs above it), and when a run above is live in this runner, only its step that
+        waits on this sub-run continues. An agent step's agent applies its answer and advances first.
+
+        Raises:
+            NotFoundError: no such interaction (for this owner).
+            StaleInteraction: it was already resolved; nothing changed.
+            InteractionError: the resolution does not fit; nothing changed.
+            RunLeased: another live process advances the run; nothing changed.
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run = self.store.get_run(interaction.run_id)
+        if run.kind == "agent":
+            parent_id = await self._resolve_agent(run, interaction_id, resolution, by)
+            return Answered(parent_id, self._poke_above(run.id))
+        live = self._live.get(run.id)
+        if live is not None:
+            await live.answer(interaction, resolution, by)
+            return Answered(run.id, True)
+        self._resolve_step(interaction, resolution, by)
+        return Answered(run.id, self._poke_above(run.id))
 
     def resolve(
         self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
@@ -227,14 +389,16 @@ class FormulaRunner:
         nothing. An interaction of an agent step's agent goes to the agent runtime, which applies it and
         advances the agent until it waits or ends; the formula run that holds the step is returned (its
         step picks the agent's state up when the run resumes). That needs an event loop of its own: from
-        async code, ``await resolve_async``.
+        async code, ``await answer`` (or ``resolve_async``).
 
         Raises:
             NotFoundError: no such interaction (for this owner).
             StaleInteraction: it was already resolved.
-            InteractionError: the resolution does not fit (``edit`` on a formula step, ``answer`` to a
+            InteractionError: the resolution does not fit (``edit`` on a human step, ``answer`` to a
                 consent request, ...).
-            ConfigError: an agent's interaction, resolved from a running event loop.
+            RunLeased: another live process advances the run; nothing changed.
+            ConfigError: an agent's interaction, or a run this runner is advancing, resolved from a running
+                event loop.
         """
         interaction = self.store.get_interaction(interaction_id, owner=owner)
         run = self.store.get_run(interaction.run_id)
@@ -245,19 +409,22 @@ class FormulaRunner:
                 return asyncio.run(self._resolve_agent(run, interaction_id, resolution, by))
             raise ConfigError(
                 f"interaction {interaction_id!r} belongs to the agent run {run.id!r}, which runs on as it "
-                "is answered; from a running event loop, await FormulaRunner.resolve_async instead"
+                "is answered; from a running event loop, await FormulaRunner.resolve_async (or answer) "
+                "instead"
+            )
+        if run.id in self._live:
+            raise ConfigError(
+                f"run {run.id!r} is being advanced by this runner: await FormulaRunner.answer so that the "
+                "answer reaches it"
             )
         return self._resolve_step(interaction, resolution, by)
 
     async def resolve_async(
         self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
     ) -> str:
-        """``resolve`` for async code: the same answers, the same errors, the same run id returned."""
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
-        run = self.store.get_run(interaction.run_id)
-        if run.kind == "agent":
-            return await self._resolve_agent(run, interaction_id, resolution, by)
-        return self._resolve_step(interaction, resolution, by)
+        """``resolve`` for async code: the same answers and errors; returns the run id (``answer`` also says
+        whether the run continues by itself)."""
+        return (await self.answer(interaction_id, resolution, by=by, owner=owner)).run_id
 
     async def _resolve_agent(
         self, child: RunRecord, interaction_id: str, resolution: Resolution, by: str | None
@@ -276,24 +443,31 @@ class FormulaRunner:
         return parent.id
 
     def _resolve_step(self, interaction: Interaction, resolution: Resolution, by: str | None) -> str:
-        interaction_id = interaction.id
         run_id = interaction.run_id
-        state = self.load(run_id)
-        step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction_id), None)
-        if isinstance(resolution, Edit):
-            raise InteractionError(
-                "edit applies to a tool call's consent; a formula step takes approve, reject or answer"
+        with self._holding(run_id):
+            state = self.load(run_id)
+            step = next(
+                (s for s in state.steps.values() if s.wait.get("interaction_id") == interaction.id), None
             )
-        with self.store.transaction(run_id) as tx:
-            tx.resolve_interaction(interaction_id, resolution_dict(resolution), by)
-            tx.append(
-                InteractionResolvedEvent(
-                    interaction_id=interaction_id, kind=interaction.kind, resolution=resolution.kind, by=by
-                )
-            )
+            answered = None
             if step is not None:
-                tx.append(_after_resolution(step, resolution, gate=step.wait.get("kind") == "gate_human"))
+                answered = answer_step(step, resolution, self.tools, list(state.plan.index).index(step.id))
+            elif isinstance(resolution, Edit):
+                raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
+            with self._transaction(run_id) as tx:
+                commit_answer(tx, interaction, resolution, by, answered)
         return run_id
+
+    def _poke_above(self, run_id: str) -> bool:
+        """Continue the step that waits on ``run_id`` in the nearest run above it that this runner is
+        advancing (each run between them was suspended, and resumes from the store)."""
+        child = run_id
+        while (parent := self.store.get_run(child).parent_run_id) is not None:
+            live = self._live.get(parent)
+            if live is not None:
+                return live.poke(child)
+            child = parent
+        return False
 
     def complete_step(self, run_id: str, step_id: str, output: Mapping[str, JsonValue] | None = None) -> None:
         """Complete a manual step that is waiting for someone, with ``output``.
@@ -301,35 +475,42 @@ class FormulaRunner:
         Raises:
             NotFoundError: no such run or step.
             InteractionError: the step is not waiting for a manual completion.
+            RunLeased: another live process advances the run; nothing changed.
         """
-        state = self.load(run_id)
-        step = state.steps.get(step_id)
-        if step is None:
-            raise NotFoundError(f"run {run_id!r} has no step {step_id!r}")
-        if step.status != "waiting" or step.wait.get("kind") != "manual":
-            raise InteractionError(
-                f"step {step_id!r} is {step.status}, not waiting for a manual completion"
-                + (f" ({step.reason})" if step.reason else "")
+        if run_id in self._live:
+            raise ConfigError(
+                f"run {run_id!r} is being advanced by this runner; complete the step once it waits"
             )
-        with self.store.transaction(run_id) as tx:
-            tx.append(
-                StepStateEvent(
-                    step_id=step_id,
-                    status="complete",
-                    reason="completed by hand",
-                    attempt=step.attempt,
-                    output=dict(output or {}),
+        with self._holding(run_id):
+            state = self.load(run_id)
+            step = state.steps.get(step_id)
+            if step is None:
+                raise NotFoundError(f"run {run_id!r} has no step {step_id!r}")
+            if step.status != "waiting" or step.wait.get("kind") != "manual":
+                raise InteractionError(
+                    f"step {step_id!r} is {step.status}, not waiting for a manual completion"
+                    + (f" ({step.reason})" if step.reason else "")
                 )
-            )
+            with self._transaction(run_id) as tx:
+                tx.append(
+                    StepStateEvent(
+                        step_id=step_id,
+                        status="complete",
+                        reason="completed by hand",
+                        attempt=step.attempt,
+                        output=dict(output or {}),
+                    )
+                )
 
     def cancel(self, run_id: str, reason: str = "cancelled") -> None:
-        """Cancel a run that has not ended: every unfinished step is cancelled; its interaction expires, and
-        so do those of its steps' agents, which end cancelled."""
+        """Cancel a run that has not ended, with its sub-runs (recursively) and its steps' agents first:
+        every unfinished step is cancelled and its interaction expires. A process advancing the run stops
+        at its next commit."""
         run = self.store.get_run(run_id)
-        if run.status in {"completed", "failed", "cancelled", "aborted", "exhausted"}:
+        if run.status in TERMINAL_STATUSES:
             raise InteractionError(f"run {run_id!r} already ended ({run.status})")
         state = self.load(run_id)
-        self.agent_steps.cancel_children(run_id, reason)
+        self._cancel_children(run_id, reason)
         with self.store.transaction(run_id) as tx:
             for step in state.steps.values():
                 if not step.terminal:
@@ -339,8 +520,34 @@ class FormulaRunner:
                         )
                     )
                 interaction_id = step.wait.get("interaction_id")
-                if isinstance(interaction_id, str) and not step.terminal:
-                    tx.expire_interaction(interaction_id)
+                if isinstance(interaction_id, str) and not step.terminal and step.status == "waiting":
+                    with contextlib.suppress(InteractionError):  # answered already: nothing to expire
+                        tx.expire_interaction(interaction_id)
+            tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
+            tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
+
+    def _cancel_children(self, run_id: str, reason: str) -> None:
+        cursor: str | None = None
+        while True:
+            page = self.store.list_runs(parent_run_id=run_id, limit=100, cursor=cursor)
+            for child in page.items:
+                if child.status in TERMINAL_STATUSES:
+                    continue
+                if child.kind == "formula":
+                    if self.store.get_snapshot(child.id) is None:
+                        self._end_unstarted(child.id, reason)
+                    else:
+                        self.cancel(child.id, reason)
+                else:
+                    self.agent_steps.agents.cancel(child.id, reason)
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def _end_unstarted(self, run_id: str, reason: str) -> None:
+        # created (its id committed by its parent) but stopped before its first commit: nothing to cancel
+        # but the run itself
+        with self.store.transaction(run_id) as tx:
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
             tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
 
@@ -382,33 +589,6 @@ class FormulaRunner:
         return f"{status}: failed steps {', '.join(failed)}" if failed else status
 
 
-def _after_resolution(step: StepRun, resolution: Resolution, *, gate: bool) -> StepStateEvent:
-    """The step transition a person's answer causes."""
-    if isinstance(resolution, Reject):
-        why = f"rejected: {resolution.reason}" if resolution.reason else "rejected"
-        return StepStateEvent(
-            step_id=step.id, status="failed", reason=("gate " if gate else "") + why, attempt=step.attempt
-        )
-    if gate:
-        return StepStateEvent(
-            step_id=step.id,
-            status="ready",
-            reason="gate approved",
-            attempt=step.attempt,
-            wait={"approved": True},
-        )
-    output: dict[str, JsonValue] = {"approved": True}
-    if isinstance(resolution, Answer):
-        output = {"answer": resolution.text}
-    return StepStateEvent(
-        step_id=step.id,
-        status="complete",
-        reason=f"{resolution.kind} by a person",
-        attempt=step.attempt,
-        output=output,
-    )
-
-
 def _store(store: Store | str | None) -> Store:
     return store if store is not None and not isinstance(store, str) else open_store(store)
 
@@ -442,4 +622,4 @@ def resume_run(
     return asyncio.run(runner.resume(run_id))
 
 
-__all__ = ["FormulaRunner", "RunResult", "StepView", "resume_run", "run_formula"]
+__all__ = ["Answered", "FormulaRunner", "RunResult", "StepView", "resume_run", "run_formula"]

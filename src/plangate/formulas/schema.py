@@ -27,6 +27,8 @@ from plangate.formulas._schema_base import (
 Scalar = bool | int | float | str
 VarType = Literal["string", "int", "float", "bool"]
 ExecutorKind = Literal["tool", "agent", "llm", "human", "formula", "manual"]
+Consent = Literal["ask", "auto"]
+"""How a ``tool`` step whose tool is a write gets consent: ``ask`` a person first, or ``auto`` (run it)."""
 EXECUTOR_FIELDS: tuple[ExecutorKind, ...] = ("tool", "agent", "llm", "human", "formula")
 #: Template names a var may not take: ``steps`` is how a template reads another step's output at run time.
 RESERVED_VAR_NAMES = frozenset({"steps"})
@@ -237,6 +239,8 @@ class Step(StrictModel):
     llm: LlmSpec | None = None
     human: HumanSpec | None = None
     formula: FormulaSpec | None = None
+    # left out of stored plans when unset, so plans stored before the field existed keep their form
+    consent: Consent | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @model_validator(mode="before")
     @classmethod
@@ -257,6 +261,13 @@ class Step(StrictModel):
         kinds = [name for name in EXECUTOR_FIELDS if getattr(self, name) is not None]
         if len(kinds) > 1:
             raise problem(f"a step has at most one executor; found {' and '.join(kinds)}")
+        if self.consent is not None and self.tool is None:
+            found = kinds[0] if kinds else ("a loop" if self.loop is not None else "no executor")
+            raise problem(
+                "consent applies to tool steps (whether a write tool asks a person first); "
+                f"this step has {found}",
+                where="consent",
+            )
         if self.loop is not None:
             for other in ("children", "expand"):
                 if getattr(self, other):
@@ -460,6 +471,7 @@ __all__ = [
     "Around",
     "BranchRule",
     "Compose",
+    "Consent",
     "ExecutorKind",
     "ExpandRule",
     "Formula",

@@ -26,6 +26,7 @@ from plangate.errors import (
     InteractionError,
     NotFoundError,
     PlangateError,
+    RunLeased,
     StaleInteraction,
     StoreError,
     UserError,
@@ -108,6 +109,11 @@ def from_error(exc: PlangateError) -> Problem:
         return Problem(409, "stale-interaction", str(exc), reason=StaleInteraction.code)
     if isinstance(exc, InteractionError):
         return Problem(409, "conflict", str(exc))
+    if isinstance(exc, RunLeased):
+        # Who holds the lease (a host and a pid) belongs in the log, not in a client's answer.
+        logger.warning("refused: %s", exc)
+        detail = f"run {exc.run_id!r} is being advanced by another process; nothing changed: try again later"
+        return Problem(409, "run-leased", detail, reason="run_leased")
     if isinstance(exc, FormulaError | ConfigError):
         return Problem(422, "invalid", str(exc))
     if isinstance(exc, UserError):

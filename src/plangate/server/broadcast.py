@@ -10,7 +10,9 @@ up its backlog and is marked ``behind``; it then reads what it missed from the s
 committed before it was announced here. Memory stays bounded and no event is lost.
 
 Commits can be announced out of order when they come from several threads; a subscriber orders them by
-``seq`` and fills any gap from the store (``routes/events.py``).
+``seq`` and fills any gap from the store (``routes/events.py``). The broadcaster also hears the commits other
+processes and machines make, where the store can tell (PostgreSQL's ``LISTEN/NOTIFY``: ``subscribe(…,
+remote=True)``); elsewhere (SQLite) streams pick those up from the store at each heartbeat.
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ class Broadcaster:
     subscriber once per ``heartbeat``.
 
     Args:
-        store: the store whose commits are announced (only commits made through this store object).
+        store: the store whose commits are announced (those made through this store object, and those of
+            other processes where the store can tell).
         heartbeat: seconds between two heartbeats.
         max_pending: how many commits a subscriber may fall behind before it is sent back to the store.
     """
@@ -136,7 +139,7 @@ class Broadcaster:
             return
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self._unsubscribe = self._store.subscribe(self._on_commit)
+        self._unsubscribe = self._store.subscribe(self._on_commit, remote=True)
         self._ticker = self._loop.create_task(self._beat())
 
     async def stop(self) -> None:
@@ -175,7 +178,8 @@ class Broadcaster:
                     subscription.tick()
 
     def _on_commit(self, commit: Commit) -> None:
-        # Called by the store in the committing thread, after the commit: events are stored before sent.
+        # Called by the store after the commit (in the committing thread, or the store's listener thread for
+        # another process's commit): events are stored before sent.
         if self._loop is None:
             return
         if threading.get_ident() == self._loop_thread:

@@ -53,6 +53,8 @@ class FormulaRunRequest(_Request):
     kind: Literal["formula"]
     formula: FormulaName
     vars: dict[str, JsonValue] = Field(default_factory=dict)
+    always_execute: bool = False
+    """Write steps run without asking a person (recorded in the run's events), like ``plangate run --yes``."""
 
 
 RunRequest = Annotated[AgentRunRequest | FormulaRunRequest, Field(discriminator="kind")]

@@ -6,9 +6,11 @@ most one task; the task ends when the run waits on a person or ends. Not for: HT
 run does (the engines: ``FormulaRunner`` and ``plangate.agent``).
 
 Sub-runs of a formula execute inside the task of their root run, so everything here is keyed by the root.
-A change made from outside a run's task (a resolution, a cancel) first stops that task, if any, then applies
-the change, then continues the run from the store: a task never works from a state that the change made
-stale. Stopping a task is what a crash does, so a tool step it interrupted runs again.
+A person's answer never stops a task: the formula runner hands it to the live scheduler of its run, or
+commits it and continues only the step that waits on the answered sub-run; with no task on the run, the
+run continues from the store. A cancel stops the run's task first, then ends the run and its sub-runs.
+Every run is advanced under its lease (the formula runner takes it; agent runs are wrapped here), so a
+run another live process advances is left to it, at start-up too.
 
 How a background task's run id is learned: the store tells subscribers about each commit in the
 committing code's own context, so a task launched with a context variable set hears its first commit
@@ -25,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any
 
-from plangate.errors import InteractionError, StaleInteraction
+from plangate.errors import InteractionError, NotFoundError, RunLeased, StaleInteraction
 from plangate.events import StatusEvent
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
@@ -94,9 +96,11 @@ class RunSupervisor:
 
     # -- starting -----------------------------------------------------------------------------------------
 
-    async def start_formula(self, plan: Plan, owner: str) -> str:
-        """Store a new run of ``plan`` for ``owner`` and execute it in the background; returns its id."""
-        return await self._launch(self.runner.start(plan, owner=owner))
+    async def start_formula(self, plan: Plan, owner: str, *, always_execute: bool = False) -> str:
+        """Store a new run of ``plan`` for ``owner`` and execute it in the background; returns its id.
+
+        ``always_execute``: its write steps run without asking a person (recorded in the run's events)."""
+        return await self._launch(self.runner.start(plan, owner=owner, always_execute=always_execute))
 
     async def start_agent(self, request: AgentRunRequest, owner: str) -> str:
         """Store a new agent run for ``owner`` and execute it in the background; returns its id.
@@ -107,8 +111,9 @@ class RunSupervisor:
         stream = self.agents.start(request, owner)
 
         async def drive() -> None:
-            async for _ in stream:
-                pass  # the broadcaster hears every commit; the stream only drives the run
+            async with self.runner.leases.kept(stream.run_id):
+                async for _ in stream:
+                    pass  # the broadcaster hears every commit; the stream only drives the run
 
         self._adopt(stream.run_id, asyncio.get_running_loop().create_task(drive()))
         return stream.run_id
@@ -129,27 +134,41 @@ class RunSupervisor:
             return
         coroutine: Coroutine[Any, Any, Any]
         if run.kind == "agent":
-            coroutine = self.agents.resume(root)
+            coroutine = self._leased(root, self.agents.resume(root))
         else:
             coroutine = self.runner.resume(root)
         self._adopt(root, asyncio.get_running_loop().create_task(coroutine))
 
+    async def _leased(self, run_id: str, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """Run an agent run's coroutine under the run's lease (the formula runner takes its own)."""
+        try:
+            async with self.runner.leases.kept(run_id):
+                return await coroutine
+        finally:
+            coroutine.close()  # never started when the lease was refused: no "never awaited" warning
+
     async def resolve_formula(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
-        """Apply a person's answer to a formula run's interaction, then continue the root run.
+        """Apply a person's answer to an interaction of a formula run (or of an agent step's agent).
+
+        The run's task, if any, is not stopped: the live scheduler takes the answer between two of its
+        passes, or only the step waiting on the answered sub-run continues. With no task on the run, the
+        root continues in the background.
 
         Returns:
-            The id of the run the interaction belongs to.
+            The id of the formula run the interaction belongs to.
 
         Raises:
             NotFoundError: no such interaction for ``owner``.
             StaleInteraction: it is not open any more; nothing changed.
             InteractionError: the resolution does not fit; nothing changed.
+            RunLeased: another live process advances the run; nothing changed.
         """
         interaction = self.store.get_interaction(interaction_id, owner=owner)
-        async with self.exclusive(interaction.run_id, interaction_id=interaction_id):
-            run_id = self.runner.resolve(interaction_id, resolution, by=owner, owner=owner)
-        self.resume(run_id)
-        return run_id
+        async with self.exclusive(interaction.run_id, interaction_id=interaction_id, stop=False):
+            answered = await self.runner.answer(interaction_id, resolution, by=owner, owner=owner)
+        if not answered.continuing:
+            self.resume(answered.run_id)
+        return answered.run_id
 
     async def resolve_agent(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
         """Apply a person's answer to an agent run's interaction; the run continues in the background.
@@ -164,7 +183,8 @@ class RunSupervisor:
         interaction = self.store.get_interaction(interaction_id, owner=owner)
         run_id = interaction.run_id
         async with self.exclusive(run_id, interaction_id=interaction_id):
-            await self._launch(self.agents.resume(run_id, interaction_id, resolution, by=owner))
+            coroutine = self.agents.resume(run_id, interaction_id, resolution, by=owner)
+            await self._launch(self._leased(run_id, coroutine))
         return run_id
 
     async def cancel(self, run: RunRecord, reason: str) -> None:
@@ -176,24 +196,24 @@ class RunSupervisor:
         if run.status in TERMINAL_STATUSES:
             raise InteractionError(f"run {run.id!r} already ended ({run.status}); nothing to cancel")
         async with self.exclusive(run.id):
-            for found in [*self._descendants(run.id), run]:
-                current = self.store.get_run(found.id)
-                if current.status in TERMINAL_STATUSES:
-                    continue
+            current = self.store.get_run(run.id)
+            if current.status not in TERMINAL_STATUSES:
                 if current.kind == "agent":
                     self.agents.cancel(current.id, reason)
                 else:
-                    self.runner.cancel(current.id, reason)
+                    self.runner.cancel(current.id, reason)  # its sub-runs and agents first, recursively
         if run.parent_run_id is not None:
             self.resume(run.id)  # the parent notices its sub-run ended
 
     @contextlib.asynccontextmanager
-    async def exclusive(self, run_id: str, *, interaction_id: str | None = None) -> AsyncIterator[None]:
-        """Hold the run (its root) alone: its task, if any, is stopped first; nothing new starts meanwhile.
+    async def exclusive(
+        self, run_id: str, *, interaction_id: str | None = None, stop: bool = True
+    ) -> AsyncIterator[None]:
+        """Hold the run (its root) alone among callers of this method: with ``stop``, its task, if any, is
+        stopped first (a cancel); without, the task goes on (an answer, which the task takes itself).
 
         With ``interaction_id``, a resolution that lost the race (the interaction is not open any more) is
-        refused before the task is touched, so a late duplicate never interrupts the run it would not
-        change.
+        refused before anything else, so a late duplicate never touches the run it would not change.
 
         Raises:
             StaleInteraction: ``interaction_id`` is not open.
@@ -206,7 +226,7 @@ class RunSupervisor:
                 if interaction_id is not None:
                     _require_open(self.store, interaction_id)
                 task = self._tasks.get(root)
-                if task is not None and not task.done():
+                if stop and task is not None and not task.done():
                     self._again.discard(root)
                     task.cancel()
                     await asyncio.wait({task})
@@ -234,7 +254,7 @@ class RunSupervisor:
                 page = self.store.list_runs(status=status, limit=_RECOVERY_PAGE, cursor=cursor)
                 for run in page.items:
                     if status == "running" or self._answered_while_down(run):
-                        roots[self.root_of(run.id)] = None
+                        self._recover_one(run, roots)
                 if page.next_cursor is None:
                     break
                 cursor = page.next_cursor
@@ -250,6 +270,28 @@ class RunSupervisor:
             logger.info("recovered %d run(s) left unfinished by a stopped process", len(resumed))
         return resumed
 
+    def _recover_one(self, run: RunRecord, roots: dict[str, None]) -> None:
+        """A sub-run left running continues through its root, which adopts it; one whose root ended has
+        nothing left to continue it, and is cancelled (no sub-run outlives its root)."""
+        root = self.root_of(run.id)
+        if root == run.id:
+            roots[root] = None
+            return
+        ended = self.store.get_run(root)
+        if ended.status not in TERMINAL_STATUSES:
+            roots[root] = None
+            return
+        reason = f"its root run {root!r} ended ({ended.status}) before it did"
+        try:
+            if run.kind == "agent":
+                self.agents.cancel(run.id, reason)
+            else:
+                self.runner.cancel(run.id, reason)
+        except (InteractionError, NotFoundError) as exc:
+            logger.warning("could not end the orphaned sub-run %s: %s", run.id, exc)
+            return
+        logger.info("cancelled sub-run %s: %s", run.id, reason)
+
     def _answered_while_down(self, run: RunRecord) -> bool:
         if run.kind != "formula" or run.last_seq == 0:
             return False
@@ -264,18 +306,6 @@ class RunSupervisor:
         while run.parent_run_id is not None:
             run = self.store.get_run(run.parent_run_id)
         return run.id
-
-    def _descendants(self, run_id: str) -> list[RunRecord]:
-        found: list[RunRecord] = []
-        cursor: str | None = None
-        while True:
-            page = self.store.list_runs(parent_run_id=run_id, limit=_RECOVERY_PAGE, cursor=cursor)
-            for child in page.items:
-                found.extend(self._descendants(child.id))
-                found.append(child)
-            if page.next_cursor is None:
-                return found
-            cursor = page.next_cursor
 
     async def _launch(self, coroutine: Coroutine[Any, Any, Any]) -> str:
         """Run ``coroutine`` as a run's task and wait for its first commit; returns that commit's run id.
@@ -316,7 +346,10 @@ class RunSupervisor:
         if self._tasks.get(root) is task:
             del self._tasks[root]
         if not task.cancelled() and (error := task.exception()) is not None:
-            logger.error("run %s stopped on an error: %s: %s", root, type(error).__name__, error)
+            if isinstance(error, RunLeased):
+                logger.warning("run %s is not advanced here: %s", root, error)
+            else:
+                logger.error("run %s stopped on an error: %s: %s", root, type(error).__name__, error)
         if root in self._again and not self._closing:
             self._again.discard(root)
             try:

@@ -1,7 +1,8 @@
 """The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases), of
 small versioned documents that outlive a run, and of copilot conversations and their turns.
 
-For: everything that must survive a restart, behind the ``Store`` protocol (SQLite now, PostgreSQL later).
+For: everything that must survive a restart, behind the ``Store`` protocol (SQLite by default, PostgreSQL
+for many processes and machines: ``open_store("postgresql://…")``).
 Not for: deciding what a run does next (the engines) or how events are encoded (``plangate.events``).
 
 A run's life, in short::
@@ -32,6 +33,8 @@ from plangate.store.base import (
     DocumentConflict,
     Interaction,
     InteractionStatus,
+    Lease,
+    LeaseLost,
     Receipt,
     ReceiptSource,
     RunKind,
@@ -49,10 +52,12 @@ from plangate.store.base import (
     WriteIntentConflict,
     WriteIntentStatus,
 )
+from plangate.store.run_lease import DEFAULT_LEASE_TTL, LeaseBook
 from plangate.store.sqlite import MEMORY, SQLiteStore
 from plangate.store.url import DEFAULT_STORE_PATH, STORE_ENV, open_store
 
 __all__ = [
+    "DEFAULT_LEASE_TTL",
     "DEFAULT_STORE_PATH",
     "MEMORY",
     "SCHEMA_VERSION",
@@ -66,6 +71,9 @@ __all__ = [
     "DocumentConflict",
     "Interaction",
     "InteractionStatus",
+    "Lease",
+    "LeaseBook",
+    "LeaseLost",
     "Receipt",
     "ReceiptSource",
     "RunKind",

@@ -117,7 +117,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX tokens_by_owner ON tokens (owner, pos)",
     ),
-    # 4: copilot conversations, their turns (one per ask run, written whole when it ends) and each turn's
+    # 4: the lease's generation, one more each time the lease changes hands, which fences commits.
+    ("ALTER TABLE runs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0",),
+    # 5: copilot conversations, their turns (one per ask run, written whole when it ends) and each turn's
     # attempts (the first try and its retry).
     (
         """CREATE TABLE conversations (

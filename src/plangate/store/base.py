@@ -1,8 +1,8 @@
 """What every store backend offers: the ``Store`` and ``Transaction`` protocols and the records they return.
 
-For: the contract engines, the server and workers program against, so that SQLite today and PostgreSQL later
-are interchangeable without touching them. Not for: any backend's SQL (``store/sqlite.py``) or for opening
-a store from a URL (``store/url.py``).
+For: the contract engines, the server and workers program against, so that SQLite and PostgreSQL are
+interchangeable without touching them. Not for: any backend's SQL (``store/sqlite.py``,
+``store/postgres.py``) or for opening a store from a URL (``store/url.py``).
 
 The API is synchronous and transactions are short: build events and state first, then write them in one
 ``with store.transaction(run_id) as tx:`` block, with no ``await`` inside it. All timestamps are seconds
@@ -273,6 +273,25 @@ class WriteIntent(_Record):
     completed_at: float | None
 
 
+class Lease(_Record):
+    """The right to advance one run, held by one holder until ``expires_at``, fencing its commits.
+
+    Each time the lease changes hands (taken while free, released or expired) its ``generation`` grows by one,
+    so a holder that lost it (paused past expiry, cut off) carries a generation that is no longer current: a
+    transaction fenced by it (``store.transaction(run_id, fence=lease)``) is refused with ``LeaseLost``.
+
+    Attributes:
+        holder: who holds it (a worker's name, unique per process and task).
+        generation: 1 for the first holder of the run, one more for each later one.
+        expires_at: when it lapses unless renewed (seconds since the epoch, by the store's clock).
+    """
+
+    run_id: str
+    holder: str
+    generation: int
+    expires_at: float
+
+
 @dataclass(frozen=True, slots=True)
 class Commit:
     """What subscribers hear after a transaction committed: its events, and the run's new status if set."""
@@ -283,7 +302,25 @@ class Commit:
 
 
 Subscriber = Callable[[Commit], None]
-"""Called in the committing thread after each commit; must be quick and must not raise."""
+"""Called after each commit (in the committing thread for this store object's own); must be quick and must
+not raise."""
+
+
+class LeaseLost(StoreError):
+    """A transaction fenced by a lease that is no longer current (expired, released or taken by another
+    holder) was refused; it wrote nothing.
+
+    The holder must stop advancing the run: whoever holds the lease now continues it from the store.
+
+    Attributes:
+        lease: the lease the transaction was fenced by.
+        current: the run's lease as stored now (None when nobody holds it).
+    """
+
+    def __init__(self, message: str, *, lease: Lease, current: Lease | None) -> None:
+        self.lease = lease
+        self.current = current
+        super().__init__(message)
 
 
 class WriteIntentConflict(StoreError):
@@ -488,12 +525,20 @@ class Store(Protocol):
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    def transaction(self, run_id: str) -> AbstractContextManager[Transaction]:
-        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises."""
+    def transaction(self, run_id: str, *, fence: Lease | None = None) -> AbstractContextManager[Transaction]:
+        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
+
+        With ``fence``, the transaction goes ahead only while that lease is the run's live one (same holder,
+        same generation, not expired); otherwise it raises ``LeaseLost`` and writes nothing.
+        """
         ...
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback`` after each commit made through this store object; returns the unsubscriber."""
+    def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
+        """Call ``callback`` after each commit made through this store object; returns the unsubscriber.
+
+        With ``remote``, also after commits made by other store objects (other processes, other machines),
+        where the backend can tell (PostgreSQL's ``LISTEN/NOTIFY``; SQLite cannot).
+        """
         ...
 
     # -- events -------------------------------------------------------------------------------------------
@@ -645,6 +690,23 @@ class Store(Protocol):
         ...
 
     # -- leases -------------------------------------------------------------------------------------------
+
+    def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
+        """Take the run's lease for ``ttl`` seconds if it is free or expired (a new generation), or extend it
+        if ``holder`` holds it live (the same generation); None while another holder's lease is live."""
+        ...
+
+    def extend_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a live lease to ``ttl`` seconds from now.
+
+        Raises:
+            LeaseLost: the lease is no longer current (expired, released or taken); nothing changed.
+        """
+        ...
+
+    def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease as stored (live or expired), or None when nobody holds it."""
+        ...
 
     def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
         """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""

@@ -1,7 +1,7 @@
 """The SQLite store: one file (or memory), WAL, safe for several threads and several processes.
 
 For: the default ``Store`` backend, built on the standard library's ``sqlite3``. Not for: parsing store URLs
-(``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_sqlite_tx.py``).
+(``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_tx.py``).
 
 Concurrency: one connection per store object, guarded by a lock, so threads of a process take turns (reads
 included, which keeps them from seeing another thread's uncommitted writes). Between processes, every write
@@ -27,13 +27,15 @@ from typing import Self
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.events import Event
 from plangate.store import _checks as check
-from plangate.store import _sqlite_documents as documents
-from plangate.store import _sqlite_rows as rows
-from plangate.store import _sqlite_tokens as tokens
-from plangate.store import _sqlite_turns as turns
+from plangate.store import _documents as documents
+from plangate.store import _leases as leases
+from plangate.store import _rows as rows
+from plangate.store import _tokens as tokens
+from plangate.store import _turns as turns
+from plangate.store._sql import SQLiteDb
 from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate
-from plangate.store._sqlite_tx import SQLiteTransaction
+from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
     Conversation,
@@ -41,6 +43,7 @@ from plangate.store.base import (
     Document,
     Interaction,
     InteractionStatus,
+    Lease,
     Receipt,
     RunKind,
     RunPage,
@@ -215,26 +218,34 @@ class SQLiteStore:
     # -- writing ------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, run_id: str) -> Iterator[SQLiteTransaction]:
+    def transaction(self, run_id: str, *, fence: Lease | None = None) -> Iterator[StoreTransaction]:
         """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
 
+        With ``fence``, it goes ahead only while that lease is the run's live one; the check runs under the
+        file's write lock, which the transaction keeps to its end, so nobody takes the lease meanwhile.
         Subscribers are told after the commit, outside the store's lock.
 
         Raises:
             NotFoundError: there is no such run.
+            LeaseLost: ``fence`` is no longer the run's live lease; nothing was written.
         """
         sql = self._sql(f"the transaction on run {run_id!r}")
+        if fence is not None:
+            fence = leases.checked_fence(fence, run_id)
         self._check_usable("transaction")
         with self._lock:
             self._begin(sql)
             try:
                 with sql:
                     row = self._conn.execute(
-                        f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+                        f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?", (run_id,)
                     ).fetchone()
                 if row is None:
                     raise self._no_run(run_id)
-                tx = SQLiteTransaction(self._conn, row, self._clock, sql)
+                if fence is not None:
+                    current = leases.lease_of(run_id, row)
+                    leases.require_current(fence, current, self._clock(), "the transaction")
+                tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock)
                 self._tx_thread, self._tx_run = threading.get_ident(), run_id
                 try:
                     yield tx
@@ -251,12 +262,13 @@ class SQLiteStore:
         if notice is not None:
             self._notify(notice)
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+    def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
         """Call ``callback(commit)`` after each commit through this object that added events or set a status.
 
-        Only commits made through this store object are seen (another process's are not). The callback runs
-        in the committing thread: keep it short (hand the events to a queue or an event loop). An exception
-        it raises is logged and does not affect the commit or the other subscribers.
+        Only commits made through this store object are seen, ``remote`` or not: processes sharing a SQLite
+        file have no channel to tell each other (readers catch up from the file). The callback runs in the
+        committing thread: keep it short (hand the events to a queue or an event loop). An exception it
+        raises is logged and does not affect the commit or the other subscribers.
         """
         with self._subscribers_lock:
             self._subscribers = (*self._subscribers, callback)
@@ -379,7 +391,7 @@ class SQLiteStore:
         """The document stored under ``(namespace, key)``, or None if none was written."""
         namespace, key = documents.checked_name(namespace, key, "get_document")
         with self._reading("get_document") as conn:
-            return documents.read(conn, self._sql("get_document"), namespace, key)
+            return documents.read(self._db(conn, "get_document"), namespace, key)
 
     def put_document(
         self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
@@ -394,9 +406,8 @@ class SQLiteStore:
             ConfigError: a bad argument.
         """
         with self._writing("put_document") as conn:
-            return documents.write(
-                conn, self._sql("put_document"), self._clock, namespace, key, value, expected_version
-            )
+            db = self._db(conn, "put_document")
+            return documents.write(db, self._clock, namespace, key, value, expected_version)
 
     # -- tokens -------------------------------------------------------------------------------------------
 
@@ -407,17 +418,17 @@ class SQLiteStore:
             ConfigError: a bad argument, or a token with that hash exists already.
         """
         with self._writing("create_token") as conn:
-            return tokens.create(conn, self._sql("create_token"), self._clock, owner, token_hash, name)
+            return tokens.create(self._db(conn, "create_token"), self._clock, owner, token_hash, name)
 
     def find_token(self, token_hash: str) -> Token | None:
         """The token with that hash if it exists and is not revoked, else None."""
         with self._reading("find_token") as conn:
-            return tokens.find(conn, self._sql("find_token"), token_hash)
+            return tokens.find(self._db(conn, "find_token"), token_hash)
 
     def list_tokens(self, *, owner: str | None = None) -> list[Token]:
         """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
         with self._reading("list_tokens") as conn:
-            return tokens.listed(conn, self._sql("list_tokens"), owner)
+            return tokens.listed(self._db(conn, "list_tokens"), owner)
 
     def revoke_token(self, token_id: str) -> Token:
         """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
@@ -426,7 +437,7 @@ class SQLiteStore:
             NotFoundError: no token has that id.
         """
         with self._writing("revoke_token") as conn:
-            return tokens.revoke(conn, self._sql("revoke_token"), self._clock, token_id, self._where)
+            return tokens.revoke(self._db(conn, "revoke_token"), self._clock, token_id, self._where)
 
     # -- conversations and turns ----------------------------------------------------------------------------
 
@@ -439,33 +450,31 @@ class SQLiteStore:
             ConfigError: a bad argument, or a conversation with that id exists already.
         """
         with self._writing("create_conversation") as conn:
-            sql = self._sql("create_conversation")
-            where = self._where
-            return turns.create_conversation(conn, sql, self._clock, owner, title, conversation_id, where)
+            db = self._db(conn, "create_conversation")
+            return turns.create_conversation(db, self._clock, owner, title, conversation_id, self._where)
 
     def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
         """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
         with self._reading("get_conversation") as conn:
-            return turns.get_conversation(
-                conn, self._sql("get_conversation"), conversation_id, owner, self._where
-            )
+            db = self._db(conn, "get_conversation")
+            return turns.get_conversation(db, conversation_id, owner, self._where)
 
     def list_conversations(
         self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> ConversationPage:
         """Conversations, most recently updated first, one page of at most ``limit`` (1..1000)."""
         with self._reading("list_conversations") as conn:
-            return turns.list_conversations(conn, self._sql("list_conversations"), owner, limit, cursor)
+            return turns.list_conversations(self._db(conn, "list_conversations"), owner, limit, cursor)
 
     def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
         """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
         with self._reading("get_turn") as conn:
-            return turns.get_turn(conn, self._sql("get_turn"), turn_id, owner, self._where)
+            return turns.get_turn(self._db(conn, "get_turn"), turn_id, owner, self._where)
 
     def find_turn(self, run_id: str) -> TurnRecord | None:
         """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
         with self._reading("find_turn") as conn:
-            return turns.find_turn(conn, self._sql("find_turn"), run_id)
+            return turns.find_turn(self._db(conn, "find_turn"), run_id)
 
     def list_turns(
         self, conversation_id: str, *, owner: str | None = None, last: int | None = None
@@ -476,42 +485,85 @@ class SQLiteStore:
             NotFoundError: no such conversation (for this owner).
         """
         with self._reading("list_turns") as conn:
-            return turns.list_turns(conn, self._sql("list_turns"), conversation_id, owner, last, self._where)
+            db = self._db(conn, "list_turns")
+            return turns.list_turns(db, conversation_id, owner, last, self._where)
 
     # -- leases -------------------------------------------------------------------------------------------
 
+    def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
+        """Take the run's lease for ``ttl`` seconds if it is free or expired (a new generation), or extend it
+        if ``holder`` holds it live (the same generation); None while another holder's lease is live.
+
+        Raises:
+            NotFoundError: there is no such run.
+        """
+        holder = leases.checked_holder(holder, "take_lease: holder")
+        ttl = check.seconds(ttl, "take_lease: ttl")
+        with self._writing("take_lease") as conn:
+            now = self._clock()
+            # One statement decides and writes (SET reads the old row), under the file's write lock.
+            conn.execute(
+                "UPDATE runs SET lease_generation = CASE WHEN lease_owner = ? AND lease_expires_at > ? "
+                "THEN lease_generation ELSE lease_generation + 1 END, lease_owner = ?, lease_expires_at = ? "
+                "WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
+                (holder, now, holder, now + ttl, run_id, holder, now),
+            )
+            current = self._lease_row(conn, run_id)
+        return current if current is not None and current.holder == holder else None
+
+    def extend_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a live lease to ``ttl`` seconds from now; returns it with its new ``expires_at``.
+
+        Raises:
+            LeaseLost: the lease is no longer current (expired, released or taken); nothing changed.
+            NotFoundError: there is no such run.
+        """
+        fence = leases.checked_fence(lease, None, "extend_lease: lease")
+        ttl = check.seconds(ttl, "extend_lease: ttl")
+        with self._writing("extend_lease") as conn:
+            now = self._clock()
+            leases.require_current(fence, self._lease_row(conn, fence.run_id), now, "extend_lease")
+            conn.execute("UPDATE runs SET lease_expires_at = ? WHERE id = ?", (now + ttl, fence.run_id))
+        return fence.model_copy(update={"expires_at": now + ttl})
+
+    def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease as stored (live or expired), or None when nobody holds it."""
+        with self._reading("get_lease") as conn:
+            return self._lease_row(conn, run_id)
+
     def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
         """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
-        ttl = check.seconds(ttl, "acquire_lease: ttl")
-        return self._lease(
-            "acquire_lease",
-            run_id,
-            "SET lease_owner = ?, lease_expires_at = ? "
-            "WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at <= ?)",
-            lambda now: (owner, now + ttl, run_id, owner, now),
-            owner,
-        )
+        leases.checked_holder(owner, "acquire_lease: owner")
+        check.seconds(ttl, "acquire_lease: ttl")
+        return self.take_lease(run_id, owner, ttl) is not None
 
     def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
         """Extend ``owner``'s live lease to ``ttl`` seconds from now; False if it is not theirs or expired."""
         ttl = check.seconds(ttl, "renew_lease: ttl")
-        return self._lease(
-            "renew_lease",
-            run_id,
-            "SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
-            lambda now: (now + ttl, run_id, owner, now),
-            owner,
-        )
+        owner = leases.checked_holder(owner, "renew_lease: owner")
+        with self._writing("renew_lease") as conn:
+            now = self._clock()
+            changed = conn.execute(
+                "UPDATE runs SET lease_expires_at = ? "
+                "WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
+                (now + ttl, run_id, owner, now),
+            ).rowcount
+            if changed == 0 and not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+        return changed == 1
 
     def release_lease(self, run_id: str, owner: str) -> bool:
-        """Give the lease up; False if ``owner`` did not hold it."""
-        return self._lease(
-            "release_lease",
-            run_id,
-            "SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ?",
-            lambda now: (run_id, owner),
-            owner,
-        )
+        """Give the lease up; False if ``owner`` did not hold it. The next holder gets a new generation."""
+        owner = leases.checked_holder(owner, "release_lease: owner")
+        with self._writing("release_lease") as conn:
+            changed = conn.execute(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE id = ? AND lease_owner = ?",
+                (run_id, owner),
+            ).rowcount
+            if changed == 0 and not _exists(conn, "runs", "id", run_id):
+                raise self._no_run(run_id)
+        return changed == 1
 
     # -- internals ----------------------------------------------------------------------------------------
 
@@ -549,6 +601,9 @@ class SQLiteStore:
 
     def _sql(self, what: str) -> Translated:
         return Translated(what, self._where, self._busy_timeout)
+
+    def _db(self, conn: sqlite3.Connection, what: str) -> SQLiteDb:
+        return SQLiteDb(conn, self._sql(what))
 
     def _check_usable(self, what: str) -> None:
         if self._closed:
@@ -600,20 +655,11 @@ class SQLiteStore:
                 self._rollback()
                 raise
 
-    def _lease(
-        self,
-        what: str,
-        run_id: str,
-        update: str,
-        values: Callable[[float], tuple[object, ...]],
-        owner: str,
-    ) -> bool:
-        check.text(owner, f"{what}: owner", empty=False)
-        with self._writing(what) as conn:
-            changed = conn.execute(f"UPDATE runs {update}", values(self._clock())).rowcount
-            if changed == 0 and not _exists(conn, "runs", "id", run_id):
-                raise self._no_run(run_id)
-        return changed == 1
+    def _lease_row(self, conn: sqlite3.Connection, run_id: str) -> Lease | None:
+        row = conn.execute(f"SELECT {leases.LEASE_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._no_run(run_id)
+        return leases.lease_of(run_id, row)
 
     def _interactions(self, clauses: list[str], params: list[object], owner: str | None) -> list[Interaction]:
         columns = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))

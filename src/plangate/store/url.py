@@ -1,10 +1,12 @@
 """Opening a store from a URL, an environment variable or the default path.
 
 For: ``open_store``, the one call interfaces use to get a ``Store``, and the URL forms it accepts. Not for:
-any backend's behaviour (``store/sqlite.py``).
+any backend's behaviour (``store/sqlite.py``, ``store/postgres.py``).
 
 Accepted forms: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, ``:memory:`` (also
-``sqlite://:memory:``), a bare file path, and None for ``$PLANGATE_STORE`` or ``.plangate/plangate.db``.
+``sqlite://:memory:``), a bare file path, ``postgresql://user:password@host:port/database`` (also
+``postgres://`` and ``postgresql+psycopg://``; needs the ``postgres`` extra), and None for
+``$PLANGATE_STORE`` or ``.plangate/plangate.db``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ DEFAULT_STORE_PATH = Path(".plangate") / "plangate.db"
 
 _POSTGRES_SCHEMES = frozenset({"postgres", "postgresql", "postgresql+psycopg"})
 _MEMORY_FORMS = frozenset({MEMORY, "sqlite://:memory:", "sqlite:///:memory:", "sqlite://"})
-_FORMS = "sqlite:///relative/path.db, sqlite:////absolute/path.db, :memory: or a file path"
+_FORMS = (
+    "sqlite:///relative/path.db, sqlite:////absolute/path.db, :memory:, a file path or "
+    "postgresql://user@host/database"
+)
 
 
 def open_store(url: str | None = None, *, clock: Callable[[], float] | None = None) -> Store:
@@ -37,18 +42,49 @@ def open_store(url: str | None = None, *, clock: Callable[[], float] | None = No
         clock: where timestamps come from (seconds since the epoch); tests pass a fake one.
 
     Raises:
-        ConfigError: the URL is not one of the accepted forms, or names a backend this version lacks.
+        ConfigError: the URL is not one of the accepted forms, or names a backend whose extra is not
+            installed.
         StoreError: the store cannot be opened.
         SchemaVersionError: the store was written by a newer plangate.
     """
+    url = _resolved(url)
+    postgres = postgres_url(url)
+    if postgres is not None:
+        return _open_postgres(postgres, clock or time.time)
     return SQLiteStore(sqlite_target(url), clock=clock or time.time)
+
+
+def postgres_url(url: str | None) -> str | None:
+    """The libpq URL a ``postgresql://`` store URL stands for, or None when it names another backend."""
+    url = _resolved(url)
+    scheme, found, rest = url.partition("://")
+    if not found or scheme.lower() not in _POSTGRES_SCHEMES:
+        return None
+    # SQLAlchemy's driver suffix means nothing to libpq, which reads postgresql:// and postgres://.
+    return f"postgresql://{rest}"
+
+
+def _open_postgres(url: str, clock: Callable[[], float]) -> Store:
+    try:
+        from plangate.store.postgres import PostgresStore
+    except ImportError as exc:
+        # The URL is not echoed: it usually carries a password.
+        raise ConfigError(
+            'store url: a PostgreSQL store needs the postgres extra: pip install "plangate[postgres]" '
+            f"({exc.name or 'psycopg'} is not installed)"
+        ) from None
+    return PostgresStore(url, clock=clock)
+
+
+def _resolved(url: str | None) -> str:
+    if url is None:
+        url = os.environ.get(STORE_ENV, "").strip() or str(DEFAULT_STORE_PATH)
+    return url.strip()
 
 
 def sqlite_target(url: str | None) -> str:
     """The SQLite file path (or ``:memory:``) a store URL stands for."""
-    if url is None:
-        url = os.environ.get(STORE_ENV, "").strip() or str(DEFAULT_STORE_PATH)
-    url = url.strip()
+    url = _resolved(url)
     if not url:
         raise ConfigError(f"store url: expected {_FORMS}; found an empty string")
     if url in _MEMORY_FORMS:
@@ -60,11 +96,7 @@ def sqlite_target(url: str | None) -> str:
     scheme, _, rest = url.partition("://")
     scheme = scheme.lower()
     if scheme in _POSTGRES_SCHEMES:
-        # The URL is not echoed: it usually carries a password.
-        raise ConfigError(
-            'store url: a PostgreSQL store needs the postgres extra (pip install "plangate[postgres]") and a '
-            f"plangate release that ships that backend; this one supports SQLite only ({_FORMS})"
-        )
+        raise ConfigError("store url: a postgresql:// URL names a PostgreSQL store, not a SQLite file")
     if scheme != "sqlite":
         raise ConfigError(f"store url: expected {_FORMS}; found the unknown scheme {scheme!r}")
     if not rest.startswith("/") or rest == "/":

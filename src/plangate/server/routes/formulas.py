@@ -41,7 +41,7 @@ async def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, Jso
 @router.post("/v1/formulas/check", response_model=None, summary="Check a formula by name or from its text")
 async def check(body: CheckRequest, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The issues ``plangate formula check`` would report (``ok`` is false when any is an error)."""
-    tools = services.tools.names()
+    tools = services.tools  # the registry: it also tells which steps write (and need consent)
     issues: list[Issue]
     steps: int | None = None
     name = body.formula

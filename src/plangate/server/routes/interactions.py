@@ -3,8 +3,9 @@
 For: listing interactions of the caller's runs and resolving one (approve, reject, answer, edit). A
 resolution commits before the response; the run then continues in the background. An interaction that is
 not open any more (answered already, by this caller or a concurrent one, or expired) is a 409 with the
-reason ``stale_interaction``; another owner's is a 404. The agent of a formula's agent step is answered
-through the formula runner (the agent continues before the response; its formula run then continues in the
+reason ``stale_interaction``; another owner's is a 404. A formula run's answer never stops the run's task
+(nothing that runs is run again because someone answered); the agent of a formula's agent step is answered
+through the formula runner (the agent continues before the response; its formula step then continues in the
 background). Not for: what a resolution does to a run (the engines).
 """
 
@@ -16,8 +17,7 @@ from fastapi import APIRouter, Query
 from pydantic import JsonValue
 
 from plangate.errors import InteractionError, StaleInteraction
-from plangate.interactions import Answer, Approve, Edit, Reject
-from plangate.server._deps import OwnerDep, Services, ServicesDep
+from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server.schemas import ResolveRequest, interaction_view, run_view
 from plangate.store import InteractionStatus
@@ -62,9 +62,7 @@ async def resolve_interaction(
     try:
         if run.kind == "agent" and run.parent_run_id is None:
             await supervisor.resolve_agent(interaction_id, resolution, owner)
-        elif run.kind == "agent":
-            await _resolve_agent_step(services, run.id, interaction_id, resolution, owner)
-        else:
+        else:  # a formula's own question, or one of its agent steps' agents
             await supervisor.resolve_formula(interaction_id, resolution, owner)
     except StaleInteraction as exc:
         raise Problem(409, "stale-interaction", str(exc), reason=StaleInteraction.code) from None
@@ -74,20 +72,6 @@ async def resolve_interaction(
         "interaction": interaction_view(store.get_interaction(interaction_id, owner=owner)),
         "run": run_view(store.get_run(run.id, owner=owner)),
     }
-
-
-async def _resolve_agent_step(
-    services: Services,
-    run_id: str,
-    interaction_id: str,
-    resolution: Approve | Reject | Answer | Edit,
-    owner: str,
-) -> None:
-    # The formula's task is stopped first (the agent runs inside it), then the root formula continues.
-    supervisor = services.supervisor
-    async with supervisor.exclusive(run_id, interaction_id=interaction_id):
-        await services.runner.resolve_async(interaction_id, resolution, by=owner, owner=owner)
-    supervisor.resume(run_id)
 
 
 __all__ = ["router"]

@@ -36,7 +36,8 @@ async def create_run(
     """Start a run; it executes in the background. A formula that does not pass check is a 422 listing the
     issues, and nothing is stored."""
     if isinstance(body, FormulaRunRequest):
-        run_id = await services.supervisor.start_formula(_checked_plan(services.runner, body), owner)
+        plan = _checked_plan(services.runner, body)
+        run_id = await services.supervisor.start_formula(plan, owner, always_execute=body.always_execute)
     else:
         run_id = await _start_agent(services, body, owner)
     return {"run": run_view(services.store.get_run(run_id, owner=owner))}
@@ -100,7 +101,7 @@ async def cancel_run(
 
 def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
     plan, issues = check_formula(
-        body.formula, body.vars, tools=runner.tools.names(), search_paths=runner.search_paths
+        body.formula, body.vars, tools=runner.tools, search_paths=runner.search_paths
     )
     if plan is None or has_errors(issues):
         errors = [issue for issue in issues if issue.level == "error"]

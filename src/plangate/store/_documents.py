@@ -1,18 +1,19 @@
-"""Reading and writing versioned documents in the SQLite store, shared by the store and its transactions.
+"""Reading and writing versioned documents, shared by both backends' stores and their transactions.
 
-For: the compare-and-set rule of ``put_document``, in one place, run on a connection that already holds the
-write lock (``BEGIN IMMEDIATE``). Not for: opening transactions or argument checks of other records.
+For: the compare-and-set rule of ``put_document``, in one place, run inside the caller's transaction. Each
+statement is itself the compare-and-set (an insert that does nothing on a taken key, an update of the
+expected version only), so it holds under SQLite's file lock and under PostgreSQL's row locks alike. Not
+for: opening transactions or argument checks of other records.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping
 
 from plangate.errors import ConfigError
 from plangate.store import _checks as check
-from plangate.store import _sqlite_rows as rows
-from plangate.store._sqlite_errors import Translated
+from plangate.store import _rows as rows
+from plangate.store._sql import Db
 from plangate.store.base import Document, DocumentConflict
 
 _SELECT = f"SELECT {rows.DOCUMENT_COLUMNS} FROM documents WHERE namespace = ? AND key = ?"
@@ -38,23 +39,21 @@ def checked_version(expected_version: object, what: str) -> int | None:
     return expected_version
 
 
-def read(conn: sqlite3.Connection, sql: Translated, namespace: str, key: str) -> Document | None:
+def read(db: Db, namespace: str, key: str) -> Document | None:
     """The stored document, or None."""
-    with sql:
-        row = conn.execute(_SELECT, (namespace, key)).fetchone()
+    row = db.one(_SELECT, (namespace, key))
     return None if row is None else rows.document(row)
 
 
 def write(
-    conn: sqlite3.Connection,
-    sql: Translated,
+    db: Db,
     clock: Callable[[], float],
     namespace: str,
     key: str,
     value: Mapping[str, object],
     expected_version: int | None,
 ) -> Document:
-    """Write a document compare-and-set; the caller holds the write lock and commits.
+    """Write a document compare-and-set; the caller commits.
 
     Raises:
         ConfigError: a bad argument (nothing was written).
@@ -65,27 +64,28 @@ def write(
     expected = checked_version(expected_version, what)
     value_json = check.json_object(value, f"{what}: value")
     now = clock()
-    with sql:
-        if expected is None:
-            # INSERT OR IGNORE rather than a read first: the statement itself is the compare-and-set.
-            changed = conn.execute(
-                "INSERT OR IGNORE INTO documents (namespace, key, value, version, updated_at) "
-                "VALUES (?, ?, ?, 1, ?)",
-                (namespace, key, value_json, now),
-            ).rowcount
-        else:
-            changed = conn.execute(
-                "UPDATE documents SET value = ?, version = version + 1, updated_at = ? "
-                "WHERE namespace = ? AND key = ? AND version = ?",
-                (value_json, now, namespace, key, expected),
-            ).rowcount
-    stored = read(conn, sql, namespace, key)
+    if expected is None:
+        # An insert that does nothing on a taken key rather than a read first: the statement itself is the
+        # compare-and-set.
+        changed = db.run(
+            "INSERT INTO documents (namespace, key, value, version, updated_at) VALUES (?, ?, ?, 1, ?) "
+            "ON CONFLICT (namespace, key) DO NOTHING",
+            (namespace, key, value_json, now),
+        )
+    else:
+        changed = db.run(
+            "UPDATE documents SET value = ?, version = version + 1, updated_at = ? "
+            "WHERE namespace = ? AND key = ? AND version = ?",
+            (value_json, now, namespace, key, expected),
+        )
+    stored = read(db, namespace, key)
     if changed != 1 or stored is None:
-        raise _conflict(namespace, key, expected, stored)
+        raise conflict(namespace, key, expected, stored)
     return stored
 
 
-def _conflict(namespace: str, key: str, expected: int | None, current: Document | None) -> DocumentConflict:
+def conflict(namespace: str, key: str, expected: int | None, current: Document | None) -> DocumentConflict:
+    """The error of a compare-and-set write that found ``current`` where it expected version ``expected``."""
     wanted = "no document yet" if expected is None else f"version {expected}"
     found = "none" if current is None else f"version {current.version}"
     return DocumentConflict(

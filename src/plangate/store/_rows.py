@@ -1,15 +1,14 @@
-"""Rows of the SQLite store turned into records, and the column lists the queries select.
+"""Rows of a store (SQLite or PostgreSQL) turned into records, and the column lists the queries select.
 
 For: the one place that knows how a row maps to ``RunRecord``, ``Interaction``, ``Receipt``, ``WriteIntent``,
-``Snapshot``, ``Document`` and ``Event``. Not for: deciding what to query (``store/sqlite.py``,
-``store/_sqlite_tx.py``).
+``Snapshot``, ``Document`` and ``Event``; both backends name the same columns and keep JSON as text. Not for:
+deciding what to query (``store/sqlite.py``, ``store/postgres.py`` and their transactions).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -33,7 +32,13 @@ DOCUMENT_COLUMNS = "namespace, key, value, version, updated_at"
 _R = TypeVar("_R", bound=BaseModel)
 
 
-def run_record(row: sqlite3.Row) -> RunRecord:
+class Row(Protocol):
+    """A row read by name: ``sqlite3.Row`` or a psycopg ``dict_row``."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def run_record(row: Row) -> RunRecord:
     """A ``runs`` row as a record."""
     return _build(
         RunRecord,
@@ -54,7 +59,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
     )
 
 
-def interaction(row: sqlite3.Row) -> Interaction:
+def interaction(row: Row) -> Interaction:
     """An ``interactions`` row as a record."""
     tool = None
     if row["tool_name"] is not None:
@@ -80,7 +85,7 @@ def interaction(row: sqlite3.Row) -> Interaction:
     )
 
 
-def receipt(row: sqlite3.Row) -> Receipt:
+def receipt(row: Row) -> Receipt:
     """A ``receipts`` row as a record."""
     return _build(
         Receipt,
@@ -96,7 +101,7 @@ def receipt(row: sqlite3.Row) -> Receipt:
     )
 
 
-def write_intent(row: sqlite3.Row) -> WriteIntent:
+def write_intent(row: Row) -> WriteIntent:
     """A ``write_intents`` row as a record."""
     return _build(
         WriteIntent,
@@ -112,7 +117,7 @@ def write_intent(row: sqlite3.Row) -> WriteIntent:
     )
 
 
-def snapshot(row: sqlite3.Row) -> Snapshot:
+def snapshot(row: Row) -> Snapshot:
     """A ``snapshots`` row as a record."""
     return _build(
         Snapshot,
@@ -125,7 +130,7 @@ def snapshot(row: sqlite3.Row) -> Snapshot:
     )
 
 
-def document(row: sqlite3.Row) -> Document:
+def document(row: Row) -> Document:
     """A ``documents`` row as a record."""
     return _build(
         Document,
@@ -138,7 +143,7 @@ def document(row: sqlite3.Row) -> Document:
     )
 
 
-def event(row: sqlite3.Row) -> Event:
+def event(row: Row) -> Event:
     """An ``events`` row as the event it stores."""
     try:
         return event_from_parts(row["run_id"], row["seq"], row["at"], row["type"], row["payload"])

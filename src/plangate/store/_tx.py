@@ -1,8 +1,9 @@
-"""The SQLite store's unit of work on one run: events, snapshot, status, receipts, interactions, intents and
-the documents written together with them.
+"""The unit of work on one run, on either backend: events, snapshot, status, receipts, interactions, intents
+and the documents written together with them.
 
-For: what happens between ``BEGIN IMMEDIATE`` and ``COMMIT`` (``SQLiteStore.transaction`` opens, commits or
-rolls back, and tells subscribers). Not for: reads outside a transaction, or opening the database.
+For: what happens between the store's ``BEGIN`` (which locks the run: ``BEGIN IMMEDIATE`` on SQLite, the run
+row ``FOR NO KEY UPDATE`` on PostgreSQL) and its ``COMMIT``; the store opens, commits or rolls back, and
+tells subscribers. Not for: reads outside a transaction, or opening the database.
 
 The snapshot and the run row are written once, when the block ends, so that a snapshot saved mid-block
 still records the ``seq`` of the last event committed with it.
@@ -10,7 +11,6 @@ still records the ``seq`` of the last event committed with it.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 
 from pydantic_core import PydanticSerializationError
@@ -18,10 +18,10 @@ from pydantic_core import PydanticSerializationError
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
 from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
 from plangate.store import _checks as check
-from plangate.store import _sqlite_documents as documents
-from plangate.store import _sqlite_rows as rows
-from plangate.store import _sqlite_turns as turns
-from plangate.store._sqlite_errors import Translated
+from plangate.store import _documents as documents
+from plangate.store import _rows as rows
+from plangate.store import _turns as turns
+from plangate.store._sql import Db
 from plangate.store.base import (
     Commit,
     Document,
@@ -43,18 +43,15 @@ _UPSERT_SNAPSHOT = (
 )
 
 
-class SQLiteTransaction:
-    """A ``Transaction`` on one run of a SQLite store; made by ``SQLiteStore.transaction``."""
+class StoreTransaction:
+    """A ``Transaction`` on one run; made by the store's ``transaction()``, which holds the run's lock."""
 
-    def __init__(
-        self, conn: sqlite3.Connection, run_row: sqlite3.Row, clock: Callable[[], float], sql: Translated
-    ) -> None:
-        self._conn = conn
+    def __init__(self, db: Db, run_row: rows.Row, clock: Callable[[], float]) -> None:
+        self._db = db
         self._run_row = run_row
         self._run_id: str = run_row["id"]
         self._seq: int = run_row["last_seq"]
         self._clock = clock
-        self._sql = sql
         self._events: list[Event] = []
         self._snapshot: tuple[int, str] | None = None
         self._status: RunStatus | None = None
@@ -92,8 +89,7 @@ class SQLiteTransaction:
             raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
         seq = self._seq + 1
         stored = event.model_copy(update={"run_id": self._run_id, "seq": seq, "at": self._clock()})
-        with self._sql:
-            self._conn.execute(_INSERT_EVENT, (self._run_id, seq, stored.type, payload, stored.at))
+        self._db.run(_INSERT_EVENT, (self._run_id, seq, stored.type, payload, stored.at))
         self._seq = seq
         self._events.append(stored)
         self._dirty = True
@@ -144,11 +140,10 @@ class SQLiteTransaction:
             summary=summary,
             at=self._clock(),
         )
-        with self._sql:
-            self._conn.execute(
-                f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (self._run_id, step_index, source, name, arguments_digest, success, summary, receipt.at),
-            )
+        self._db.run(
+            f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (self._run_id, step_index, source, name, arguments_digest, success, summary, receipt.at),
+        )
         self._dirty = True
         return receipt
 
@@ -174,10 +169,9 @@ class SQLiteTransaction:
             )
         if step_id is not None:
             check.text(step_id, "open_interaction: step_id")
-        with self._sql:
-            row = self._conn.execute(
-                "SELECT id, kind FROM interactions WHERE run_id = ? AND status = 'open'", (self._run_id,)
-            ).fetchone()
+        row = self._db.one(
+            "SELECT id, kind FROM interactions WHERE run_id = ? AND status = 'open'", (self._run_id,)
+        )
         if row is not None:
             raise InteractionError(
                 f"run {self._run_id!r} already has an open interaction ({row['kind']} {row['id']!r}); "
@@ -197,22 +191,21 @@ class SQLiteTransaction:
             resolution=None,
         )
         arguments = None if tool is None else check.json_object(tool.arguments, "open_interaction: tool")
-        with self._sql:
-            self._conn.execute(
-                f"INSERT INTO interactions ({rows.INTERACTION_COLUMNS}) "
-                "VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
-                (
-                    interaction.id,
-                    self._run_id,
-                    kind,
-                    prompt,
-                    None if tool is None else tool.name,
-                    arguments,
-                    None if tool is None else tool.arguments_digest,
-                    step_id,
-                    interaction.created_at,
-                ),
-            )
+        self._db.run(
+            f"INSERT INTO interactions ({rows.INTERACTION_COLUMNS}) "
+            "VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
+            (
+                interaction.id,
+                self._run_id,
+                kind,
+                prompt,
+                None if tool is None else tool.name,
+                arguments,
+                None if tool is None else tool.arguments_digest,
+                step_id,
+                interaction.created_at,
+            ),
+        )
         self._dirty = True
         return interaction
 
@@ -251,14 +244,6 @@ class SQLiteTransaction:
         check.text(key, "record_write_intent: key", empty=False)
         check.text(tool, "record_write_intent: tool", empty=False)
         check.text(arguments_digest, "record_write_intent: arguments_digest")
-        existing = self._write_intent(key)
-        if existing is not None:
-            raise WriteIntentConflict(
-                f"a write intent with key {key!r} exists already (run {existing.run_id!r}, tool "
-                f"{existing.tool!r}, status {existing.status}); the write may have run: reconcile it "
-                "instead of running it again",
-                intent=existing,
-            )
         intent = WriteIntent(
             key=key,
             run_id=self._run_id,
@@ -269,11 +254,23 @@ class SQLiteTransaction:
             created_at=self._clock(),
             completed_at=None,
         )
-        with self._sql:
-            self._conn.execute(
-                f"INSERT INTO write_intents ({rows.WRITE_INTENT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, 'intent', NULL, ?, NULL)",
-                (key, self._run_id, tool, arguments_digest, intent.created_at),
+        # The insert is the check: of two runs recording one key at once (another process), one inserts.
+        inserted = self._db.run(
+            f"INSERT INTO write_intents ({rows.WRITE_INTENT_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, 'intent', NULL, ?, NULL) ON CONFLICT (key) DO NOTHING",
+            (key, self._run_id, tool, arguments_digest, intent.created_at),
+        )
+        if inserted != 1:
+            existing = self._write_intent(key)
+            if existing is None:
+                raise StoreError(
+                    f"record_write_intent: the write intent {key!r} vanished while it was written"
+                )
+            raise WriteIntentConflict(
+                f"a write intent with key {key!r} exists already (run {existing.run_id!r}, tool "
+                f"{existing.tool!r}, status {existing.status}); the write may have run: reconcile it "
+                "instead of running it again",
+                intent=existing,
             )
         self._dirty = True
         return intent
@@ -304,12 +301,11 @@ class SQLiteTransaction:
                 "expected one still waiting for its receipt",
                 intent=intent,
             )
-        with self._sql:
-            self._conn.execute(
-                "UPDATE write_intents SET status = 'done', result = ?, completed_at = ? "
-                "WHERE key = ? AND status = 'intent'",
-                (result_json, self._clock(), key),
-            )
+        self._db.run(
+            "UPDATE write_intents SET status = 'done', result = ?, completed_at = ? "
+            "WHERE key = ? AND status = 'intent'",
+            (result_json, self._clock(), key),
+        )
         return self.add_receipt(
             step_index=step_index,
             source="write_receipt",
@@ -322,7 +318,7 @@ class SQLiteTransaction:
     def record_turn(self, turn: TurnRecord) -> TurnRecord:
         """Store a finished copilot turn and its attempts with this transaction's other changes."""
         self._check_open()
-        stored = turns.record_turn(self._conn, self._sql, self._run_id, turn, self._sql.where)
+        stored = turns.record_turn(self._db, self._run_id, turn)
         self._dirty = True
         return stored
 
@@ -330,7 +326,7 @@ class SQLiteTransaction:
         """The document as this transaction sees it (its own writes included), or None."""
         self._check_open()
         namespace, key = documents.checked_name(namespace, key, "get_document")
-        return documents.read(self._conn, self._sql, namespace, key)
+        return documents.read(self._db, namespace, key)
 
     def put_document(
         self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
@@ -345,9 +341,9 @@ class SQLiteTransaction:
         self._check_open()
         # The run row is not marked dirty: a document belongs to no run, so it leaves the run's
         # ``updated_at`` alone.
-        return documents.write(self._conn, self._sql, self._clock, namespace, key, value, expected_version)
+        return documents.write(self._db, self._clock, namespace, key, value, expected_version)
 
-    # -- used by SQLiteStore.transaction ------------------------------------------------------------------
+    # -- used by the store's transaction() ----------------------------------------------------------------
 
     def finish(self) -> None:
         """Write the snapshot and the run row; the store commits right after."""
@@ -355,20 +351,19 @@ class SQLiteTransaction:
         if not self._dirty:
             return
         now = self._clock()
-        with self._sql:
-            if self._snapshot is not None:
-                version, state = self._snapshot
-                self._conn.execute(_UPSERT_SNAPSHOT, (self._run_id, version, self._seq, state, now))
-            assignments = "last_seq = ?, updated_at = ?"
-            values: list[object] = [self._seq, now]
-            if self._status is not None:
-                assignments += ", status = ?"
-                values.append(self._status)
-            if self._outcome is not None:
-                assignments += ", outcome = ?"
-                values.append(self._outcome)
-            values.append(self._run_id)
-            self._conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", values)
+        if self._snapshot is not None:
+            version, state = self._snapshot
+            self._db.run(_UPSERT_SNAPSHOT, (self._run_id, version, self._seq, state, now))
+        assignments = "last_seq = ?, updated_at = ?"
+        values: list[object] = [self._seq, now]
+        if self._status is not None:
+            assignments += ", status = ?"
+            values.append(self._status)
+        if self._outcome is not None:
+            assignments += ", outcome = ?"
+            values.append(self._outcome)
+        values.append(self._run_id)
+        self._db.run(f"UPDATE runs SET {assignments} WHERE id = ?", values)
 
     def close(self) -> None:
         """End the transaction object's life; later calls fail."""
@@ -389,20 +384,14 @@ class SQLiteTransaction:
             )
 
     def _write_intent(self, key: str) -> WriteIntent | None:
-        with self._sql:
-            row = self._conn.execute(
-                f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents WHERE key = ?", (key,)
-            ).fetchone()
+        row = self._db.one(f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents WHERE key = ?", (key,))
         return None if row is None else rows.write_intent(row)
 
     def _close_interaction(
         self, interaction_id: str, status: str, resolution: str | None, resolved_by: str | None
     ) -> Interaction:
         check.text(interaction_id, "interaction_id", empty=False)
-        with self._sql:
-            row = self._conn.execute(
-                "SELECT run_id, status FROM interactions WHERE id = ?", (interaction_id,)
-            ).fetchone()
+        row = self._db.one("SELECT run_id, status FROM interactions WHERE id = ?", (interaction_id,))
         if row is None:
             raise NotFoundError(f"no interaction {interaction_id!r} in the store")
         if row["run_id"] != self._run_id:
@@ -410,16 +399,17 @@ class SQLiteTransaction:
                 f"interaction {interaction_id!r} belongs to run {row['run_id']!r}, not to run "
                 f"{self._run_id!r}; nothing changed"
             )
-        with self._sql:
-            # Compare-and-set: only an open interaction changes, whoever else tries at the same moment.
-            changed = self._conn.execute(
-                "UPDATE interactions SET status = ?, resolved_at = ?, resolved_by = ?, resolution = ? "
-                "WHERE id = ? AND status = 'open'",
-                (status, self._clock(), resolved_by, resolution, interaction_id),
-            ).rowcount
-            current = self._conn.execute(
-                f"SELECT {rows.INTERACTION_COLUMNS} FROM interactions WHERE id = ?", (interaction_id,)
-            ).fetchone()
+        # Compare-and-set: only an open interaction changes, whoever else tries at the same moment.
+        changed = self._db.run(
+            "UPDATE interactions SET status = ?, resolved_at = ?, resolved_by = ?, resolution = ? "
+            "WHERE id = ? AND status = 'open'",
+            (status, self._clock(), resolved_by, resolution, interaction_id),
+        )
+        current = self._db.one(
+            f"SELECT {rows.INTERACTION_COLUMNS} FROM interactions WHERE id = ?", (interaction_id,)
+        )
+        if current is None:
+            raise NotFoundError(f"no interaction {interaction_id!r} in the store")
         if changed != 1:
             raise StaleInteraction(
                 f"interaction {interaction_id!r} of run {self._run_id!r} is {current['status']} already; "

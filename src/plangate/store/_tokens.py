@@ -1,7 +1,7 @@
-"""Bearer tokens in the SQLite store: created, found by hash, listed and revoked.
+"""Bearer tokens in a store (either backend): created, found by hash, listed and revoked.
 
 For: the rows of the ``tokens`` table and the SQL that reads and writes them, run on a connection the store
-hands in (holding the write lock for writes). Not for: making or hashing tokens (``plangate.server.tokens``)
+hands in (inside its transaction for writes). Not for: making or hashing tokens (``plangate.server.tokens``)
 or deciding who may do what (the server). The store never sees a token, only its hash.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import secrets
-import sqlite3
 from collections.abc import Callable
 
 from pydantic import ValidationError
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.store import _checks as check
-from plangate.store._sqlite_errors import Translated
+from plangate.store._rows import Row
+from plangate.store._sql import Db
 from plangate.store.base import Token
 
 TOKEN_COLUMNS = "id, owner, name, created_at, revoked_at"
@@ -40,14 +40,13 @@ def checked_hash(token_hash: object, where: str) -> str:
 
 
 def create(
-    conn: sqlite3.Connection,
-    sql: Translated,
+    db: Db,
     clock: Callable[[], float],
     owner: str,
     token_hash: str,
     name: str,
 ) -> Token:
-    """Insert a token row; the caller holds the write lock and commits.
+    """Insert a token row; the caller commits.
 
     Raises:
         ConfigError: a bad argument, or a token with that hash exists already (nothing was written).
@@ -56,55 +55,47 @@ def create(
     check.text(name, "create_token: name")
     checked_hash(token_hash, "create_token")
     token = Token(id=new_token_id(), owner=owner, name=name, created_at=clock(), revoked_at=None)
-    with sql:
-        taken = conn.execute("SELECT 1 FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
-        if taken is not None:
-            raise ConfigError("create_token: token_hash: a token with this hash exists already")
-        conn.execute(
-            "INSERT INTO tokens (id, owner, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-            (token.id, owner, name, token_hash, token.created_at),
-        )
+    inserted = db.run(
+        "INSERT INTO tokens (id, owner, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (token_hash) DO NOTHING",
+        (token.id, owner, name, token_hash, token.created_at),
+    )
+    if inserted != 1:
+        raise ConfigError("create_token: token_hash: a token with this hash exists already")
     return token
 
 
-def find(conn: sqlite3.Connection, sql: Translated, token_hash: str) -> Token | None:
+def find(db: Db, token_hash: str) -> Token | None:
     """The live (not revoked) token with that hash, or None."""
     checked_hash(token_hash, "find_token")
-    with sql:
-        row = conn.execute(
-            f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (token_hash,)
-        ).fetchone()
+    row = db.one(
+        f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (token_hash,)
+    )
     return None if row is None else token(row)
 
 
-def listed(conn: sqlite3.Connection, sql: Translated, owner: str | None) -> list[Token]:
+def listed(db: Db, owner: str | None) -> list[Token]:
     """Every token (revoked ones included), oldest first, of ``owner`` when given."""
     where, params = ("WHERE owner = ? ", (owner,)) if owner is not None else ("", ())
-    with sql:
-        found = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens {where}ORDER BY pos", params).fetchall()
+    found = db.all(f"SELECT {TOKEN_COLUMNS} FROM tokens {where}ORDER BY pos", params)
     return [token(row) for row in found]
 
 
-def revoke(
-    conn: sqlite3.Connection, sql: Translated, clock: Callable[[], float], token_id: str, where: str
-) -> Token:
-    """Mark a token revoked (keeping the first revocation time); the caller holds the write lock.
+def revoke(db: Db, clock: Callable[[], float], token_id: str, where: str) -> Token:
+    """Mark a token revoked (keeping the first revocation time); the caller commits.
 
     Raises:
         NotFoundError: no token has that id.
     """
     check.text(token_id, "revoke_token: token_id", empty=False)
-    with sql:
-        conn.execute(
-            "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (clock(), token_id)
-        )
-        row = conn.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ?", (token_id,)).fetchone()
+    db.run("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (clock(), token_id))
+    row = db.one(f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ?", (token_id,))
     if row is None:
         raise NotFoundError(f"no token {token_id!r} in the store at {where}")
     return token(row)
 
 
-def token(row: sqlite3.Row) -> Token:
+def token(row: Row) -> Token:
     """A ``tokens`` row as a record."""
     try:
         return Token.model_validate(

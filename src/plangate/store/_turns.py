@@ -1,9 +1,9 @@
-"""Copilot conversations, turns and attempts in the SQLite store.
+"""Copilot conversations, turns and attempts in a store (either backend).
 
 For: the rows of the ``conversations``, ``turns`` and ``attempts`` tables and the SQL that reads and writes
 them, on a connection the store (or a transaction, for ``record_turn``) hands in. A turn is written once,
-whole, with its attempts: there is no update of a turn, so none is ever half-stored. Not for: what a turn
-means (``plangate.copilot``).
+whole, with its attempts: there is no update of a turn, so none is ever half-stored. The statements are the
+shared ``?`` form both backends accept. Not for: what a turn means (``plangate.copilot``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import sqlite3
 from collections.abc import Callable
 from typing import TypeVar, get_args
 
@@ -19,7 +18,8 @@ from pydantic import JsonValue, ValidationError
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.store import _checks as check
-from plangate.store._sqlite_errors import Translated
+from plangate.store._rows import Row
+from plangate.store._sql import Db
 from plangate.store.base import AttemptRecord, Conversation, ConversationPage, TurnRecord, TurnStatus
 
 TURN_STATUSES: tuple[str, ...] = get_args(TurnStatus)
@@ -45,15 +45,14 @@ def new_conversation_id() -> str:
 
 
 def create_conversation(
-    conn: sqlite3.Connection,
-    sql: Translated,
+    db: Db,
     clock: Callable[[], float],
     owner: str,
     title: str,
     conversation_id: str | None,
     where: str,
 ) -> Conversation:
-    """Insert a conversation; the caller holds the write lock and commits.
+    """Insert a conversation; the caller commits.
 
     Raises:
         ConfigError: a bad argument, or the id is taken (nothing was written).
@@ -66,35 +65,30 @@ def create_conversation(
         else check.text(conversation_id, "create_conversation: conversation_id", empty=False)
     )
     now = clock()
-    with sql:
-        if conn.execute("SELECT 1 FROM conversations WHERE id = ?", (new_id,)).fetchone() is not None:
-            raise ConfigError(f"create_conversation: a conversation {new_id!r} exists already in {where}")
-        conn.execute(
-            "INSERT INTO conversations (id, owner, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-            (new_id, owner, title, now, now),
-        )
-    return get_conversation(conn, sql, new_id, None, where)
+    inserted = db.run(
+        "INSERT INTO conversations (id, owner, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO NOTHING",
+        (new_id, owner, title, now, now),
+    )
+    if inserted != 1:
+        raise ConfigError(f"create_conversation: a conversation {new_id!r} exists already in {where}")
+    return get_conversation(db, new_id, None, where)
 
 
-def get_conversation(
-    conn: sqlite3.Connection, sql: Translated, conversation_id: str, owner: str | None, where: str
-) -> Conversation:
+def get_conversation(db: Db, conversation_id: str, owner: str | None, where: str) -> Conversation:
     """The conversation with that id.
 
     Raises:
         NotFoundError: none, or it is not ``owner``'s.
     """
-    with sql:
-        row = conn.execute(f"{_CONVERSATION} WHERE c.id = ?", (conversation_id,)).fetchone()
+    row = db.one(f"{_CONVERSATION} WHERE c.id = ?", (conversation_id,))
     if row is None or (owner is not None and row["owner"] != owner):
         scope = f" for owner {owner!r}" if owner is not None else ""
         raise NotFoundError(f"no conversation {conversation_id!r}{scope} in the store at {where}")
     return _conversation(row)
 
 
-def list_conversations(
-    conn: sqlite3.Connection, sql: Translated, owner: str | None, limit: int, cursor: str | None
-) -> ConversationPage:
+def list_conversations(db: Db, owner: str | None, limit: int, cursor: str | None) -> ConversationPage:
     """One page of conversations, most recently updated first."""
     limit = check.page_limit(limit)
     clauses: list[str] = []
@@ -112,21 +106,36 @@ def list_conversations(
         clauses.append("(c.updated_at < ? OR (c.updated_at = ? AND c.pos < ?))")
         params.extend([updated, updated, pos])
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    with sql:
-        rows = conn.execute(
-            f"{_CONVERSATION}{where} ORDER BY c.updated_at DESC, c.pos DESC LIMIT ?", (*params, limit + 1)
-        ).fetchall()
+    rows = db.all(
+        f"{_CONVERSATION}{where} ORDER BY c.updated_at DESC, c.pos DESC LIMIT ?", (*params, limit + 1)
+    )
     page = rows[:limit]
     next_cursor = None
     if len(rows) > limit:
         last = page[-1]
-        next_cursor = f"c{last['updated_at']!r}:{last['pos']}"
+        next_cursor = f"c{float(last['updated_at'])!r}:{last['pos']}"
     return ConversationPage(items=[_conversation(row) for row in page], next_cursor=next_cursor)
 
 
-def record_turn(
-    conn: sqlite3.Connection, sql: Translated, run_id: str, turn: TurnRecord, where: str
-) -> TurnRecord:
+def _attempt_values(turn_id: str, attempt: AttemptRecord) -> tuple[object, ...]:
+    formula = None if attempt.formula is None else check.json_object(attempt.formula, "record_turn: attempts")
+    return (
+        turn_id,
+        attempt.n,
+        attempt.status,
+        attempt.reason,
+        check.json_object(attempt.review, "record_turn: attempts.review"),
+        formula,
+        attempt.run_id,
+        attempt.answer,
+        check.json_object(attempt.result, "record_turn: attempts.result"),
+        _json_list(attempt.issues, "record_turn: attempts.issues"),
+        attempt.started_at,
+        attempt.finished_at,
+    )
+
+
+def record_turn(db: Db, run_id: str, turn: TurnRecord) -> TurnRecord:
     """Insert a finished turn and its attempts; the caller (a transaction on ``run_id``) commits.
 
     Raises:
@@ -144,133 +153,100 @@ def record_turn(
         raise ConfigError(f"record_turn: attempts: expected them numbered 1, 2, …; found {numbers}")
     result = check.json_object(turn.result, "record_turn: result")
     formula = None if turn.formula is None else check.json_object(turn.formula, "record_turn: formula")
-    with sql:
-        owner = conn.execute(
-            "SELECT owner FROM conversations WHERE id = ?", (turn.conversation_id,)
-        ).fetchone()
-        if owner is None:
-            raise NotFoundError(
-                f"record_turn: no conversation {turn.conversation_id!r} in the store at {where}"
-            )
-        if conn.execute("SELECT 1 FROM turns WHERE id = ? OR run_id = ?", (turn.id, run_id)).fetchone():
-            raise ConfigError(
-                f"record_turn: the turn {turn.id!r} (or one of run {run_id!r}) is stored already"
-            )
-        conn.execute(
-            f"INSERT INTO turns ({TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                turn.id,
-                turn.conversation_id,
-                run_id,
-                turn.owner,
-                turn.question,
-                turn.status,
-                turn.reason,
-                turn.answer,
-                result,
-                formula,
-                turn.source,
-                turn.model,
-                turn.created_at,
-                turn.finished_at,
-            ),
+    attempts = [_attempt_values(turn.id, attempt) for attempt in turn.attempts]
+    if db.one("SELECT 1 FROM conversations WHERE id = ?", (turn.conversation_id,)) is None:
+        raise NotFoundError(f"record_turn: no conversation {turn.conversation_id!r}")
+    if db.one("SELECT 1 FROM turns WHERE id = ? OR run_id = ?", (turn.id, run_id)) is not None:
+        raise ConfigError(f"record_turn: the turn {turn.id!r} (or one of run {run_id!r}) is stored already")
+    db.run(
+        f"INSERT INTO turns ({TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            turn.id,
+            turn.conversation_id,
+            run_id,
+            turn.owner,
+            turn.question,
+            turn.status,
+            turn.reason,
+            turn.answer,
+            result,
+            formula,
+            turn.source,
+            turn.model,
+            turn.created_at,
+            turn.finished_at,
+        ),
+    )
+    for values in attempts:
+        db.run(
+            f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values
         )
-        for attempt in turn.attempts:
-            conn.execute(
-                f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    turn.id,
-                    attempt.n,
-                    attempt.status,
-                    attempt.reason,
-                    check.json_object(attempt.review, "record_turn: attempts.review"),
-                    None
-                    if attempt.formula is None
-                    else check.json_object(attempt.formula, "record_turn: attempts.formula"),
-                    attempt.run_id,
-                    attempt.answer,
-                    check.json_object(attempt.result, "record_turn: attempts.result"),
-                    _json_list(attempt.issues, "record_turn: attempts.issues"),
-                    attempt.started_at,
-                    attempt.finished_at,
-                ),
-            )
-        conn.execute(
-            "UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?",
-            (turn.finished_at, turn.conversation_id),
-        )
+    # The conversation's time moves on to the turn's end, never back (CASE: both backends speak it).
+    db.run(
+        "UPDATE conversations SET updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END "
+        "WHERE id = ?",
+        (turn.finished_at, turn.finished_at, turn.conversation_id),
+    )
     return turn
 
 
-def get_turn(
-    conn: sqlite3.Connection, sql: Translated, turn_id: str, owner: str | None, where: str
-) -> TurnRecord:
+def get_turn(db: Db, turn_id: str, owner: str | None, where: str) -> TurnRecord:
     """The stored turn with that id.
 
     Raises:
         NotFoundError: none, or it is not ``owner``'s.
     """
-    with sql:
-        row = conn.execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    row = db.one(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
     if row is None or (owner is not None and row["owner"] != owner):
         scope = f" for owner {owner!r}" if owner is not None else ""
         raise NotFoundError(f"no turn {turn_id!r}{scope} in the store at {where}")
-    return _turns(conn, sql, [row])[0]
+    return _turns(db, [row])[0]
 
 
-def find_turn(conn: sqlite3.Connection, sql: Translated, run_id: str) -> TurnRecord | None:
+def find_turn(db: Db, run_id: str) -> TurnRecord | None:
     """The turn stored by the ask run ``run_id``, or None."""
-    with sql:
-        row = conn.execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE run_id = ?", (run_id,)).fetchone()
-    return None if row is None else _turns(conn, sql, [row])[0]
+    row = db.one(f"SELECT {TURN_COLUMNS} FROM turns WHERE run_id = ?", (run_id,))
+    return None if row is None else _turns(db, [row])[0]
 
 
 def list_turns(
-    conn: sqlite3.Connection,
-    sql: Translated,
-    conversation_id: str,
-    owner: str | None,
-    last: int | None,
-    where: str,
+    db: Db, conversation_id: str, owner: str | None, last: int | None, where: str
 ) -> list[TurnRecord]:
     """The conversation's turns, oldest first (only the ``last`` ones when given).
 
     Raises:
         NotFoundError: no such conversation (for this owner).
     """
-    get_conversation(conn, sql, conversation_id, owner, where)
+    get_conversation(db, conversation_id, owner, where)
     query = f"SELECT {TURN_COLUMNS}, pos FROM turns WHERE conversation_id = ? ORDER BY pos DESC"
     params: tuple[object, ...] = (conversation_id,)
     if last is not None:
         query += " LIMIT ?"
         params = (*params, check.integer(last, "list_turns: last", minimum=1))
-    with sql:
-        rows = conn.execute(query, params).fetchall()
-    return _turns(conn, sql, list(reversed(rows)))
+    return _turns(db, list(reversed(db.all(query, params))))
 
 
-def _turns(conn: sqlite3.Connection, sql: Translated, rows: list[sqlite3.Row]) -> list[TurnRecord]:
+def _turns(db: Db, rows: list[Row]) -> list[TurnRecord]:
     if not rows:
         return []
     ids = [row["id"] for row in rows]
     marks = ", ".join("?" * len(ids))
-    with sql:
-        found = conn.execute(
-            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE turn_id IN ({marks}) ORDER BY turn_id, n", ids
-        ).fetchall()
+    found = db.all(
+        f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE turn_id IN ({marks}) ORDER BY turn_id, n", ids
+    )
     attempts: dict[str, list[AttemptRecord]] = {}
     for row in found:
         attempts.setdefault(row["turn_id"], []).append(_attempt(row))
     return [_turn(row, attempts.get(row["id"], [])) for row in rows]
 
 
-def _conversation(row: sqlite3.Row) -> Conversation:
+def _conversation(row: Row) -> Conversation:
     return _build(
         lambda: Conversation(
             id=row["id"],
             owner=row["owner"],
             title=row["title"],
-            turns=row["turns"],
+            turns=int(row["turns"]),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
         ),
@@ -278,7 +254,7 @@ def _conversation(row: sqlite3.Row) -> Conversation:
     )
 
 
-def _turn(row: sqlite3.Row, attempts: list[AttemptRecord]) -> TurnRecord:
+def _turn(row: Row, attempts: list[AttemptRecord]) -> TurnRecord:
     return _build(
         lambda: TurnRecord.model_validate(
             {
@@ -303,7 +279,7 @@ def _turn(row: sqlite3.Row, attempts: list[AttemptRecord]) -> TurnRecord:
     )
 
 
-def _attempt(row: sqlite3.Row) -> AttemptRecord:
+def _attempt(row: Row) -> AttemptRecord:
     return _build(
         lambda: AttemptRecord.model_validate(
             {

@@ -1,0 +1,300 @@
+"""Write steps: a ``tool`` step whose tool is a write keeps the agent runtime's promises (SPEC §2, §6).
+
+For: what the scheduler needs to run a write exactly once. The registry, not the formula, says a tool
+writes; such a step first asks a person for consent to the exact call (``consent_prompt``; the interaction
+carries the tool, its arguments and their digest) unless the step says ``consent = "auto"`` or the run was
+started with ``always_execute``. Its intent is committed with its ``running`` state (``intent_key``), the
+call runs under that key (``run_write``) and its receipt commits with the step's end. A timed-out call may
+still be running in its worker thread, so it is never retried blindly: its outcome is unknown unless the
+tool is idempotent. After a restart an intent without receipt is settled by ``settle``: the tool's
+``reconcile(key)`` tells what happened (or that nothing did: it runs now, under the same key); an
+idempotent tool runs again under the same key; otherwise the outcome is unknown and a person is asked
+(``ask_unknown``). ``start``, ``settled``, ``retry_wait`` and ``ask_unknown`` are the scheduler's write
+phase: they decide the step's transitions and the commits that go with them. Not for: the scheduling
+loop (``_scheduler.py``) or applying a person's answer (``_answers.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
+
+from plangate.errors import PlangateError
+from plangate.events import InteractionTool, StatusEvent, ToolCallEvent, ToolResultEvent
+from plangate.formulas._executors import StepOutcome, WriteReport, tool_outcome
+from plangate.formulas._runstate import StepRun
+from plangate.formulas.plan import PlanStep, ToolExecutor
+from plangate.formulas.templates import render_runtime
+from plangate.store import Store, Transaction
+from plangate.tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, digest_json
+
+if TYPE_CHECKING:
+    from plangate.formulas._scheduler import Scheduler
+
+#: How a write step got its consent, as its ``running`` state records it.
+BY_PERSON = "person"
+BY_STEP = "auto"
+BY_RUN = "always_execute"
+
+_REASONS = {
+    BY_PERSON: "running the call a person approved",
+    BY_STEP: 'running without asking: the step says consent = "auto"',
+    BY_RUN: "running without asking: the run was started with always_execute (--yes)",
+}
+
+
+# -- the scheduler's write phase ----------------------------------------------------------------------------
+
+
+def start(scheduler: Scheduler, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Tool) -> None:
+    """Ask for consent to the exact call; or, consented (or needing none), commit its intent with the
+    step's ``running`` state and launch the call."""
+    wait = run.wait
+    interaction_id: str | None = None
+    if wait.get("kind") == "consent" and wait.get("approved"):
+        arguments, digest, how = wait.get("arguments"), str(wait.get("digest")), BY_PERSON
+        interaction_id = str(wait.get("interaction_id"))
+    else:
+        state = scheduler.state
+        prepared = prepare(step, executor, tool, state.plan.vars, state.outputs())
+        if isinstance(prepared, str):
+            scheduler.transition(run, "failed", prepared, attempt=run.attempt + 1)
+            return
+        arguments, digest = prepared
+        if executor.consent != "auto" and not scheduler.always_execute:
+            asked = InteractionTool(name=tool.name, arguments=arguments, arguments_digest=digest)
+            details: dict[str, JsonValue] = {"tool": tool.name, "arguments": arguments, "digest": digest}
+            prompt = consent_prompt(tool, arguments, step)
+            scheduler.ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
+            return
+        how = BY_STEP if executor.consent == "auto" else BY_RUN
+    assert isinstance(arguments, dict)
+    attempt = run.attempt + 1
+    key = intent_key(scheduler.run_id, step.id, attempt, interaction_id, scheduler.runner.store)
+    running: dict[str, JsonValue] = {
+        "kind": "write",
+        "key": key,
+        "tool": tool.name,
+        "arguments": arguments,
+        "digest": digest,
+        "consent": how,
+    }
+    if interaction_id is not None:
+        running["interaction_id"] = interaction_id
+    scheduler.transition(run, "running", _REASONS[how], attempt=attempt, wait=running)
+    name = tool.name
+
+    def promise(tx: Transaction) -> None:
+        tx.record_write_intent(key, name, digest)
+
+    scheduler.ops.append(promise)
+    scheduler.emit(ToolCallEvent(call_id=key, tool=name, arguments=arguments, step_id=step.id))
+    scheduler.to_launch.append((step.id, "write"))
+
+
+def settled(scheduler: Scheduler, step: PlanStep, outcome: StepOutcome) -> None:
+    """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
+    report = outcome.write
+    assert report is not None
+    if report.note is not None:
+        scheduler.emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
+    result = report.result
+    if result is None or report.recorded:
+        return
+    key, index, payload = report.key, scheduler.position(step.id), result.model_dump(mode="json")
+    success, summary = result.success, result.summary
+
+    def receipt(tx: Transaction) -> None:
+        tx.complete_write_intent(key, step_index=index, success=success, summary=summary, result=payload)
+
+    scheduler.ops.append(receipt)
+    scheduler.emit(
+        ToolResultEvent(
+            call_id=key,
+            tool=report.tool,
+            status=result.status,
+            success=result.success,
+            summary=result.summary,
+            observation=result.observation,
+            error_code=result.error_code,
+            error_message=result.error_message,
+            step_id=step.id,
+        )
+    )
+
+
+def retry_wait(run: StepRun) -> dict[str, JsonValue] | None:
+    """What a retried write step keeps: a person's consent to the same call (the same digest)."""
+    wait = run.wait
+    if wait.get("kind") != "write" or wait.get("consent") != BY_PERSON:
+        return None
+    keys = ("interaction_id", "tool", "arguments", "digest")
+    return {"kind": "consent", "approved": True, **{k: wait.get(k) for k in keys}}
+
+
+def ask_unknown(scheduler: Scheduler, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
+    """Ask a person whether a write happened; its intent stays open until they say."""
+    kept = {k: details.get(k) for k in ("key", "tool", "arguments", "digest", "why")}
+    arguments = kept["arguments"] if isinstance(kept["arguments"], dict) else {}
+    prompt = unknown_prompt(str(kept["tool"]), arguments, str(kept["why"]))
+    scheduler.ask(step, run, "approval", prompt, wait_kind="outcome_unknown", details=kept)
+
+
+# -- the call and its settling ------------------------------------------------------------------------------
+
+
+def write_tool(executor: ToolExecutor, tools: ToolRegistry) -> Tool | None:
+    """The step's tool when the registry says it writes, else None (a read, or a tool unknown here)."""
+    if executor.name not in tools:
+        return None
+    found = tools.get(executor.name)
+    return found if found.effect == "write" else None
+
+
+def prepare(
+    step: PlanStep,
+    executor: ToolExecutor,
+    tool: Tool,
+    vars: Mapping[str, JsonValue],
+    outputs: Mapping[str, Mapping[str, JsonValue]],
+) -> tuple[dict[str, JsonValue], str] | str:
+    """The call's validated arguments and their digest (what consent is bound to), or why there are none."""
+    try:
+        rendered = render_runtime(executor.args, vars, outputs, path=f"{step.id}.tool.args")
+        arguments = tool.validate(rendered)
+    except ToolArgumentsError as exc:
+        return f"arguments: {exc}"
+    except PlangateError as exc:
+        return f"arguments: {exc}"
+    return arguments, digest_json(arguments)
+
+
+def consent_prompt(tool: Tool, arguments: Mapping[str, JsonValue], step: PlanStep) -> str:
+    """What a person reads when asked to allow a write step's call."""
+    shown = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
+    lines = tool.description.strip().splitlines()
+    about = f" ({lines[0]})" if lines else ""
+    return f"Allow {tool.name}{about} with {shown}? (step {step.id!r})"
+
+
+def unknown_prompt(tool: str, arguments: Mapping[str, JsonValue], why: str) -> str:
+    """The question asked when nobody can tell whether a write happened."""
+    shown = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
+    return (
+        f"The call {tool} with {shown} started, but {why}, so it may or may not have happened. Please "
+        "check. Approve if it happened (the step completes and it is not run again); reject if it did not "
+        "(the step fails)."
+    )
+
+
+def intent_key(run_id: str, step_id: str, attempt: int, interaction_id: str | None, store: Store) -> str:
+    """The idempotency key of a write: the consent's interaction id the first time it is used, else the
+    run, the step and the attempt (a retry, or a write that needs no consent)."""
+    if interaction_id is not None and store.get_write_intent(interaction_id) is None:
+        return interaction_id
+    return f"{run_id}:{step_id}:{attempt}"
+
+
+async def run_write(
+    tool: Tool,
+    arguments: Mapping[str, JsonValue],
+    key: str,
+    limit: float | None,
+    note: tuple[str, str] | None = None,
+) -> StepOutcome:
+    """Call the write under its key, for at most ``limit`` seconds (None: no limit).
+
+    A call that timed out has an unknown outcome unless the tool is idempotent: a sync tool's thread goes on
+    after the timeout, so running it again could write twice.
+    """
+    try:
+        async with asyncio.timeout(limit):
+            result = await tool.invoke(dict(arguments), idempotency_key=key)
+    except TimeoutError:
+        why = f"it was still running when the step timed out after {limit:g} s"
+        result = ToolResult.failed("tool_timeout", why)
+    if result.error_code == "tool_timeout":
+        why = result.error_message or "it timed out"
+        if not tool.idempotent:
+            return StepOutcome("unknown", reason=why, write=WriteReport(key, tool.name, None, note=note))
+    return tool_outcome(tool.name, result, WriteReport(key, tool.name, result, note=note))
+
+
+async def settle(
+    store: Store, tools: ToolRegistry, wait: Mapping[str, JsonValue], limit: float | None
+) -> StepOutcome:
+    """Settle a write that was cut off between its intent and its receipt (after a restart)."""
+    key, name = str(wait.get("key", "")), str(wait.get("tool", ""))
+    raw = wait.get("arguments")
+    arguments: dict[str, JsonValue] = dict(raw) if isinstance(raw, dict) else {}
+    intent = store.get_write_intent(key)
+    if intent is None:
+        return _unknown(key, name, "its intent was never recorded")
+    if intent.status == "done":
+        # The receipt commits with the step's end; this means the step's state is behind the store.
+        result = ToolResult.model_validate(intent.result) if intent.result else ToolResult.done("done")
+        note = ("write_settled", f"{name} had its receipt already")
+        return tool_outcome(name, result, WriteReport(key, name, result, recorded=True, note=note))
+    if name not in tools:
+        return _unknown(
+            key,
+            name,
+            f"the process stopped before its result was recorded, and {name!r} is "
+            "not available here to reconcile it",
+        )
+    tool = tools.get(name)
+    if tool.reconcile is not None:
+        return await _reconciled(tool, key, arguments, limit)
+    if tool.idempotent:
+        note = ("rerun", f"{name} is idempotent: running it again under the same key")
+        return await run_write(tool, arguments, key, limit, note)
+    return _unknown(
+        key, name, "the process stopped before its result was recorded (the tool has no reconcile hook)"
+    )
+
+
+async def _reconciled(
+    tool: Tool, key: str, arguments: Mapping[str, JsonValue], limit: float | None
+) -> StepOutcome:
+    stopped = "the process stopped before its result was recorded"
+    try:
+        found = await asyncio.to_thread(tool.reconcile, key)  # type: ignore[arg-type]
+    except Exception as exc:
+        return _unknown(key, tool.name, f"{stopped} (its reconcile hook failed: {type(exc).__name__}: {exc})")
+    if found is None:
+        note = (
+            "not_run",
+            f"{tool.name} left no trace before the restart; running it now, under the same key",
+        )
+        return await run_write(tool, arguments, key, limit, note)
+    if not isinstance(found, ToolResult):
+        why = f"{stopped} (its reconcile hook returned a {type(found).__name__}, not a ToolResult)"
+        return _unknown(key, tool.name, why)
+    note = ("reconciled", f"{tool.name} had already run before the restart; its result was reconciled")
+    return tool_outcome(tool.name, found, WriteReport(key, tool.name, found, note=note))
+
+
+def _unknown(key: str, tool: str, why: str) -> StepOutcome:
+    return StepOutcome("unknown", reason=why, write=WriteReport(key, tool, None))
+
+
+__all__ = [
+    "BY_PERSON",
+    "BY_RUN",
+    "BY_STEP",
+    "ask_unknown",
+    "consent_prompt",
+    "intent_key",
+    "prepare",
+    "retry_wait",
+    "run_write",
+    "settle",
+    "settled",
+    "start",
+    "unknown_prompt",
+    "write_tool",
+]

@@ -1,0 +1,128 @@
+"""Running statements on a psycopg connection: the shared ``?`` statements, and psycopg errors turned into
+``StoreError`` messages a person can act on; store URLs made safe to print.
+
+For: every statement the PostgreSQL store runs, so that callers never see a raw psycopg exception, and the
+one place that strips a password before a URL is printed. Not for: argument checks (``store/_checks.py``),
+which raise ``ConfigError`` before any SQL runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors
+from psycopg.rows import DictRow
+
+from plangate.errors import StoreError
+from plangate.store._rows import Row
+
+# SQLSTATE classes and codes that mean the session is gone: the server shut down or restarted (57P01-03),
+# an administrator ended the backend (57P01 again), or the network dropped (08xxx).
+_LOST_CODES = frozenset({"57P01", "57P02", "57P03"})
+
+
+class Translated:
+    """A reusable ``with`` block that re-raises ``psycopg.Error`` as ``StoreError`` naming what failed where.
+
+    Attributes:
+        what: what was being done (``the transaction on run 'run_…'``).
+        where: the store's URL, without its password.
+        busy_timeout: how long a statement waits for a lock, named in the message when it waited too long.
+    """
+
+    __slots__ = ("busy_timeout", "what", "where")
+
+    def __init__(self, what: str, where: str, busy_timeout: float) -> None:
+        self.what = what
+        self.where = where
+        self.busy_timeout = busy_timeout
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, psycopg.Error):
+            raise StoreError(explain(self.what, self.where, exc, self.busy_timeout)) from None
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection to the server is gone (rather than that a statement failed)."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    code = exc.sqlstate or ""
+    return code in _LOST_CODES or code.startswith("08") or not code
+
+
+def explain(what: str, where: str, exc: psycopg.Error, busy_timeout: float) -> str:
+    """A one-line message for a psycopg error: what we tried, on which store, and what to look at."""
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if isinstance(exc, errors.LockNotAvailable):
+        hint = (
+            f"; another transaction held the run's lock for more than {busy_timeout:g} s (a long "
+            "transaction, or a process stuck inside one)"
+        )
+    elif isinstance(exc, errors.DeadlockDetected):
+        hint = "; two transactions waited for each other and this one was rolled back: try it again"
+    elif isinstance(exc, errors.IdleInTransactionSessionTimeout):
+        hint = "; the transaction stayed open too long without a statement and the server ended it"
+    elif connection_lost(exc):
+        hint = (
+            "; the connection to the database was lost (the server restarted or stopped, or the session "
+            "was ended): whatever this transaction had not committed was rolled back"
+        )
+    elif isinstance(exc, errors.InsufficientPrivilege):
+        hint = "; the database user lacks a privilege on the store's tables or schema"
+    elif isinstance(exc, errors.DiskFull):
+        hint = "; the database server's disk is full"
+    elif isinstance(exc, errors.ReadOnlySqlTransaction):
+        hint = "; the server is read-only (a standby?): point the store at the primary"
+    else:
+        hint = ""
+    return f"{what} failed on the store at {where}: {detail}{hint}"
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its password (and without query options, which may carry one too)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class PostgresDb:
+    """``Db`` (``store/_sql.py``) on a psycopg connection of dict rows; errors explained by ``sql``."""
+
+    __slots__ = ("_conn", "_sql")
+
+    def __init__(self, conn: psycopg.Connection[DictRow], sql: Translated) -> None:
+        self._conn = conn
+        self._sql = sql
+
+    def one(self, query: str, params: Sequence[object] = ()) -> Row | None:
+        """The first row the statement returns, or None."""
+        with self._sql:
+            return self._conn.execute(placeholders(query), params).fetchone()
+
+    def all(self, query: str, params: Sequence[object] = ()) -> list[Row]:
+        """Every row the statement returns."""
+        with self._sql:
+            return list(self._conn.execute(placeholders(query), params).fetchall())
+
+    def run(self, query: str, params: Sequence[object] = ()) -> int:
+        """Run a statement that changes rows; how many it changed."""
+        with self._sql:
+            return self._conn.execute(placeholders(query), params).rowcount
+
+
+@functools.lru_cache(maxsize=1024)
+def placeholders(query: str) -> str:
+    """A shared statement (``?`` placeholders) in psycopg's form (``%s``)."""
+    return query.replace("?", "%s")
