@@ -47,6 +47,7 @@ class _Prepared:
     name: str | None
     model: Model | None
     model_name: str
+    owner: str
     conversation_id: str
     turn_id: str
     run_id: str
@@ -108,6 +109,7 @@ class Copilot:
             name,
             model,
             model.name,
+            self.owner,
             found.id,
             _store.new_turn_id(),
             _store.new_run_id(),
@@ -162,7 +164,7 @@ class Copilot:
             prepared.conversation_id,
             label,
             prepared.model_name,
-            self.owner,
+            prepared.owner,
         )
         attempts: list[Attempt] = []
         stage = "turn"
@@ -185,13 +187,13 @@ class Copilot:
             constrained = samples_under_grammar(model)
             setup = AttemptSetup(
                 question=prepared.question,
-                history=_store.history(store, prepared.conversation_id, self.owner),
+                history=_store.history(store, prepared.conversation_id, prepared.owner),
                 scope=scope,
                 model=model,
                 constrained=constrained,
                 runner=PlanRunner(store, scope, model, small=constrained, timeout=self.run_timeout),
                 run_id=prepared.run_id,
-                owner=self.owner,
+                owner=prepared.owner,
                 emit=lambda event: self._emit(prepared.run_id, event),
                 review_model=self._review_model(model),
             )
@@ -244,7 +246,7 @@ class Copilot:
             formula=chosen.formula,
             source=source,
             model=prepared.model_name,
-            owner=self.owner,
+            owner=prepared.owner,
             created_at=prepared.created_at,
             finished_at=time.time(),
         )
@@ -257,12 +259,13 @@ class Copilot:
         """End a turn whose process stopped before it finished (its ``ask`` run is still ``running``).
 
         The attempts it had finished are kept; its formula run, if one was running, is cancelled; the turn is
-        stored with a failed last attempt saying so. A turn that ended already is returned as stored.
+        stored, as its run's owner's, with a failed last attempt saying so. A turn that ended already is
+        returned as stored. (The server's start-up recovery calls this for ``ask`` runs.)
 
         Raises:
             NotFoundError: no such run, or not an ``ask`` run.
         """
-        run = self.store.get_run(run_id, owner=self.owner)
+        run = self.store.get_run(run_id)
         if run.kind != "ask":
             raise NotFoundError(f"run {run_id!r} is a {run.kind} run, not a copilot turn")
         stored = self.store.find_turn(run_id)
@@ -292,6 +295,7 @@ class Copilot:
             name=None,
             model=None,
             model_name=str(given.get("model", "")),
+            owner=run.owner,
             conversation_id=str(given.get("conversation_id", "")),
             turn_id=str(given.get("turn_id") or _store.new_turn_id()),
             run_id=run_id,
