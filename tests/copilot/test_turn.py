@@ -389,3 +389,38 @@ def test_a_turn_is_stored_whole_or_not_at_all(store: Store, monkeypatch: pytest.
     assert recovered.status == "done"  # the attempt that finished is kept; only the interruption is added
     assert recovered.attempts[-1].reason == "the turn was interrupted: its process stopped before it finished"
     assert_stored_whole(store, recovered)
+
+
+def test_a_model_review_may_veto_a_retry_and_its_added_numbers_are_reverted(store: Store) -> None:
+    ops = lines(
+        aggregate_step(
+            "n",
+            source="shop",
+            table="orders",
+            measures=[{"agg": "count", "column": "*"}],
+            period={"column": "orders.order_date", "from": "2030", "to": "2030"},
+        ),
+        answer_step("n"),
+        DONE,
+    )
+    review = '{"verdict": "accept", "note": "no orders in 2030 is the answer", "answer": "None in 2030; 12 in 2029."}'
+    turn, model = _ask(
+        store,
+        ops,
+        "There were 0 orders in 2030.",
+        review,
+        question="How many orders in 2030?",
+        model_review=True,
+    )
+    assert [r.purpose for r in model.requests] == ["copilot", "generate", "review"]
+    [attempt] = turn.attempts  # the model vetoed the retry the rules asked for
+    assert attempt.review.verdict == "accept" and attempt.review.kinds() == ["no_rows_in_range"]
+    assert (
+        attempt.review.note == "no orders in 2030 is the answer (its rewrite was reverted: it added 12, 2029)"
+    )
+    assert (turn.status, turn.answer) == ("partial", "There were 0 orders in 2030.")
+
+
+def test_a_clean_run_asks_no_model_review(store: Store) -> None:
+    turn, model = _ask(store, REVENUE_OPS, GOOD_ANSWER, model_review=True)
+    assert turn.status == "done" and [r.purpose for r in model.requests] == ["copilot", "generate"]
