@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -403,7 +404,9 @@ def test_a_model_review_may_veto_a_retry_and_its_added_numbers_are_reverted(stor
         answer_step("n"),
         DONE,
     )
-    review = '{"verdict": "accept", "note": "no orders in 2030 is the answer", "answer": "None in 2030; 12 in 2029."}'
+    review = json.dumps(
+        {"verdict": "accept", "note": "no orders in 2030 is the answer", "answer": "None in 2030; 12 in 2029."}
+    )
     turn, model = _ask(
         store,
         ops,
