@@ -404,9 +404,8 @@ def test_a_model_review_may_veto_a_retry_and_its_added_numbers_are_reverted(stor
         answer_step("n"),
         DONE,
     )
-    review = json.dumps(
-        {"verdict": "accept", "note": "no orders in 2030 is the answer", "answer": "None in 2030; 12 in 2029."}
-    )
+    rewrite = "None in 2030; 12 in 2029."
+    review = json.dumps({"verdict": "accept", "note": "no orders in 2030 is the answer", "answer": rewrite})
     turn, model = _ask(
         store,
         ops,
