@@ -212,3 +212,43 @@ def test_a_constrained_turn_sends_the_lines_schema_and_closes_the_workflow_itsel
     assert [op["op"] for op in ops] == ["add_step", "add_step", "done", "final"]
     assert [op.get("by") for op in ops[:3]] == [None, "copilot", "copilot"]
     assert turn.status == "done" and [s.id for s in turn.formula.steps] == ["query", "answer"]  # type: ignore[union-attr]
+
+
+def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    class Grammared(ScriptedModel):
+        def grammar_text(self, request: object) -> str:
+            return ""
+
+    query = {
+        "op": "add_step",
+        "step": {
+            "id": "query",
+            "title": "Regions",
+            "tool": {
+                "name": "db_aggregate",
+                "args": {
+                    "source": "shop",
+                    "measures": [{"agg": "count", "column": "*"}],
+                    "group_by": ["regions.name"],
+                    "period": None,
+                    "filters": [],
+                    "order_by": [{"column": "count", "desc": True}],
+                    "limit": 10,
+                },
+            },
+        },
+    }
+    line = json.dumps(query) + "\n"
+    model = Grammared([line, "West has 9,999 customers.", line, "Every region has customers."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many customers per region?", SHOP, model=model, store=store)
+    assert [a.status for a in turn.attempts] == ["unusable", "done"]
+    assert [(r.purpose, r.temperature) for r in model.requests] == [
+        ("copilot", None),
+        ("generate", None),
+        ("copilot", 0.7),
+        ("generate", 0.7),
+    ]

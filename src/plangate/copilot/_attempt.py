@@ -30,6 +30,8 @@ from plangate.models import Message, Model
 from plangate.store import TurnStatus
 
 Emit = Callable[[Event], None]
+RETRY_TEMPERATURE = 0.7
+"""How freely a model that samples greedily (the local one) samples on a retry."""
 
 
 @dataclass
@@ -89,10 +91,11 @@ class AttemptRun:
         if setup.constrained:
             hints = question_hints(setup.question, setup.scope.categories, setup.scope.schema)
             lines = op_lines_schema(setup.scope.schema, hints)
-        # Sampled greedily, a small model writes the same stream again: a retry samples more freely.
-        temperature = 0.7 if setup.constrained and n > 1 else None
+        # Sampled greedily, a small model writes the same stream (and answer) again: a retry samples more
+        # freely, in both.
+        self.temperature = RETRY_TEMPERATURE if setup.constrained and n > 1 else None
         self.generator = Generator(
-            setup.model, setup.scope, self._op, known=self.known, lines=lines, temperature=temperature
+            setup.model, setup.scope, self._op, known=self.known, lines=lines, temperature=self.temperature
         )
 
     async def _op(self, op: dict[str, JsonValue]) -> None:
@@ -247,7 +250,7 @@ class AttemptRun:
     async def _run(self, formula: Formula, plan: Plan, issues: list[Issue]) -> AttemptResult:
         setup = self.setup
         self._status("run", "started", f"running {len(plan.steps)} steps")
-        outcome = await setup.runner.run(plan, setup.run_id, setup.owner)
+        outcome = await setup.runner.run(plan, setup.run_id, setup.owner, temperature=self.temperature)
         self._status("run", outcome.status, outcome.reason)
         known = review_rules.known_data(setup.question, plan, outcome, self.known)
         signals = review_rules.review_run(setup.question, outcome, setup.scope, known)

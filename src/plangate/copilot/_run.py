@@ -40,9 +40,10 @@ class CappedModel:
     """A model whose calls write at most ``max_tokens`` tokens: the answer step of a turn needs a few
     sentences, and a small model left unbounded can ramble until its context is full."""
 
-    def __init__(self, model: Model, max_tokens: int) -> None:
+    def __init__(self, model: Model, max_tokens: int, temperature: float | None = None) -> None:
         self.inner = model
         self.max_tokens = max_tokens
+        self.temperature = temperature
 
     @property
     def name(self) -> str:
@@ -54,7 +55,8 @@ class CappedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         limit = self.max_tokens if request.max_tokens is None else min(request.max_tokens, self.max_tokens)
-        async for chunk in self.inner.stream(replace(request, max_tokens=limit)):
+        temperature = request.temperature if self.temperature is None else self.temperature
+        async for chunk in self.inner.stream(replace(request, max_tokens=limit, temperature=temperature)):
             yield chunk
 
 
@@ -194,21 +196,26 @@ class PlanRunner:
     ):
         self.store = store
         self.scope = scope
-        self.model = CappedModel(model, STEP_TOKENS_SMALL if small else STEP_TOKENS)
+        self.base = model
+        self.tokens = STEP_TOKENS_SMALL if small else STEP_TOKENS
         self.timeout = timeout
 
-    def _runner(self) -> FormulaRunner:
-        return FormulaRunner(
-            self.store, self.scope.registry, model=self.model, concurrency=4, poll_interval=0.2
-        )
+    def _runner(self, temperature: float | None) -> FormulaRunner:
+        model = CappedModel(self.base, self.tokens, temperature)
+        return FormulaRunner(self.store, self.scope.registry, model=model, concurrency=4, poll_interval=0.2)
 
     def _child(self, parent_run_id: str) -> str | None:
         page = self.store.list_runs(parent_run_id=parent_run_id, kind="formula", limit=1)
         return page.items[0].id if page.items else None
 
-    async def run(self, plan: Plan, parent_run_id: str, owner: str) -> RunOutcome:
-        """Run ``plan`` as a child of ``parent_run_id`` until it ends, fails, or runs out of time."""
-        runner = self._runner()
+    async def run(
+        self, plan: Plan, parent_run_id: str, owner: str, *, temperature: float | None = None
+    ) -> RunOutcome:
+        """Run ``plan`` as a child of ``parent_run_id`` until it ends, fails, or runs out of time.
+
+        ``temperature`` is the sampling temperature of its ``llm`` and agent steps (None: the model's own).
+        """
+        runner = self._runner(temperature)
         known_before = self._child(parent_run_id)
         try:
             async with asyncio.timeout(self.timeout):
