@@ -256,3 +256,23 @@ def test_a_model_review_that_answers_nothing_usable_changes_nothing(reply: str) 
     model = ScriptedModel([reply])
     review = Review.of([Signal(kind="leaked_markup", detail="x", severity="degraded")])
     assert asyncio.run(_review.model_review(model, QUESTION, "a", None, review, Known())) is None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Nothing beats East with 10.",
+        "None of the others come close to East's 10.",
+        "West does not have more than 10.",
+    ],
+)
+def test_an_answer_that_only_sounds_negative_is_not_a_denial(shop_scope: Scope, answer: str) -> None:
+    assert _signals(_outcome(answer=answer), shop_scope) == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["No data was found.", "The table has none for it.", "The data doesn't contain any rows for it."],
+)
+def test_answers_that_deny_the_rows_are_caught(shop_scope: Scope, answer: str) -> None:
+    assert _kinds(_signals(_outcome(answer=answer), shop_scope)) == [("answer_denies_rows", "broken")]

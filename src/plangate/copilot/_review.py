@@ -36,8 +36,8 @@ _MARKUP = re.compile(
 )
 _SHOWN = 5
 _DENIES = re.compile(
-    r"\b(no data|no rows|no results|no records|no information|not found|nothing|none for|has none|"
-    r"(does not|doesn't|do not|don't) (have|contain|hold|include))\b",
+    r"\b(no data|no rows|no results|no records|no information|not found|none for|has none|found nothing|"
+    r"(does not|doesn't|do not|don't) (have|contain|hold|include) (any )?(data|rows|records|information))\b",
     re.IGNORECASE,
 )
 

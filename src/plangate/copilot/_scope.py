@@ -52,7 +52,7 @@ class Scope:
     """What a turn may read.
 
     Attributes:
-        sources: the registry the turn's tools read (the asked source, and any others given with it).
+        sources: the registry the turn's tools read: the asked source alone.
         source: the source the question is about.
         schema: its tables, columns, keys and row counts.
         dates: the first and last date of each date column (empty when they could not be read).
@@ -170,9 +170,12 @@ def open_scope(
         dates = date_ranges(source, schema.tables, bounds)
     except DataSourceError:
         dates = []  # without dates, only the no-rows-in-range review is lost
-    tools = ToolRegistry(data_tools(registry, bounds, schemas={source.name: schema}))
+    # The turn's tools see the asked source alone: any other is outside its scope (and its schema unread).
+    scoped = DataSources()
+    scoped.add(source)
+    tools = ToolRegistry(data_tools(scoped, bounds, schemas={source.name: schema}))
     found = category_columns(source, schema.tables, bounds) if categories else []
-    return Scope(registry, source, schema, bounds, dates, tools, found)
+    return Scope(scoped, source, schema, bounds, dates, tools, found)
 
 
 __all__ = ["Scope", "ScopeError", "open_scope", "source_label"]
