@@ -28,7 +28,7 @@ from pydantic import JsonValue
 from plangate.copilot._periods import asked_period
 from plangate.models import Model
 from plangate.models._grammar import LINES, NOT_BLANK
-from plangate.tools.data import SchemaInfo, source_parameters
+from plangate.tools.data import SchemaInfo, TableInfo, source_parameters
 from plangate.tools.data.periods import Period
 from plangate.tools.data.profile import CategoryColumn
 
@@ -108,19 +108,34 @@ def _words(name: str) -> set[str]:
     return {form for word in _WORD.findall(spaced) for form in _forms(word)} - {"id"}
 
 
+_LABELS = frozenset({"name", "title", "label"})
+_TEXT = ("char", "text", "clob", "string")
+
+
+def _display_columns(table: TableInfo) -> list[str]:
+    """The columns that name a table's rows: ``name`` / ``title`` / ``label`` ones, else its first text
+    column that is no key (what a person means by "which regions")."""
+    keys = {key.column for key in table.foreign_keys}
+    plain = [c for c in table.columns if not c.primary_key and c.name not in keys]
+    labels = [c for c in plain if _words(c.name) & _LABELS]
+    texts = [c for c in plain if any(word in c.type.lower() for word in _TEXT)]
+    chosen = labels or texts[:1]
+    return [f"{table.name}.{column.name}" for column in chosen]
+
+
 def linked_columns(question: str, schema: SchemaInfo) -> list[str]:
-    """The columns a question names, directly (``channel``) or through their table (``regions``): schema
-    linking, by words (plurals folded), so a small model groups by what the question is about."""
+    """The columns a question names, directly (``channel``), or through their table (``regions``: the
+    columns that name its rows): schema linking, by words (plurals folded), so a small model groups by
+    what the question is about."""
     asked = {form for word in _WORD.findall(question.lower()) for form in _forms(word)}
     found: list[str] = []
     for table in schema.tables:
-        table_named = bool(_words(table.name) & asked)
         keys = {key.column for key in table.foreign_keys}
         for column in table.columns:
-            if column.primary_key or column.name in keys:
-                continue
-            if table_named or _words(column.name) & asked:
+            if not column.primary_key and column.name not in keys and _words(column.name) & asked:
                 found.append(f"{table.name}.{column.name}")
+        if _words(table.name) & asked:
+            found += [name for name in _display_columns(table) if name not in found]
     return found
 
 
