@@ -3,14 +3,17 @@
 For: finding the file (a path given, else ``$PLANGATE_CONFIG``, else ``./plangate.toml``), parsing it and
 validating it into a typed :class:`Config`, with every problem reported at its path
 (``mcp[0].efect_default: unknown field (did you mean 'effect_default'?)``) as a ``ConfigError``, never as a
-traceback. Not for: acting on the settings (the MCP servers start in ``tools/mcp.py``; stores open in
-``store/url.py``; models resolve in ``plangate.models``).
+traceback. Not for: acting on the settings (the command line applies them in ``cli/_loading.py``; the MCP
+servers start in ``tools/mcp.py``; stores open in ``store/url.py``; models resolve in ``plangate.models``).
 
-Example file::
+Relative paths in a file (a SQLite store, a ``tools`` file, an MCP server's working directory) are relative
+to the file's folder. Example file::
 
     model = "openai:gpt-4o-mini"
     store = "sqlite:///.plangate/plangate.db"
-    tools = ["myapp.tools:registry"]
+    tools = ["myapp.tools:registry", "tools/local.py:registry"]
+    model_timeout = 120                  # seconds a model request may wait for the server
+    mcp_timeout = 60                     # seconds an MCP tool call may take (each server may say otherwise)
 
     [[mcp]]
     name = "files"
@@ -49,12 +52,14 @@ CONFIG_FILE = "plangate.toml"
 Effect = Literal["read", "write"]
 
 ServerName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
-ToolSpec = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")]
+_TOOL_SPEC = r"^(?:[A-Za-z_][\w.]*|[^:]+\.py):[A-Za-z_][\w.]*$"
+ToolSpec = Annotated[str, StringConstraints(pattern=_TOOL_SPEC)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 _PATTERN_HELP = {
     r"^[A-Za-z0-9_-]{1,32}$": "1-32 letters, digits, '_' or '-'",
-    r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": "'module:attribute' (e.g. 'myapp.tools:registry')",
+    _TOOL_SPEC: "'module:attribute' or 'file.py:attribute' (e.g. 'myapp.tools:registry')",
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -83,7 +88,12 @@ class McpServerConfig(BaseModel):
             for consent) unless the server is known to be read-only.
         domain: the tool domain its tools join; the server's name when omitted.
         effects: tool name (as the server names it) → ``read`` or ``write``.
-        timeout: seconds one call may take before it is reported as failed; no limit when omitted.
+        timeout: seconds one call may take; when omitted, ``$PLANGATE_MCP_TIMEOUT``, else the file's
+            ``mcp_timeout``, else 60. A read that runs out of time has failed; a write has an unknown
+            outcome (it may have happened), and a person is asked.
+        cwd: the folder the server runs in; the configuration file's folder when omitted.
+        startup_timeout: seconds the server has to start and list its tools (30 when omitted; a server
+            that ``npx`` or ``uvx`` downloads on its first start may need more).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -95,7 +105,9 @@ class McpServerConfig(BaseModel):
     effect_default: Effect = "write"
     domain: ServerName | None = None
     effects: dict[str, Effect] = Field(default_factory=dict)
-    timeout: Annotated[float, Field(gt=0)] | None = None
+    timeout: Seconds | None = None
+    cwd: NonEmpty | None = None
+    startup_timeout: Seconds | None = None
 
     @property
     def tool_domain(self) -> str:
@@ -113,7 +125,11 @@ class Config(BaseModel):
     Attributes:
         model: the model to use (``openai:gpt-4o-mini``, ``local``, ...).
         store: the store URL (``sqlite:///path.db``).
-        tools: tools to import, each ``module:attribute``.
+        tools: tools to import, each ``module:attribute`` or ``file.py:attribute``.
+        model_timeout: seconds a model request may wait for the server's next bytes (the default of
+            ``$PLANGATE_MODEL_TIMEOUT``; 120 when neither says).
+        mcp_timeout: seconds an MCP tool call may take, for servers that set no ``timeout`` (60 when
+            omitted; ``$PLANGATE_MCP_TIMEOUT`` wins over it).
         mcp: MCP servers whose tools to offer.
     """
 
@@ -122,14 +138,28 @@ class Config(BaseModel):
     model: NonEmpty | None = None
     store: NonEmpty | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
+    model_timeout: Seconds | None = None
+    mcp_timeout: Seconds | None = None
     mcp: list[McpServerConfig] = Field(default_factory=list)
 
     _source: Path | None = PrivateAttr(default=None)
+    _folder: Path | None = PrivateAttr(default=None)
 
     @property
     def source(self) -> Path | None:
         """The file this configuration was read from; None for defaults or parsed text."""
         return self._source
+
+    @property
+    def folder(self) -> Path:
+        """What relative paths of the file are relative to: its folder, as it was when the file was read
+        (the working directory for defaults and parsed text)."""
+        return self._folder if self._folder is not None else Path.cwd()
+
+    def resolve(self, path: str | Path) -> Path:
+        """``path`` made absolute against :attr:`folder` (``~`` expanded; absolute paths unchanged)."""
+        target = Path(path).expanduser()
+        return target if target.is_absolute() else self.folder / target
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +229,7 @@ def load_config(path: str | Path | None = None, *, environ: Mapping[str, str] | 
         raise ConfigFileError(str(target), [], f"{target}: cannot be read: {reason}") from None
     config = parse_config(text, source=str(target))
     config._source = target
+    config._folder = target.resolve().parent
     return config
 
 

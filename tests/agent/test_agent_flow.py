@@ -168,7 +168,7 @@ def test_a_model_that_fails_mid_run_aborts_with_model_error() -> None:
     assert [r.purpose for r in model.requests] == ["execute", "execute"]  # no deliver call for an abort
     failed = of_type(runner.store.events(result.run_id), "round")[-1]
     assert failed.result == {"action": "abort", "code": "model_error"}
-    assert failed.validation["flow_reason"] == "no decision: ModelUnavailableError: HTTP 503"
+    assert failed.validation["flow_reason"] == "no decision: the model failed (ModelUnavailableError)"
 
 
 def test_a_failing_tool_is_an_observation_and_the_run_goes_on() -> None:

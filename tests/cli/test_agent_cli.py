@@ -154,9 +154,12 @@ def test_detach_prints_the_interaction_and_approve_finishes_the_run(app: typer.T
     match = re.search(r"waits on interaction (int_\S+) \(confirm\): Allow place", out)
     assert match is not None, out
     interaction = match.group(1)
-    assert f"answer with: plangate approve {interaction} --model scripted:NEXT.json  |  " in out
+    tools = f"--tools {home / 'tools.py'}:tools"
+    assert f"answer with: plangate approve {interaction} {tools} --model scripted:NEXT.json  |  " in out
 
-    code, out, err = invoke(app, "approve", interaction, "--model", rest, "--json")
+    code, out, err = invoke(
+        app, "approve", interaction, "--model", rest, "--tools", "tools.py:tools", "--json"
+    )
 
     assert (code, err) == (0, "")
     result = json.loads(out)
@@ -187,11 +190,15 @@ def test_reject_and_answer_commands_resolve_agent_runs(app: typer.Typer, home: P
     waiting = json.loads(out)
 
     code, out, _ = invoke(
-        app, "reject", waiting["interaction"]["id"], "--reason", "taken", "--model", ask, "--json"
-    )
+        app, "reject", waiting["interaction"]["id"], "--reason", "taken", "--model", ask, "--json",
+        "--tools", "tools.py:tools",
+    )  # fmt: skip
     asked = json.loads(out)
     assert code == 0 and asked["interaction"]["kind"] == "ask_user"
-    code, out, _ = invoke(app, "answer", asked["interaction"]["id"], "slot 5", "--model", end, "--json")
+    code, out, _ = invoke(
+        app, "answer", asked["interaction"]["id"], "slot 5", "--model", end, "--json",
+        "--tools", "tools.py:tools",
+    )  # fmt: skip
 
     assert code == 0 and json.loads(out)["answer"] == "Noted."
     store = SQLiteStore(home / "runs.db")

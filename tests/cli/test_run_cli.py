@@ -50,7 +50,19 @@ def test_detached_run_waits_and_approve_finishes_it(cli: CliRunner) -> None:
     status = cli.invoke(app, ["status", waiting["run_id"], "--json"])
     assert json.loads(status.output)["steps"]["approve"]["status"] == "waiting"
 
-    approved = cli.invoke(app, ["approve", interaction, "--json"])  # the run remembers its tools
+    # The run's stored tool spec is not imported: the person approving names the tools (issue 10 §6).
+    refused = cli.invoke(app, ["approve", interaction])
+    assert refused.exit_code == 2
+    assert refused.output.startswith(
+        f"error: run {waiting['run_id']!r} needs tools that are not available here: run_tests, "
+        f"build_artifact, publish (it was started with --tools {TOOLS}). Name them when you run this "
+        "command: --tools MODULE:ATTR or --tools FILE.py:ATTR, $PLANGATE_TOOLS, or tools = [...] / [[mcp]] "
+        "servers in plangate.toml; a run's stored tool specs are never imported"
+    )
+    status = cli.invoke(app, ["status", waiting["run_id"], "--json"])
+    assert json.loads(status.output)["steps"]["approve"]["status"] == "waiting"  # nothing changed
+
+    approved = cli.invoke(app, ["approve", interaction, "--json", "--tools", TOOLS])
     assert approved.exit_code == 0, approved.output
     assert json.loads(approved.output)["status"] == "completed"
 

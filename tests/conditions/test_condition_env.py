@@ -79,3 +79,30 @@ def test_env_reasons_say_set_or_not_and_the_outcome() -> None:
     }
     for expression, reason in cases.items():
         assert evaluate(expression, ctx).reason == reason
+
+
+def test_an_env_value_echoed_through_another_comparison_is_hidden_everywhere() -> None:
+    ctx = ConditionContext(
+        {
+            "s": StepState("s", "complete", {"x": SECRET, "note": f"token={SECRET};", "list": [SECRET]}),
+        },
+        env={"TOKEN": SECRET, "CI": "true"},
+    )
+    expressions = [
+        f"s.output.x == '{SECRET}'",  # a literal equal to the value, compared with something else
+        f"'{SECRET}' == 'z'",
+        f"'{SECRET}' < 'a' and env.CI",
+        "s.output.x == 'z'",  # a step output holding the value
+        "s.output.note != 'z'",  # the value inside a longer text
+        "s.output.list == 'z'",
+        f"s.output.x > 3 or '{SECRET}' == s.output.x",
+        f"children(s).count(status == '{SECRET}') > 0",
+        f"file.exists('{SECRET}/x')",
+    ]
+    for expression in expressions:
+        for result in (evaluate(expression, ctx), compile_condition(expression).explain(ctx)):
+            assert SECRET not in result.reason, expression
+            assert "***" in result.reason, expression
+    # Nothing else is hidden: a boolean true is not the string 'true' of env.CI, and other text stays.
+    assert evaluate("s.output.x == 'z'", ctx).reason == "s.output.x is '***', not 'z'"
+    assert evaluate("s.status == 'complete'", ctx).reason == "s.status is 'complete'"

@@ -109,3 +109,30 @@ def test_empty_and_nul_paths_are_refused(tree: Path) -> None:
         False,
         "file.exists('a\\0b'): the path contains a NUL character",
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../repo/go.mod",  # out to the parent, back in by name
+        "src/../../repo/go.mod",
+        "../repo/src/../go.mod",
+        "{{back}}/go.mod",
+    ],
+)
+def test_a_route_that_leaves_the_root_is_refused_even_if_it_comes_back(tree: Path, path: str) -> None:
+    result = evaluate(f"file.exists('{path}')", _ctx(tree, back="../repo"))
+    assert not result.satisfied
+    assert result.reason.endswith("is outside the allowed root")
+
+
+def test_an_absolute_route_that_leaves_the_root_and_comes_back_is_refused(tree: Path) -> None:
+    result = evaluate(f"file.exists('{tree}/../repo/go.mod')", _ctx(tree))
+    assert (result.satisfied, result.reason.endswith("is outside the allowed root")) == (False, True)
+
+
+def test_a_symlink_out_and_back_in_is_refused(tree: Path) -> None:
+    # 'up' leads out of the root to its parent; 'up/repo/go.mod' is the root's own file again.
+    os.symlink(tree.parent, tree / "up")
+    result = evaluate("file.exists('up/repo/go.mod')", _ctx(tree))
+    assert (result.satisfied, result.reason.endswith("is outside the allowed root")) == (False, True)

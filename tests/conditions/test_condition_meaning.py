@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from condition_contexts import pipeline
 
@@ -183,3 +185,30 @@ def test_the_fast_literal_test_agrees_with_typed_compare(op: str) -> None:
         check = literal_test(op, literal)
         for value in VALUES:
             assert check(value) is compare(op, value, literal), (value, op, literal)
+
+
+HUGE = 10**5000
+BIG = "1.79769313486...e+308 (an integer of 309 digits)"
+
+
+@pytest.mark.parametrize(
+    ("expression", "satisfied", "reason"),
+    [
+        ("s.output.n > 1.5", True, "s.output.n is 1e+5000 (an integer of 5,001 digits) (> 1.5)"),
+        ("s.output.n == 1.5", False, "s.output.n is 1e+5000 (an integer of 5,001 digits), not 1.5"),
+        ("s.output.n < 1.5", False, "s.output.n is 1e+5000 (an integer of 5,001 digits), not < 1.5"),
+        ("s.output.n > 1e308", True, "s.output.n is 1e+5000 (an integer of 5,001 digits) (> 1e+308)"),
+        ("s.output.m < 1.5", True, "s.output.m is -1e+5000 (an integer of 5,001 digits) (< 1.5)"),
+        ("s.output.k > 1e308", True, f"s.output.k is {BIG} (> 1e+308)"),
+        ("s.output.k == s.output.f", False, f"s.output.k is {BIG}, not s.output.f (1.7976931348623157e+308)"),
+    ],
+)
+def test_big_integers_compare_exactly_with_floats_and_say_so(
+    expression: str, satisfied: bool, reason: str
+) -> None:
+    big = int(sys.float_info.max) + 1  # one more than the largest float: not equal to it, though close
+    ctx = ConditionContext(
+        {"s": StepState("s", "complete", {"n": HUGE, "m": -HUGE, "k": big, "f": sys.float_info.max})}
+    )
+    for result in (evaluate(expression, ctx), compile_condition(expression).evaluate(ctx)):
+        assert (result.satisfied, result.reason) == (satisfied, reason)

@@ -237,7 +237,8 @@ def test_invalid_json_error_carries_the_position() -> None:
 
 
 def test_deeply_nested_json_is_a_parse_error() -> None:
-    assert parse_error("{" + '"a":{' * 100_000 + "}" * 100_001) == "decision: the JSON is nested too deeply"
+    deep = "{" + '"a":{' * 100_000 + "}" * 100_001
+    assert parse_error(deep) == "decision: the JSON nests deeper than 64 levels"
 
 
 # --- goal_check -------------------------------------------------------------------------------------------

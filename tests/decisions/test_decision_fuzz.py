@@ -1,14 +1,17 @@
 """Property tests: whatever a model writes, the parsers answer with a value or a ``DecisionParseError``.
 
 The inputs are real-shaped model outputs (decisions, plans, routes; json and tagged) with values swapped for
-other JSON types and characters deleted, inserted or cut off, plus random text and tag soup. Every choice is
-read off one flat draw of bytes, so that the CI profile's 10,000 examples stay cheap to generate.
+other JSON types and characters deleted, inserted or cut off, plus random text and tag soup; and hostile ones
+(nesting past the depth limit, NaN / Infinity, numbers out of range, a key written twice), which are refused.
+Every choice is read off one flat draw of bytes, so that the CI profile's 10,000 examples stay cheap to
+generate.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -18,8 +21,10 @@ from hypothesis import strategies as st
 from plangate.decisions import (
     DecisionParseError,
     TaggedStreamParser,
+    decode_decision,
     decode_plan,
     decode_route,
+    flatten_goal_check,
     parse_decision_json,
     parse_plan_json,
     parse_route_json,
@@ -216,3 +221,135 @@ def test_the_unmutated_outputs_are_valid(index: int) -> None:
         else "decision"
     )
     PARSERS[kind](json.dumps(output))
+
+
+# Hostile shapes: valid JSON syntax (or Python's JSON extensions) that must be refused, never crash a caller.
+HOSTILE_VALUES = ["NaN", "Infinity", "-Infinity", "1e999", "-1e400", "1" + "0" * 400, "9" * 5000]
+
+
+def nested(depth: int, kind: int) -> str:
+    """A value nested ``depth`` levels deep: arrays, objects, or both in turn."""
+    opens = ["[", '{"k":', '[{"k":'][kind % 3]
+    closes = ["]", "}", "}]"][kind % 3]
+    inner = "1" if kind % 2 else '"x"'
+    count = depth // (2 if kind % 3 == 2 else 1)
+    return opens * count + inner + closes * count
+
+
+def hostile_output(source: Bytes) -> tuple[str, str]:
+    """A real-shaped output with one value replaced by a hostile one; returns the text and what it holds."""
+    index = source.byte() % len(OUTPUTS)
+    placeholder = "__HOSTILE__"
+    output = copy.deepcopy(OUTPUTS[index])
+    path = PATHS[index][source.word() % len(PATHS[index])] or ("action",)
+    parent: object = output
+    for step in path[:-1]:
+        parent = parent[step]  # type: ignore[index]
+    parent[path[-1]] = placeholder  # type: ignore[index]
+    text = json.dumps(output)
+    kind = source.byte() % 3
+    if kind == 0:
+        value, what = nested(65 + source.word() % 3000, source.byte()), "deep"
+    elif kind == 1:
+        value, what = HOSTILE_VALUES[source.byte() % len(HOSTILE_VALUES)], "number"
+    else:
+        # The same key twice in the object that holds the replaced value.
+        key = str(path[-1]) if isinstance(path[-1], str) else "action"
+        value, what = f'1, "{key}": 2' if isinstance(path[-1], str) else f'{{"{key}": 1, "{key}": 2}}', "dup"
+    text = text.replace(f'"{placeholder}"', value, 1)
+    return (f"<decision>{text}</decision>{REPLY}" if source.byte() & 1 else text), what
+
+
+@given(st.binary(min_size=4, max_size=24))
+def test_hostile_json_is_refused_with_a_parse_error(data: bytes) -> None:
+    text, what = hostile_output(Bytes(data))
+    # Refused by the loader, before any field is read: the message names the whole output and the reason.
+    reason = {"deep": "nests deeper than 64 levels", "number": "finite number", "dup": "appears twice"}[what]
+    for parse in (parse_decision_json, parse_plan_json, parse_route_json):
+        with pytest.raises(DecisionParseError, match=reason):
+            parse(text)
+    tagged = text if text.startswith("<decision>") else f"<decision>{text}</decision>"
+    for decode in (decode_plan, decode_route, None):
+        with pytest.raises(DecisionParseError, match=reason):
+            parse_tagged(tagged) if decode is None else parse_tagged(tagged, decode)
+
+
+@pytest.mark.parametrize("depth", [65, 250, 1000, 100_000])
+@pytest.mark.parametrize("kind", range(6))
+def test_deep_nesting_anywhere_is_a_parse_error(depth: int, kind: int) -> None:
+    value = nested(depth, kind)
+    texts = [
+        f'{{"action":"done","goal_check":{value}}}',
+        f'{{"action":"continue","tool_call":{{"name":"t","arguments":{{"a":{value}}}}}}}',
+        f'{{"action":"plan_done","plan_steps":[{{"content":"a","done_when":{value}}}]}}',
+        f'{{"route":"reply","reply":{value}}}',
+    ]
+    for text in texts:
+        for parse in (parse_decision_json, parse_plan_json, parse_route_json):
+            with pytest.raises(DecisionParseError, match=r"deeper than 64 levels|expected|required"):
+                parse(text)
+        with pytest.raises(DecisionParseError):
+            parse_tagged(f"<decision>{text}</decision> hi")
+
+
+def test_the_goal_check_of_the_issue_is_a_parse_error_on_both_wires() -> None:
+    text = '{"action":"done","goal_check":' + "[" * 250 + "]" * 250 + "}"
+    with pytest.raises(DecisionParseError, match=r"^decision: the JSON nests deeper than 64 levels$"):
+        parse_decision_json(text)
+    with pytest.raises(DecisionParseError, match="deeper than 64 levels"):
+        parse_tagged(f"<decision>{text}</decision>")
+    # Handed a decoded value directly (a provider that decodes itself), the decoders refuse it too.
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(DecisionParseError, match="goal_check: the JSON nests deeper than 64 levels"):
+        flatten_goal_check(deep)
+    with pytest.raises(DecisionParseError, match="decision: the JSON nests deeper than 64 levels"):
+        decode_decision({"action": "done", "goal_check": deep})
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("NaN", "NaN is not a JSON number"),
+        ("Infinity", "Infinity is not a JSON number"),
+        ("-Infinity", "-Infinity is not a JSON number"),
+        ("1e999", "the number 1e999 is too large"),
+        ("1" + "0" * 400, "(401 digits) is too large"),
+        ("-" + "9" * 5000, "(5000 digits) is too large"),
+    ],
+)
+def test_non_finite_and_huge_numbers_are_refused(value: str, message: str) -> None:
+    for text in (
+        f'{{"action":"done","goal_check":{value}}}',
+        f'{{"action":"continue","tool_call":{{"name":"t","arguments":{{"n":[{value}]}}}}}}',
+    ):
+        with pytest.raises(DecisionParseError, match=re.escape(message)):
+            parse_decision_json(text)
+        with pytest.raises(DecisionParseError, match=re.escape(message)):
+            parse_tagged(f"<decision>{text}</decision>")
+    with pytest.raises(DecisionParseError, match="expected a finite number"):
+        decode_decision({"action": "done", "goal_check": {"n": float("nan")}})
+
+
+def test_big_but_finite_numbers_are_kept() -> None:
+    decision = parse_decision_json('{"action":"done","goal_check":{"n":1e308,"m":' + "9" * 300 + "}}")
+    assert decision.goal_check is not None and "n=1e+308" in decision.goal_check
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"action":"done","action":"abort"}',
+        '{"action":"continue","tool_call":{"name":"a","name":"b"}}',
+        '{"action":"continue","tool_call":{"name":"a","arguments":{"x":1,"x":2}}}',
+        '{"route":"reply","reply":"a","route":"plan"}',
+        '{"action":"plan_done","plan_steps":[{"content":"a","content":"b"}]}',
+    ],
+)
+def test_a_key_written_twice_is_refused(text: str) -> None:
+    parse = parse_route_json if '"route"' in text else parse_plan_json if "plan_steps" in text else None
+    with pytest.raises(DecisionParseError, match="appears twice in one object"):
+        (parse or parse_decision_json)(text)
+    with pytest.raises(DecisionParseError, match="appears twice in one object"):
+        parse_tagged(f"<decision>{text}</decision>", decode_route if '"route"' in text else decode_plan)

@@ -414,7 +414,9 @@ def test_plangate_approve_answers_the_agent_and_continues_the_formula(
     waiting = json.loads(ran.output)
     assert waiting["status"] == "waiting" and waiting["interaction"]["kind"] == "confirm"
 
-    approved = cli.invoke(app, ["approve", waiting["interaction"]["id"], "-m", f"scripted:{rest}", "--json"])
+    # The tools are named again: a run's stored tool specs are never imported.
+    approve = ["approve", waiting["interaction"]["id"], "-m", f"scripted:{rest}", "--tools", "tools.py:tools"]
+    approved = cli.invoke(app, [*approve, "--json"])
 
     assert approved.exit_code == 0, approved.output
     result = json.loads(approved.output)
@@ -481,9 +483,31 @@ def test_an_answer_that_is_not_json_fails_the_step_with_the_reason(tmp_path: Pat
     top = result.steps["top"]
     assert (result.status, top.status) == ("failed", "failed")
     assert top.reason == (
-        "llm: the answer is not JSON: Expecting value at line 1 column 1 ('Sure! East sold the most.')"
+        "llm: the answer is not usable JSON: invalid JSON at line 1 column 1: Expecting value "
+        "('Sure! East sold the most.')"
     )
     assert top.output == {"text": "Sure! East sold the most."}
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ('{"region": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests deeper than 64 levels"),
+        ('{"region": ' + "[" * 250 + "]" * 250 + "}", "nests deeper than 64 levels"),
+        ('{"region": "East", "revenue": NaN}', "NaN is not a JSON number"),
+        ('{"region": "East", "revenue": ' + "9" * 5000 + "}", "(5000 digits) is too large"),
+        ('{"region": "East", "region": "West", "revenue": 1}', "the key 'region' appears twice"),
+    ],
+)
+def test_a_hostile_json_answer_fails_the_step_and_the_run_ends(
+    tmp_path: Path, answer: str, reason: str
+) -> None:
+    result, _ = run_llm(tmp_path, answer)
+
+    top = result.steps["top"]
+    assert (result.status, top.status) == ("failed", "failed")
+    assert top.reason is not None and top.reason.startswith("llm: the answer is not usable JSON: ")
+    assert reason in top.reason
 
 
 def test_an_answer_that_does_not_fit_the_schema_fails_the_step_with_where(tmp_path: Path) -> None:

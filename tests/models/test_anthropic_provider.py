@@ -18,10 +18,12 @@ from plangate.models import (
     ModelRateLimitError,
     ModelRequest,
     ModelRequestError,
+    ModelTimeoutError,
     ModelUnavailableError,
     ResponseSchema,
     Usage,
     complete,
+    resolve_model,
 )
 from plangate.models.anthropic import AnthropicModel, split_messages
 
@@ -68,13 +70,16 @@ def text(value: str) -> dict[str, object]:
 class Server:
     """A mock Messages endpoint that records each request body and answers with a fixed response."""
 
-    def __init__(self, body: str = "", status: int = 200) -> None:
+    def __init__(self, body: str = "", status: int = 200, error: Exception | None = None) -> None:
         self.body = body
         self.status = status
+        self.error = error
         self.requests: list[httpx2.Request] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
+        if self.error is not None:
+            raise self.error
         content_type = "text/event-stream" if self.status == 200 else "application/json"
         return httpx2.Response(self.status, text=self.body, headers={"content-type": content_type})
 
@@ -245,3 +250,44 @@ def test_split_messages_keeps_only_leading_system_messages_apart() -> None:
     system, turns = split_messages([Message("user", "a"), Message("system", "b"), Message("assistant", "c")])
     assert system == ""
     assert turns == [{"role": "user", "content": "a\n\nb"}, {"role": "assistant", "content": "c"}]
+
+
+def test_a_timeout_has_a_default_ends_the_request_at_once_and_says_how_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The SDK's own default is 600 s, retried twice: a hung server held a round for half an hour.
+    model = model_for(Server())
+    assert (model.timeout, model._client.timeout, model._client.max_retries) == (120.0, 120.0, 0)
+    asyncio.run(model.aclose())
+    monkeypatch.setenv("PLANGATE_MODEL_TIMEOUT", "4")
+    server = Server(error=httpx2.ReadTimeout("slow"))
+    model = model_for(server)
+    model.max_retries = 2
+    with pytest.raises(ModelTimeoutError) as info:
+        run(model, ModelRequest("execute", CONVERSATION))
+    assert str(info.value).startswith("anthropic:claude-test: no answer from http://claude.test within 4 s")
+    assert len(server.requests) == 1
+
+
+def test_server_errors_are_retried_by_the_provider() -> None:
+    body = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}})
+    server = Server(body, status=529)
+    model = model_for(server)
+    model.max_retries = 1
+    with pytest.raises(ModelUnavailableError, match="HTTP 529"):
+        run(model, ModelRequest("execute", CONVERSATION))
+    assert len(server.requests) == 2
+
+
+def test_the_spec_sets_the_timeout_and_keeps_it_in_the_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    model = resolve_model("anthropic:claude-haiku-4-5?timeout=15")
+    assert isinstance(model, AnthropicModel)
+    assert (model.model, model.timeout, model.name) == (
+        "claude-haiku-4-5",
+        15.0,
+        "anthropic:claude-haiku-4-5?timeout=15",
+    )
+    asyncio.run(model.aclose())
+    with pytest.raises(ConfigError, match=r"unknown option 'format' \(expected timeout\)"):
+        resolve_model("anthropic:claude-haiku-4-5?format=json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 
 import httpx2
 import pytest
@@ -18,16 +19,27 @@ from plangate.models import (
     ModelRateLimitError,
     ModelRequest,
     ModelRequestError,
+    ModelTimeoutError,
     ModelUnavailableError,
     ResponseSchema,
     TextDelta,
     Usage,
     complete,
+    resolve_model,
 )
-from plangate.models.openai import OpenAIModel
+from plangate.models._requests import DEFAULT_MODEL_TIMEOUT
+from plangate.models.openai import OpenAIModel, forget_negotiated, negotiated_format
 
 KEY = "sk-test-0123456789abcdefSECRET"
 BASE = "http://llm.test/v1"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_negotiation() -> Iterator[None]:
+    """Each test starts with no format remembered for any server."""
+    forget_negotiated()
+    yield
+    forget_negotiated()
 
 
 def chunk(
@@ -161,12 +173,18 @@ def test_a_closed_schema_is_sent_as_strict() -> None:
     assert response_format["json_schema"]["strict"] is True
 
 
-def test_without_schema_support_json_mode_is_used_and_tagged_is_preferred() -> None:
+def test_without_schema_support_json_mode_is_used_with_the_schema_in_the_prompt() -> None:
+    # structured=False used to prefer the tagged wire, so a request built the runtime's way (on the model's
+    # wire) went out with no JSON mode at all, despite the docstring.
     server = Server(stream_of('{"action": "done"}'))
     model = model_for(server, structured=False)
-    assert model.wire == "tagged"
-    run(model, ask("execute", response_schema=ResponseSchema("decision", decision_json_schema())))
+    schema = decision_json_schema()
+    run(model, ask("execute", response_schema=ResponseSchema("decision", schema), wire=model.wire))
+    assert model.wire == "json"
     assert server.sent["response_format"] == {"type": "json_object"}
+    system = server.sent["messages"][0]  # type: ignore[index]
+    assert system["content"].startswith("You plan weeks.\n\nReply with one JSON object")
+    assert json.dumps(schema, separators=(",", ":")) in system["content"]
 
 
 def test_the_tagged_wire_sends_no_response_format() -> None:
@@ -228,10 +246,192 @@ def test_connection_failures_are_unavailable() -> None:
         run(model_for(server), ask())
 
 
-def test_timeouts_are_unavailable() -> None:
+def test_a_timeout_ends_the_request_at_once_and_says_how_long_it_waited() -> None:
     server = Server(error=httpx2.ReadTimeout("slow"))
-    with pytest.raises(ModelUnavailableError, match="the request timed out"):
-        run(model_for(server), ask())
+    model = model_for(server, timeout=7.5)
+    model.max_retries = 2  # a timeout is not retried, however many retries are allowed
+    with pytest.raises(ModelTimeoutError) as info:
+        run(model, ask())
+    assert str(info.value) == (
+        "openai:gpt-4o-mini: no answer from http://llm.test/v1 within 7.5 s (the timeout: ?timeout= in the "
+        "model spec, PLANGATE_MODEL_TIMEOUT or model_timeout in plangate.toml)"
+    )
+    assert isinstance(info.value, ModelUnavailableError)
+    assert len(server.requests) == 1
+
+
+def test_the_timeout_has_a_default_and_the_environment_changes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDK's own default is 600 s, and it retried a hung server twice: 30 minutes for one round.
+    model = model_for(Server())
+    assert model.timeout == DEFAULT_MODEL_TIMEOUT == 120.0
+    assert model._client.timeout == 120.0
+    assert model._client.max_retries == 0
+    asyncio.run(model.aclose())
+    monkeypatch.setenv("PLANGATE_MODEL_TIMEOUT", "9")
+    model = model_for(Server())
+    assert (model.timeout, model._client.timeout) == (9.0, 9.0)
+    asyncio.run(model.aclose())
+    monkeypatch.setenv("PLANGATE_MODEL_TIMEOUT", "soon")
+    with pytest.raises(ConfigError, match=r"^PLANGATE_MODEL_TIMEOUT='soon': expected a positive number"):
+        model_for(Server())
+
+
+def test_a_server_error_without_a_word_of_the_format_is_retried_not_negotiated() -> None:
+    server = Server(error_body("overloaded, try later"), status=503)
+    model = model_for(server)
+    model.max_retries = 2
+    schema = ResponseSchema("decision", decision_json_schema())
+    with pytest.raises(ModelUnavailableError, match="HTTP 503"):
+        run(model, ask("execute", response_schema=schema))
+    assert [sent_format(request) for request in server.requests] == ["json_schema"] * 3
+    assert negotiated_format(BASE) is None
+
+
+# -- negotiating the structured-output format --------------------------------------------------------------
+
+LLAMA_REFUSAL = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': "
+    "\"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+
+
+def sent_format(request: httpx2.Request) -> str | None:
+    """The format a request asked for: json_schema, json_object_schema, json_object or None."""
+    body = json.loads(request.content)
+    response_format = body.get("response_format")
+    if response_format is None:
+        return None
+    if response_format["type"] == "json_object" and "schema" in response_format:
+        return "json_object_schema"
+    return str(response_format["type"])
+
+
+class Picky:
+    """A compatible server that refuses the formats it does not know, as each real one words it."""
+
+    def __init__(self, accepts: set[str | None], answer: str, *, status: int = 500) -> None:
+        self.accepts = accepts
+        self.answer = answer
+        self.status = status
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if sent_format(request) not in self.accepts:
+            body = error_body(LLAMA_REFUSAL if self.status == 500 else "response_format is not supported")
+            return httpx2.Response(self.status, text=body, headers={"content-type": "application/json"})
+        headers = {"content-type": "text/event-stream"}
+        return httpx2.Response(200, text=stream_of(self.answer), headers=headers)
+
+    @property
+    def formats(self) -> list[str | None]:
+        return [sent_format(request) for request in self.requests]
+
+
+def picky_model(server: Picky, **options: object) -> OpenAIModel:
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    return OpenAIModel("smollm2", base_url=BASE, http_client=client, **options)  # type: ignore[arg-type]
+
+
+def decision_request(model: OpenAIModel) -> ModelRequest:
+    """An execute request as the runtime builds it: on the model's wire."""
+    schema = ResponseSchema("decision", decision_json_schema(["place"]))
+    return ask("execute", response_schema=schema, wire=model.wire)
+
+
+def test_llama_cpp_python_s_form_is_found_after_one_refusal_and_remembered_per_server() -> None:
+    server = Picky({"json_object_schema", "json_object"}, '{"action": "done"}')
+    model = picky_model(server)  # max_retries=2: a refused format must not be retried
+    assert model.format is None
+    completion = run(model, decision_request(model))
+    assert parse_decision_json(completion.text).action == "done"
+    assert server.formats == ["json_schema", "json_object_schema"]
+    schema_sent = json.loads(server.requests[-1].content)["response_format"]["schema"]
+    assert schema_sent == decision_json_schema(["place"])
+    assert negotiated_format(BASE) == negotiated_format(BASE + "/") == "json_object_schema"
+
+    later = picky_model(server)  # another model of the same server starts where the first ended
+    assert later.format == "json_object_schema"
+    run(later, decision_request(later))
+    assert server.formats[2:] == ["json_object_schema"]
+
+
+def test_plain_json_mode_comes_next_with_the_schema_in_the_system_message() -> None:
+    server = Picky({"json_object"}, '{"action": "done"}', status=400)
+    model = picky_model(server)
+    run(model, decision_request(model))
+    assert server.formats == ["json_schema", "json_object_schema", "json_object"]
+    content = json.loads(server.requests[-1].content)["messages"][0]["content"]
+    assert "Reply with one JSON object, and nothing else, that matches this JSON schema:" in content
+    assert negotiated_format(BASE) == "json_object"
+
+
+def test_a_server_with_no_json_mode_gets_the_tagged_wire() -> None:
+    server = Picky({None}, '<decision>{"action": "done", "reason": "all set"}</decision> Finished.')
+    model = picky_model(server)
+    assert model.wire == "json"
+    completion = run(model, decision_request(model))
+    assert server.formats == ["json_schema", "json_object_schema", "json_object", None]
+    last = json.loads(server.requests[-1].content)
+    assert "<decision>" in last["messages"][0]["content"]
+    # The caller asked on the json wire: it gets the JSON inside the tag, nothing else.
+    assert json.loads(completion.text) == {"action": "done", "reason": "all set"}
+    assert negotiated_format(BASE) == "tagged"
+
+    later = picky_model(server)  # the runtime now prompts for the tagged wire itself
+    assert (later.wire, later.format) == ("tagged", "tagged")
+    tagged = run(later, decision_request(later))
+    assert tagged.text.startswith("<decision>")
+    assert server.formats[4:] == [None]
+
+
+def test_a_pinned_format_is_never_negotiated(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = Picky({"json_object_schema"}, '{"action": "done"}')
+    model = picky_model(server, format="json_schema")
+    with pytest.raises(ModelUnavailableError) as info:
+        run(model, decision_request(model))
+    assert server.formats == ["json_schema"]  # neither retried nor stepped down
+    assert "Input should be 'text' or 'json_object'" in str(info.value)
+    assert str(info.value).endswith(
+        "(the structured-output format 'json_schema' is pinned; format=auto negotiates)"
+    )
+    assert negotiated_format(BASE) is None
+
+    monkeypatch.setenv("PLANGATE_OPENAI_FORMAT", "json_object_schema")
+    pinned = picky_model(server)
+    assert pinned.format_choice == "json_object_schema"
+    run(pinned, decision_request(pinned))
+    assert server.formats[1:] == ["json_object_schema"]
+    assert negotiated_format(BASE) is None  # pinned: nothing learnt, nothing to remember
+
+    monkeypatch.setenv("PLANGATE_OPENAI_FORMAT", "xml")
+    with pytest.raises(ConfigError, match=r"^PLANGATE_OPENAI_FORMAT='xml': expected one of auto, json_sch"):
+        picky_model(server)
+
+
+def test_a_tagged_pin_prefers_the_tagged_wire_and_sends_no_json_mode() -> None:
+    server = Picky({None}, '<decision>{"action": "done"}</decision>')
+    model = picky_model(server, format="tagged")
+    assert model.wire == "tagged"
+    assert run(model, decision_request(model)).text == '<decision>{"action": "done"}</decision>'
+    assert server.formats == [None]
+
+
+def test_the_spec_pins_the_format_and_the_timeout_and_keeps_them_in_the_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", BASE)
+    model = resolve_model("openai:qwen2.5:7b?format=json_object&timeout=30")
+    assert isinstance(model, OpenAIModel)
+    assert (model.model, model.format_choice, model.timeout) == ("qwen2.5:7b", "json_object", 30.0)
+    assert model.name == "openai:qwen2.5:7b?format=json_object&timeout=30"
+    asyncio.run(model.aclose())
+    with pytest.raises(ConfigError, match=r"unknown option 'fromat' \(expected format, timeout\)"):
+        resolve_model("openai:m?fromat=json_object")
+    with pytest.raises(ConfigError, match=r"format: expected one of auto, json_schema, json_object_schema"):
+        resolve_model("openai:m?format=yaml")
+    with pytest.raises(ConfigError, match=r"timeout: expected a number of seconds, got 'never'"):
+        resolve_model("openai:m?timeout=never")
 
 
 def test_an_error_inside_the_stream_is_a_provider_error() -> None:
@@ -246,9 +446,8 @@ def test_an_error_inside_the_stream_is_a_provider_error() -> None:
 
 def test_the_key_never_shows_in_the_repr() -> None:
     model = model_for(Server())
-    assert (
-        repr(model)
-        == "OpenAIModel(name='openai:gpt-4o-mini', base_url='http://llm.test/v1', structured=True)"
+    assert repr(model) == (
+        "OpenAIModel(name='openai:gpt-4o-mini', base_url='http://llm.test/v1', format='auto', wire='json')"
     )
     asyncio.run(model.aclose())
 

@@ -70,6 +70,28 @@ def test_redact_masks_given_secrets_and_key_shapes() -> None:
     assert redact("a skeleton key-ring", []) == "a skeleton key-ring"
 
 
+@pytest.mark.parametrize(
+    ("text", "secrets", "expected"),
+    [
+        # Too short to be a secret: nothing of the text is touched.
+        ("the text of the context", ["x"], "the text of the context"),
+        ("expected text, got next", ["x", "t", "ex"], "expected text, got next"),
+        ("key 1234567 rejected", ["1234567"], "key 1234567 rejected"),
+        # Long enough, as a whole token only: never the middle of another word.
+        ("key hunter22 rejected", ["hunter22"], "key [redacted] rejected"),
+        ("key=hunter22; xhunter22 hunter22x", ["hunter22"], "key=[redacted]; xhunter22 hunter22x"),
+        ('{"key": "hunter22"}', ["hunter22"], '{"key": "[redacted]"}'),
+        ("Bearer abcdefgh.", ["abcdefgh", None, ""], "Bearer [redacted]."),
+        # The longer of two overlapping secrets goes whole.
+        ("use abcdefgh-ijkl", ["abcdefgh", "abcdefgh-ijkl"], "use [redacted]"),
+    ],
+)
+def test_redact_masks_only_secrets_long_enough_as_whole_tokens(
+    text: str, secrets: list[str | None], expected: str
+) -> None:
+    assert redact(text, secrets) == expected
+
+
 def test_server_detail_reads_common_error_bodies() -> None:
     assert server_detail({"error": {"message": "bad"}}, "fallback") == "bad"
     assert server_detail({"type": "error", "error": {"type": "x", "message": "worse"}}, "f") == "worse"

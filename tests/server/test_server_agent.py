@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +14,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from server_helpers import idle, parse_sse, wait_until
 
-from plangate.models import ModelRequest, ScriptedModel
+from plangate.agent import _execute
+from plangate.models import ModelRequest, ModelUnavailableError, ScriptedModel
 from plangate.store import Store
 from plangate.tools import ToolRegistry, tool
 
@@ -206,3 +208,70 @@ def test_a_running_agent_run_is_recovered_by_the_next_server(
     run = store.get_run(run_id)
     assert run.status == "completed"
     assert len(starts) == 2
+
+
+def test_a_recovered_run_whose_phase_raises_ends_aborted_and_its_stream_ends(
+    make_app: Callable[..., FastAPI], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    starts: list[int] = []
+
+    @tool
+    async def survey() -> str:
+        """Look at every room (slow)."""
+        starts.append(1)
+        while not release.is_set():  # noqa: ASYNC110  (set by the test's thread; see hold_tools)
+            await asyncio.sleep(0.005)
+        return "surveyed all rooms"
+
+    registry = ToolRegistry([survey])
+    try:
+        app = make_app(auth=False, tools=registry, model=ScriptedModel([_call("survey")]))
+        with TestClient(app) as first:
+            run_id = first.post(
+                "/v1/runs", json={"kind": "agent", "prompt": "survey", "mode": "react"}
+            ).json()["run"]["id"]
+            wait_until(lambda: len(starts) == 1, what="the survey to start")
+        assert store.get_run(run_id).status == "running"
+        release.set()
+
+        def explode(text: str, wire: str) -> object:
+            raise RecursionError("maximum recursion depth exceeded in /opt/models/decoder.py")
+
+        # The recovered run's next round fails inside the runtime, as a decoder bug would.
+        monkeypatch.setattr(_execute, "read_decision", explode)
+        model = ScriptedModel([_done("Done.")] * 3)
+        with TestClient(make_app(auth=False, tools=registry, model=model)) as second:
+            idle(second, run_id)
+            shown = second.get(f"/v1/runs/{run_id}").json()["run"]
+            messages = parse_sse(second.get(f"/v1/runs/{run_id}/events").text)
+    finally:
+        release.set()
+    assert shown["status"] == "aborted"
+    assert (shown["outcome"]["code"], shown["outcome"]["stage"]) == ("internal_error", "execute")
+    assert "internal_reason" not in shown["outcome"] and "/opt/models" not in json.dumps(shown)
+    assert (messages[-2].event, messages[-1].event) == ("outcome", "end")
+    assert all("/opt/models" not in message.data for message in messages)
+    assert store.get_run(run_id).outcome["internal_reason"].startswith("RecursionError")  # type: ignore[index]
+
+
+def test_a_model_servers_own_error_stays_in_the_store_and_the_log(
+    make_app: Callable[..., FastAPI], store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream = "openai:qwen: HTTP 500, the provider is unavailable: cannot mmap /srv/models/qwen-7b.gguf"
+    failures = [ModelUnavailableError(upstream, provider="openai:qwen", status=500)] * 2
+    with caplog.at_level(logging.INFO), TestClient(_app(make_app, Rooms(), failures)) as client:
+        run_id = client.post("/v1/runs", json={"kind": "agent", "prompt": "Book it"}).json()["run"]["id"]
+        idle(client, run_id)
+        shown = json.dumps(client.get(f"/v1/runs/{run_id}").json())
+        listed = json.dumps(client.get("/v1/runs").json())
+        page = json.dumps(client.get(f"/v1/runs/{run_id}/events", params={"format": "json"}).json())
+        stream = client.get(f"/v1/runs/{run_id}/events").text
+
+    run = store.get_run(run_id)
+    assert run.status == "aborted" and run.outcome is not None and run.outcome["code"] == "model_error"
+    assert "/srv/models/qwen-7b.gguf" in str(run.outcome["internal_reason"])  # kept where it belongs
+    assert "/srv/models/qwen-7b.gguf" in caplog.text
+    for text in (shown, listed, page, stream):
+        assert "/srv/models" not in text and "cannot mmap" not in text and "internal_reason" not in text
+    assert '"code":"model_error"' in stream.replace(" ", "")

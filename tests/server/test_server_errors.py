@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plangate.models import ModelUnavailableError, ScriptedModel
 from plangate.store import Store
 
 LIMIT = 1024
@@ -145,3 +149,68 @@ def test_no_json_body_makes_the_server_fail(client: TestClient, body: Any, targe
     assert response.status_code < 500, response.text
     if response.status_code >= 400:
         assert response.json()["status"] == response.status_code
+
+
+def _formulas(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "broken.formula.toml").write_text('formula = "broken"\n[[steps]]\nid = "a"\nnope = 1\n')
+    child = 'formula = "child"\nextends = ["missing"]\n[[steps]]\nid = "a"\n'
+    (folder / "child.formula.toml").write_text(child)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "says"),
+    [
+        ("post", "/v1/runs", {"kind": "formula", "formula": "nowhere"}, 422, "'nowhere' not found in"),
+        ("post", "/v1/runs", {"kind": "formula", "formula": "broken"}, 422, "broken.formula.toml: unknown"),
+        ("post", "/v1/runs", {"kind": "formula", "formula": "child"}, 422, "'missing' not found in"),
+        ("post", "/v1/formulas/check", {"formula": "nowhere"}, 200, "formula 'nowhere' not found in"),
+        ("post", "/v1/formulas/check", {"formula": "broken"}, 200, "broken.formula.toml: unknown field"),
+        ("post", "/v1/formulas/check", {"source": 'formula = "x"\nextends = ["broken"]\n'}, 200, "unknown"),
+        ("get", "/v1/formulas", None, 200, "unknown field"),
+    ],
+)
+def test_responses_never_show_the_formula_directory_or_the_server_home(
+    make_app: Callable[..., FastAPI],
+    workdir: Path,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    status: int,
+    says: str,
+) -> None:
+    folder = _formulas(workdir / "secret-place" / "formulas")
+    with TestClient(make_app(auth=False, search_paths=[folder])) as client, caplog.at_level(logging.INFO):
+        response = client.get(path) if body is None else getattr(client, method)(path, json=body)
+
+    assert response.status_code == status
+    text = response.text
+    assert says in text  # the message still tells what is wrong, and which file
+    for private in (str(workdir), str(folder), str(Path.home())):
+        assert private not in text
+    if status == 422:
+        assert str(folder) in caplog.text  # the whole message, paths included, is in the log
+
+
+def test_a_formula_steps_reason_shows_no_path_of_a_model_server(
+    make_app: Callable[..., FastAPI], workdir: Path
+) -> None:
+    folder = workdir / "formulas"
+    folder.mkdir()
+    text = 'formula = "ask"\n[[steps]]\nid = "q"\nllm = { prompt = "Hi?" }\n'
+    (folder / "ask.formula.toml").write_text(text)
+    upstream = "openai:q: HTTP 500, the provider is unavailable: cannot open /srv/models/weights/qwen.gguf"
+    model = ScriptedModel([ModelUnavailableError(upstream, provider="openai:q", status=500)])
+    with TestClient(make_app(auth=False, search_paths=[folder], model=model)) as client:
+        run_id = client.post("/v1/runs", json={"kind": "formula", "formula": "ask"}).json()["run"]["id"]
+        client.portal.call(client.app.state.services.supervisor.wait_idle, run_id)
+        shown = client.get(f"/v1/runs/{run_id}").json()
+        stream = client.get(f"/v1/runs/{run_id}/events").text
+
+    (step,) = shown["steps"]
+    assert step["status"] == "failed"
+    assert "…/qwen.gguf" in step["reason"]  # which file, still
+    for text in (json.dumps(shown), stream):
+        assert "/srv/models" not in text

@@ -8,7 +8,9 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -17,7 +19,7 @@ from store_backends import Backend
 
 from plangate.errors import StaleInteraction
 from plangate.events import SpeakEvent
-from plangate.store import Interaction, Store
+from plangate.store import Interaction, SQLiteStore, Store
 
 THREADS = 6
 TRANSACTIONS = 25
@@ -259,3 +261,41 @@ def test_a_process_killed_inside_a_transaction_loses_only_that_transaction(share
             assert tx.append(SpeakEvent(text="after the crash")).seq == 2
     finally:
         store.close()
+
+
+_HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+"""
+
+
+def test_a_write_waiting_on_another_process_lock_holds_up_no_reader(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = SQLiteStore(path, busy_timeout=10)
+    run = store.create_run("agent", "a", {})
+    hold = 2.0
+    command = [sys.executable, "-c", _HOLD_LOCK, str(path), str(hold)]
+    locker = subprocess.Popen(command, stdout=subprocess.PIPE)
+    try:
+        assert locker.stdout is not None and locker.stdout.readline() == b"locked\n"
+        writer = threading.Thread(target=lambda: store.create_run("agent", "b", {}))
+        writer.start()  # waits for the other process's lock, inside the store
+        time.sleep(0.2)
+        assert writer.is_alive()
+        started = time.monotonic()
+        found = store.get_run(run.id)  # another thread only reads
+        took = time.monotonic() - started
+        writer.join(timeout=hold * 4)
+    finally:
+        locker.kill()
+        locker.wait(timeout=10)
+        assert locker.stdout is not None
+        locker.stdout.close()
+        store.close()
+    assert found.id == run.id
+    # Compared with the lock it did not wait for (it read at once; the writer waited the rest of the 2 s).
+    assert took < hold / 4, f"the read waited {took:.3f} s behind the blocked write"

@@ -1,9 +1,10 @@
 """A small MCP server for the tests, run over stdio as ``python mcp_echo_server.py``.
 
 Its tools: ``echo`` (a read), ``add_note`` (a write whose count proves the session lives across calls),
-``notes.count`` (a name plangate must rewrite), ``stats`` (structured output), ``fail`` (an error result)
-and ``exit_now`` (the server dies mid-call). With ``MCP_ECHO_PIDFILE`` set, it writes its process id
-there, so a test can check that it was stopped and reaped.
+``notes.count`` (a name plangate must rewrite), ``stats`` (structured output), ``fail`` (an error result),
+``exit_now`` (the server dies mid-call) and ``stall`` (no answer for as long as asked). With
+``MCP_ECHO_PIDFILE`` set, it writes its process id there, so a test can check that it was stopped and
+reaped.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -58,6 +60,13 @@ def fail(reason: str) -> str:
 def exit_now() -> str:
     """End the server process at once, without answering."""
     os._exit(1)
+
+
+@server.tool()
+async def stall(seconds: float) -> str:
+    """Answer only after the given number of seconds."""
+    await anyio.sleep(seconds)
+    return f"answered after {seconds} s"
 
 
 if __name__ == "__main__":

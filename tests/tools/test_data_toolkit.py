@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -122,8 +123,67 @@ def test_size_limit_is_reported(shop_db: Path) -> None:
 def test_time_limit_is_reported(shop_db: Path) -> None:
     result = query(registry_for(shop_db, QueryLimits(timeout_s=0.05)), INFINITE)
     assert (result.status, result.error_code) == ("failed", "query_timeout")
-    assert result.error_message == "query stopped after 0.05 s"
-    assert result.observation == "query stopped after 0.05 s: simplify it, filter earlier or aggregate"
+    assert result.error_message == "query stopped after 0.05 s (limit: time)"
+    assert result.observation == (
+        "query stopped after 0.05 s (limit: time): simplify it, filter earlier or aggregate"
+    )
+    assert result.data == {"limit": "time", "timeout_s": 0.05}
+
+
+# One call of printf builds a billion characters (seconds of work in one virtual-machine instruction, where
+# no progress handler runs); fourteen of them ran 45 s under a 30 s limit and reported success.
+SLOW_PRINTF = "SELECT " + ", ".join(["length(printf('%.*c', 1000000000, 'x'))"] * 14)
+
+
+def test_the_time_limit_holds_even_inside_one_long_function_call(shop_db: Path) -> None:
+    limit = 1.0
+    started = time.monotonic()
+    result = query(registry_for(shop_db, QueryLimits(timeout_s=limit)), SLOW_PRINTF)
+    took = time.monotonic() - started
+
+    assert (result.status, result.error_code) == ("failed", "query_timeout")
+    assert result.data == {"limit": "time", "timeout_s": limit}
+    assert "(limit: time)" in result.observation
+    # Stopped near the limit: one printf call alone takes longer than the slack allowed here.
+    assert took < limit + 1.0, f"the query answered after {took:.2f} s under a {limit:g} s limit"
+
+
+def test_a_value_over_the_size_limit_is_clipped_with_a_note(shop_db: Path) -> None:
+    sql = "SELECT printf('%.*c', 2000000, 'x') AS big, printf('%05d', 42) AS small, printf(NULL) AS none"
+    result = query(registry_for(shop_db), sql)
+
+    assert result.status == "done"
+    assert result.observation.splitlines()[1] == "NULL | 00042 | NULL"
+    last = result.observation.splitlines()[-1]
+    assert last == "(1 row; 1 value over the 1 MB value limit clipped (shown as NULL))"
+    assert result.summary == "1 row (clipped)"
+    assert isinstance(result.data, dict)
+    assert (result.data["clipped"], result.data["clipped_values"]) == (True, 1)
+
+
+def test_a_value_under_the_size_limit_is_not_clipped(shop_db: Path) -> None:
+    result = query(registry_for(shop_db), "SELECT length(printf('%.*c', 500000, 'x')) AS n")
+    assert result.observation.splitlines()[1:] == ["500000", "(1 row)"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT value FROM json_each('[3, 1, 2]') ORDER BY value", ["1", "2", "3"]),
+        ("SELECT key FROM json_tree('{\"a\": {\"b\": 1}}') WHERE key IS NOT NULL", ["a", "b"]),
+        (
+            "SELECT o.order_id, j.value FROM orders AS o, json_each(json_array(o.order_id, 0)) AS j "
+            "WHERE o.order_id = 1 ORDER BY j.value",
+            ["1 | 0", "1 | 1"],
+        ),
+    ],
+)
+def test_json_table_functions_work_on_the_read_only_connection(
+    shop_db: Path, sql: str, expected: list[str]
+) -> None:
+    result = query(registry_for(shop_db), sql)
+    assert result.status == "done", result.observation
+    assert result.observation.splitlines()[1:-1] == expected
 
 
 def test_database_errors_are_failed_results(shop_db: Path) -> None:
@@ -158,7 +218,7 @@ def test_a_huge_single_value_is_stopped_by_the_engine(shop_db: Path) -> None:
     sql = "SELECT length(hex(hex(hex(printf('%.*c', 20000, 'x')))))"
     result = query(registry_for(shop_db, QueryLimits(max_bytes=1_000)), sql)
     assert (result.status, result.error_code) == ("failed", "sql_error")
-    assert result.observation.endswith("string or blob too big")
+    assert result.observation.endswith("string or blob too big (a value over the 65,536-byte limit)")
 
 
 def test_schema_text_is_clipped_at_the_size_limit(shop_db: Path) -> None:

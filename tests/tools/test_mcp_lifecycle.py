@@ -16,7 +16,7 @@ import plangate.tools.mcp
 from plangate.config import Config, McpServerConfig
 from plangate.errors import ConfigError, ToolError
 from plangate.tools import ToolRegistry, ToolResult
-from plangate.tools.mcp import McpServerError, McpServers
+from plangate.tools.mcp import McpServerError, McpServers, McpServersThread
 
 SERVER = str(Path(__file__).with_name("mcp_echo_server.py"))
 
@@ -164,24 +164,112 @@ def test_an_effect_override_for_a_tool_the_server_lacks_is_a_config_error(
 
 @pytest.mark.slow
 @needs_proc
-def test_a_server_that_dies_mid_call_is_reported_and_still_closes_cleanly(
+def test_a_write_cut_off_by_the_server_s_death_has_an_unknown_outcome_and_the_server_still_closes(
     tmp_path: Path, errlog: TextIO
 ) -> None:
     pidfile = tmp_path / "pid"
+    notes = echo_server("notes", pidfile, effects={"echo": "read"})  # exit_now stays a write
 
     async def run() -> tuple[ToolResult, ToolResult]:
-        async with McpServers([echo_server("notes", pidfile)], errlog=errlog) as servers:
+        async with McpServers([notes], errlog=errlog) as servers:
             registry = ToolRegistry(servers.tools())
             died = await registry.call("notes_exit_now", {})
             return died, await registry.call("notes_echo", {"text": "anyone?"})
 
     before = children()
     died, after = asyncio.run(run())
-    for result in (died, after):
-        assert (result.status, result.error_code) == ("failed", "mcp_server_down")
-        assert result.error_message == (
-            "MCP server 'notes' closed the connection (it may have exited): Connection closed"
-        )
+    # The write was sent and its answer lost: it may have happened. Recording it as failed would invite a
+    # second, blind attempt.
+    assert (died.status, died.error_code, died.outcome_unknown) == ("failed", "outcome_unknown", True)
+    assert died.error_message == (
+        "MCP server 'notes' closed the connection (it may have exited): Connection closed"
+    )
+    assert "may or may not have happened" in died.observation
+    # A read cut off, or a call to a server already gone, simply failed.
+    assert (after.status, after.error_code, after.outcome_unknown) == ("failed", "mcp_server_down", False)
+    assert reaped(pidfile)
+    assert children() == before
+
+
+@pytest.mark.slow
+@needs_proc
+def test_a_read_cut_off_by_the_server_s_death_failed(tmp_path: Path, errlog: TextIO) -> None:
+    notes = echo_server("notes", tmp_path / "pid", effect_default="read")
+
+    async def run() -> ToolResult:
+        async with McpServers([notes], errlog=errlog) as servers:
+            return await ToolRegistry(servers.tools()).call("notes_exit_now", {})
+
+    died = asyncio.run(run())
+    assert (died.status, died.error_code) == ("failed", "mcp_server_down")
+    assert died.error_message == (
+        "MCP server 'notes' closed the connection (it may have exited): Connection closed"
+    )
+
+
+@pytest.mark.slow
+@needs_proc
+def test_a_call_that_runs_out_of_time_failed_for_a_read_and_is_unknown_for_a_write(
+    tmp_path: Path, errlog: TextIO
+) -> None:
+    notes = echo_server("notes", tmp_path / "pid", timeout=0.5, effects={"echo": "read"})
+    config = Config(mcp=[notes.model_copy(update={"name": "slow", "effects": {"stall": "read"}})])
+
+    async def run() -> tuple[ToolResult, ToolResult, ToolResult]:
+        async with (
+            McpServers([notes], errlog=errlog) as servers,
+            McpServers(config, call_timeout=0.5, errlog=errlog) as reads,
+        ):
+            writes = ToolRegistry(servers.tools())
+            cut = await writes.call("notes_stall", {"seconds": 30})
+            answered = await writes.call("notes_echo", {"text": "still here"})
+            read = await ToolRegistry(reads.tools()).call("slow_stall", {"seconds": 30})
+            return cut, answered, read
+
+    cut, answered, read = asyncio.run(run())
+    assert cut.error_code == "outcome_unknown"
+    assert cut.error_message == "MCP server 'notes' gave no answer within 0.5 s"
+    assert answered.observation == "still here"  # the session outlives a call that ran out of time
+    assert read.error_code == "mcp_timeout"
+    assert read.error_message == "MCP server 'slow' gave no answer within 0.5 s"
+
+
+def test_calls_have_a_default_time_limit_that_the_environment_and_the_file_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: no limit at all, so a hung server held the run forever.
+    pidfile = tmp_path / "pid"
+    monkeypatch.delenv("PLANGATE_MCP_TIMEOUT", raising=False)
+
+    def limits(servers: McpServers) -> list[float]:
+        return [server.timeout for server in servers._servers]
+
+    assert plangate.tools.mcp.CALL_TIMEOUT == 60.0
+    assert limits(McpServers([echo_server("a", pidfile)])) == [60.0]
+    configured = Config(
+        mcp_timeout=12, mcp=[echo_server("a", pidfile), echo_server("b", pidfile, timeout=3)]
+    )
+    assert limits(McpServers(configured)) == [12.0, 3.0]
+    monkeypatch.setenv("PLANGATE_MCP_TIMEOUT", "7")
+    assert limits(McpServers(configured)) == [7.0, 3.0]
+    monkeypatch.setenv("PLANGATE_MCP_TIMEOUT", "never")
+    with pytest.raises(ConfigError, match=r"^PLANGATE_MCP_TIMEOUT='never': expected a positive number"):
+        McpServers(configured)
+
+
+@pytest.mark.slow
+@needs_proc
+def test_servers_on_their_own_thread_serve_calls_from_one_event_loop_after_another(
+    tmp_path: Path, errlog: TextIO
+) -> None:
+    pidfile = tmp_path / "pid"
+    before = children()
+    with McpServersThread([echo_server("notes", pidfile)], errlog=errlog) as servers:
+        registry = ToolRegistry(servers.tools())
+        # Each asyncio.run is a new loop, as each step of a command-line run is.
+        first = asyncio.run(registry.call("notes_add_note", {"note": "one"}))
+        second = asyncio.run(registry.call("notes_add_note", {"note": "two"}))
+    assert (first.observation, second.observation) == ("1 notes: one", "2 notes: one, two")
     assert reaped(pidfile)
     assert children() == before
 

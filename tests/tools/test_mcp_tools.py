@@ -20,7 +20,7 @@ NOTES = McpServerConfig(name="notes", command=sys.executable, args=[SERVER], eff
 QUIET = McpServerConfig(
     name="quiet", command=sys.executable, args=[SERVER], effect_default="read", domain="chat"
 )
-TOOLS = ["echo", "add_note", "notes_count", "stats", "fail", "exit_now"]
+TOOLS = ["echo", "add_note", "notes_count", "stats", "fail", "exit_now", "stall"]
 
 
 class Running:

@@ -130,6 +130,10 @@ def test_hostile_queries_with_the_guard_bypassed_still_change_nothing(
         ("SELECT zeroblob(10)", "not authorized"),
         ("SELECT * FROM pragma_table_info('orders')", "not authorized"),
         ("SELECT 1; DELETE FROM orders", "one statement at a time"),
+        # Naming a JSON table function lets its schema bookkeeping through, and nothing else.
+        ("DELETE FROM orders WHERE order_id IN (SELECT value FROM json_each('[1]'))", "not authorized"),
+        ("UPDATE sqlite_master SET sql = '' WHERE name IN (SELECT key FROM json_tree('[1]'))", "may not"),
+        ("INSERT INTO regions SELECT value, 'x', 'y' FROM json_each('[9]')", "not authorized"),
     ],
 )
 def test_the_read_only_connection_refuses_writes_on_its_own(shop_copy: Path, sql: str, message: str) -> None:

@@ -192,3 +192,19 @@ def test_with_core_tools_alone_there_are_no_meta_tools() -> None:
     toolset = Toolset(ToolRegistry([now]))
     assert toolset.active_names() == ["now"]
     assert not toolset.is_active(ADD_TOOL) and not toolset.is_active(REMOVE_TOOL)
+
+
+def test_a_meta_tool_called_when_no_domain_exists_is_not_suggested_as_itself() -> None:
+    # With core tools only, the meta tools are not offered; the correction used to read
+    # "unknown tool 'context_tools_add' (did you mean 'context_tools_add'?)".
+    toolset = Toolset(ToolRegistry([now]))
+    assert toolset.active_names() == ["now"]
+    correction = toolset.correction_for("context_tools_add")
+    assert correction == (
+        "'context_tools_add' is not available: there is no tool domain to activate or remove, every tool is "
+        "active already (active tools: now)"
+    )
+    result = asyncio.run(toolset.call("context_tools_add", {"domain": "schedule"}))
+    assert (result.status, result.error_code, result.observation) == ("blocked", "unknown_tool", correction)
+    # A near miss of a meta tool is not pointed at a tool that is not offered either.
+    assert toolset.correction_for("context_tools_ad") == "unknown tool 'context_tools_ad' (active tools: now)"

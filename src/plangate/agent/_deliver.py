@@ -9,6 +9,7 @@ Not for: deciding the outcome (the phase that ended the run did).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from plangate.agent._batch import Batch
@@ -21,6 +22,8 @@ from plangate.events import OutcomeEvent, SpeakEvent
 
 if TYPE_CHECKING:
     from plangate.agent.loop import RunLoop
+
+logger = logging.getLogger(__name__)
 
 
 async def run_deliver(loop: RunLoop) -> None:
@@ -39,6 +42,11 @@ async def run_deliver(loop: RunLoop) -> None:
         answer = await _summary(loop, outcome)
     state.answer = answer
     state.phase = "done"
+    if outcome.internal_reason:
+        # The store keeps it too; neither the answer nor an API response ever shows it.
+        logger.info(
+            "run %s ended %s (%s): %s", loop.run_id, outcome.status, outcome.code, outcome.internal_reason
+        )
     event = OutcomeEvent(
         status=outcome.status,
         stage=outcome.stage,
@@ -46,7 +54,7 @@ async def run_deliver(loop: RunLoop) -> None:
         user_message=outcome.user_message,
         internal_reason=outcome.internal_reason,
     )
-    loop.commit(Batch([SpeakEvent(text=answer), event], status=outcome.status))
+    await loop.commit(Batch([SpeakEvent(text=answer), event], status=outcome.status))
 
 
 async def _summary(loop: RunLoop, outcome: Outcome) -> str:

@@ -103,12 +103,14 @@ async def run_round(loop: RunLoop) -> None:
     )
     if answer.failure is not None:
         outcome = model_failed("execute", answer.failure)
+        # The provider's own words stay in the outcome's internal_reason (the store and the log): they can
+        # name the model server's files, and the round event is shown to clients.
         no_decision = RoundValidation(
-            flow_passed=False, flow_reason=f"no decision: {outcome.internal_reason}"
+            flow_passed=False, flow_reason=f"no decision: the model failed ({type(answer.failure).__name__})"
         )
         current.record({}, no_decision, {"action": "abort", "code": outcome.code})
         loop.end(outcome)
-        loop.commit(batch)
+        await loop.commit(batch)
         return
     try:
         decision, visible = read_decision(answer.text, loop.model.wire)
@@ -116,7 +118,7 @@ async def run_round(loop: RunLoop) -> None:
         message = str(exc)
         current.record({}, malformed(message), {"action": "correction", "code": "malformed_output"})
         loop.correct(batch, "malformed_output", message, "execute")
-        loop.commit(batch)
+        await loop.commit(batch)
         return
     facts = Facts(
         plan_length=len(state.plan) if state.plan else None,
@@ -141,12 +143,12 @@ async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str
         if verdict.code == "stalled" and stall is not None:
             loop.state.stall = stall.model_copy(update={"warned": True})
         loop.correct(batch, verdict.code, verdict.message, "execute")
-        loop.commit(batch)
+        await loop.commit(batch)
         return
     if verdict.act == "stalled":
         current.record(record, verdict.validation, {"action": "abort", "code": "stalled"})
         loop.end(stalled(verdict.message))
-        loop.commit(batch)
+        await loop.commit(batch)
         return
     loop.state.corrections = 0
     if speak:
@@ -155,7 +157,7 @@ async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str
         await _tool_round(current, record, verdict, verdict.call)
         return
     current.record(record, verdict.validation, _plain_act(current, decision, verdict, speak))
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 def _plain_act(current: _Round, decision: Decision, verdict: Verdict, speak: str) -> JsonObject:
@@ -208,7 +210,7 @@ async def _tool_round(current: _Round, record: JsonObject, verdict: Verdict, too
         asked = InteractionTool(name=tool.name, arguments=arguments, arguments_digest=tool_call.digest)
         batch.question = Question("confirm", "consent", consent_prompt(tool_call), state.step_index, asked)
         batch.status = "waiting"
-        loop.commit(batch)
+        await loop.commit(batch)
         return
     if tool.effect == "write":
         # Only reachable with always_execute: exactly-once still holds, through an intent of its own.
@@ -223,7 +225,7 @@ async def _tool_round(current: _Round, record: JsonObject, verdict: Verdict, too
         )
         batch.intent = inflight
         state.inflight = inflight
-        loop.commit(batch)
+        await loop.commit(batch)
         await _writes.execute(loop)
         return
     outcome = await tool.invoke(arguments)
@@ -249,7 +251,7 @@ async def _tool_round(current: _Round, record: JsonObject, verdict: Verdict, too
         ToolCallEvent(call_id=call_id, tool=tool.name, arguments=arguments, step_id=current.step_id)
     )
     batch.events.append(result_event(call_id, tool.name, outcome, current.step_id))
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 def next_stall(stall: Stall | None, key: str, outcome: ToolResult) -> Stall:

@@ -124,7 +124,7 @@ async def apply(loop: RunLoop, resolution: Resolution, edited: JsonObject | None
     if waiting.purpose == "consent" and not isinstance(resolution, Reject):
         arguments = edited if edited is not None else dict(waiting.arguments or {})
         _start_write(loop, batch, waiting, arguments)
-        loop.commit(batch)
+        await loop.commit(batch)
         await _writes.execute(loop)
         return
     if waiting.purpose == "consent":
@@ -133,7 +133,7 @@ async def apply(loop: RunLoop, resolution: Resolution, edited: JsonObject | None
         _plan_answered(loop, batch, resolution)
     else:
         _answered(loop, batch, waiting, resolution)
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 def _start_write(loop: RunLoop, batch: Batch, waiting: Waiting, arguments: JsonObject) -> None:

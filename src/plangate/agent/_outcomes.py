@@ -1,8 +1,9 @@
 """The endings the runtime decides on its own, with the words the person reads.
 
 For: one place for every outcome that is not the model's choice (the budget ran out, corrections ran out, a
-stall, a model that failed), so their codes and messages stay consistent between the loop, the phases and
-the tests. Not for: announcing an outcome (``_deliver.py``) or the model's own ``done`` / ``abort``.
+stall, a model that failed, the runtime's own failure), so their codes and messages stay consistent between
+the loop, the phases and the tests. Not for: announcing an outcome (``_deliver.py``) or the model's own
+``done`` / ``abort``.
 """
 
 from __future__ import annotations
@@ -59,4 +60,34 @@ def model_failed(stage: str, failure: Exception) -> Outcome:
     )
 
 
-__all__ = ["MAX_CORRECTIONS", "corrections_exhausted", "exhausted", "model_failed", "stalled"]
+def internal_error(stage: str, failure: Exception, unsettled_write: str | None = None) -> Outcome:
+    """The runtime itself failed in ``stage``: the run ends instead of staying ``running`` forever.
+
+    The exception goes to ``internal_reason`` (the store and the log) only; the person reads that the run
+    stopped, and, when a write had started without its result being recorded, that it may have happened.
+    """
+    message = "An internal error stopped the run; nothing more was done."
+    if unsettled_write is not None:
+        message += f" The call {unsettled_write} had started and may or may not have happened: please check."
+    reason = f"{type(failure).__name__}: {failure}"
+    return Outcome(
+        status="aborted",
+        stage=stage,
+        code="internal_error",
+        user_message=message,
+        internal_reason=reason[:_MAX_REASON],
+    )
+
+
+# An exception's text can be as long as the hostile value that caused it; the store keeps a bounded part.
+_MAX_REASON = 2000
+
+
+__all__ = [
+    "MAX_CORRECTIONS",
+    "corrections_exhausted",
+    "exhausted",
+    "internal_error",
+    "model_failed",
+    "stalled",
+]

@@ -33,14 +33,14 @@ async def run_plan(loop: RunLoop) -> None:
     )
     if answer.failure is not None:
         loop.end(model_failed("plan", answer.failure))
-        loop.commit(Batch())
+        await loop.commit(Batch())
         return
     batch = Batch()
     try:
         output = read_plan(answer.text, loop.model.wire)
     except DecisionParseError as exc:
         loop.correct(batch, "malformed_plan", str(exc), "plan")
-        loop.commit(batch)
+        await loop.commit(batch)
         return
     loop.state.corrections = 0
     if output.action == "plan_done":
@@ -52,7 +52,7 @@ async def run_plan(loop: RunLoop) -> None:
         batch.status = "waiting"
     else:
         batch.events.append(StatusEvent(stage="plan", code="continue", text=output.reason or ""))
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 def _accept(loop: RunLoop, output: PlanOutput, batch: Batch) -> None:

@@ -7,6 +7,7 @@ not consume a round of the budget. Not for: ``mode="plan"`` / ``"react"`` runs, 
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from plangate.agent._batch import Batch
@@ -18,6 +19,8 @@ from plangate.events import StatusEvent
 if TYPE_CHECKING:
     from plangate.agent.loop import RunLoop
 
+logger = logging.getLogger(__name__)
+
 
 async def run_route(loop: RunLoop) -> None:
     """Pick the run's path and commit it."""
@@ -25,7 +28,11 @@ async def run_route(loop: RunLoop) -> None:
     route = None if answer.failure is not None else read_route(answer.text)
     state = loop.state
     if route is None:
-        why = f"the model failed: {answer.failure}" if answer.failure else "the route could not be read"
+        why = "the route could not be read"
+        if answer.failure is not None:
+            # The provider's own words go to the log only: they can name the model server's files.
+            logger.warning("run %s: the route call failed: %s", loop.run_id, answer.failure)
+            why = f"the model failed ({type(answer.failure).__name__})"
         event = StatusEvent(stage="route", code="plan", text=f"planning, since {why}")
         state.phase = "plan"
     elif route.route == "reply":
@@ -36,7 +43,7 @@ async def run_route(loop: RunLoop) -> None:
         text = "planning first" if route.route == "plan" else "acting step by step, without a plan"
         event = StatusEvent(stage="route", code=route.route, text=text)
         state.phase = route.route
-    loop.commit(Batch([event]))
+    await loop.commit(Batch([event]))
 
 
 __all__ = ["run_route"]

@@ -7,19 +7,22 @@ receipt, clearing ``inflight``, in one transaction. If the process dies in betwe
 finds ``inflight`` set and calls ``recover``, which never re-runs the write blindly: the tool's
 ``reconcile(key)`` says whether it happened (its earlier ``ToolResult``) or not (``None``: it runs now, under
 the same key); a tool without ``reconcile`` (or one whose ``reconcile`` fails) marks the step
-``outcome_unknown`` and asks a person. Not for: deciding that a write may run (``_validate``,
-``_interactions``).
+``outcome_unknown`` and asks a person. A write that comes back cut off (``ToolResult.outcome_unknown``:
+its MCP server died or ran out of time after the call was sent) is treated the same way, at once: its
+intent stays open and a person is asked whether it happened. Not for: deciding that a write may run
+(``_validate``, ``_interactions``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from plangate.agent._batch import Batch, Question, WriteDone, result_event
 from plangate.agent._state import InflightWrite
-from plangate.events import InteractionTool, StatusEvent
+from plangate.events import Event, InteractionTool, StatusEvent
 from plangate.tools import ToolResult
 
 if TYPE_CHECKING:
@@ -33,10 +36,18 @@ async def execute(loop: RunLoop) -> None:
         return
     tool = loop.toolset.registry.get(inflight.tool)
     outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
-    finish(loop, inflight, outcome)
+    if outcome.outcome_unknown:
+        why = outcome.error_message or "the call was cut off"
+        step_id = str(inflight.step_index) if loop.state.plan else None
+        event = result_event(inflight.key, inflight.tool, outcome, step_id)
+        await _ask_a_person(loop, inflight, why, cut_off=True, events=[event])
+        return
+    await finish(loop, inflight, outcome)
 
 
-def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None) -> None:
+async def finish(
+    loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None
+) -> None:
     """Commit the write's receipt (and its ``tool_result`` event), clearing ``inflight``."""
     batch = batch if batch is not None else Batch()
     loop.state.inflight = None
@@ -46,7 +57,7 @@ def finish(loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: B
     step_id = str(inflight.step_index) if loop.state.plan else None
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))
     batch.status = "running"
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 async def recover(loop: RunLoop) -> None:
@@ -58,45 +69,56 @@ async def recover(loop: RunLoop) -> None:
     if intent is not None and intent.status == "done":
         # The receipt and the snapshot commit together, so this means the snapshot is behind the store.
         loop.state.inflight = None
-        loop.commit(Batch([StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")]))
+        settled = StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")
+        await loop.commit(Batch([settled]))
         return
     tool = loop.toolset.registry.get(inflight.tool)
     if tool.reconcile is None:
-        _ask_a_person(loop, inflight, "the tool has no reconcile hook")
+        await _ask_a_person(loop, inflight, "the tool has no reconcile hook")
         return
     try:
         found = await asyncio.to_thread(tool.reconcile, inflight.key)
     except Exception as exc:
-        _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
+        await _ask_a_person(loop, inflight, f"its reconcile hook failed: {type(exc).__name__}: {exc}")
         return
     if found is None:
         note = f"{inflight.tool} left no trace before the restart; running it now, under the same key"
-        loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
+        await loop.commit(Batch([StatusEvent(stage="execute", code="not_run", text=note)]))
         await execute(loop)
         return
     if not isinstance(found, ToolResult):
-        _ask_a_person(
+        await _ask_a_person(
             loop, inflight, f"its reconcile hook returned a {type(found).__name__}, not a ToolResult"
         )
         return
     note = f"{inflight.tool} had already run before the restart; its result was reconciled"
-    finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
+    await finish(loop, inflight, found, Batch([StatusEvent(stage="execute", code="reconciled", text=note)]))
 
 
-def _ask_a_person(loop: RunLoop, inflight: InflightWrite, why: str) -> None:
+async def _ask_a_person(
+    loop: RunLoop,
+    inflight: InflightWrite,
+    why: str,
+    *,
+    cut_off: bool = False,
+    events: Sequence[Event] = (),
+) -> None:
     arguments = json.dumps(inflight.arguments, ensure_ascii=False, sort_keys=True)
+    lost = (
+        f"its answer was lost ({why})" if cut_off else "the run stopped before its result was recorded"
+    )
     prompt = (
-        f"The approved call {inflight.tool} with {arguments} started, but the run stopped before its result "
-        "was recorded, so it may or may not have happened. Please check, and tell me whether it did."
+        f"The approved call {inflight.tool} with {arguments} started, but {lost}, so it may or may not have "
+        "happened. Please check, and tell me whether it did."
     )
     loop.state.inflight = None
     tool = InteractionTool(name=inflight.tool, arguments=inflight.arguments, arguments_digest=inflight.digest)
     batch = Batch(
-        [StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
+        [*events, StatusEvent(stage="execute", code="outcome_unknown", text=f"{inflight.tool}: {why}")],
         question=Question("ask_user", "outcome_unknown", prompt, inflight.step_index, tool, inflight.key),
         status="waiting",
     )
-    loop.commit(batch)
+    await loop.commit(batch)
 
 
 __all__ = ["execute", "finish", "recover"]

@@ -8,12 +8,19 @@ the live run and a resumed one see the same past. Also ``load_loop``, which rebu
 with only the run id. Not for: the public API (``agent.py``) or any phase's logic.
 
 Suspending is not an exception: a phase that opens an interaction sets ``state.waiting`` and commits the
-``waiting`` status, and ``advance`` returns. Nothing in the loop catches a failure of the store: a run whose
-store fails stops, with its last committed step intact.
+``waiting`` status, and ``advance`` returns. Nothing in the loop catches a failure of the store (a run whose
+store fails stops, with its last committed step intact, and is resumed later) or a ``UserError`` (a stale
+interaction, a model that cannot be built here: the caller fixes it, nothing changed). Any other exception
+escaping a phase is the runtime's own failure: the run goes back to its last committed state and ends
+``aborted`` with code ``internal_error`` (the exception in ``internal_reason`` and the log), so it never
+stays ``running`` to fail again on every recovery.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -21,17 +28,19 @@ from plangate.agent import _deliver, _execute, _plan, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._compact import Meter, MeteredModel
 from plangate.agent._context import View, catalogue_text
-from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted
+from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.result import Outcome, RunResult
-from plangate.errors import ConfigError, InteractionError, StoreError
+from plangate.errors import ConfigError, InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
 from plangate.models import Model
 from plangate.store import Interaction, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
 Node = Callable[["RunLoop"], Coroutine[Any, Any, None]]
+
+logger = logging.getLogger(__name__)
 
 
 class RunLoop:
@@ -101,19 +110,50 @@ class RunLoop:
         """Run phases until the run ends or waits on a person; returns where it stands."""
         if self._fresh:
             self._fresh = False
-            self.commit(Batch([StatusEvent(stage=self.state.phase, code="started")], status="running"))
+            await self.commit(Batch([StatusEvent(stage=self.state.phase, code="started")], status="running"))
+        failed = False
         while self.state.phase != "done" and self.state.waiting is None:
-            if self.state.inflight is not None:
-                await _writes.recover(self)
-                continue
-            node = _NODES.get(self.state.phase)
-            if node is None:
-                raise StoreError(
-                    f"run {self.run_id!r} is in phase {self.state.phase!r} with no open interaction; "
-                    "expected one to wait on (the snapshot is inconsistent)"
-                )
-            await node(self)
+            stage = self.state.phase
+            try:
+                await self._step()
+            except (UserError, StoreError):
+                raise
+            except Exception as exc:
+                if failed:
+                    # Ending the run failed as well: nothing more can be recorded safely.
+                    raise
+                failed = True
+                self._fail(stage, exc)
         return self.result()
+
+    async def _step(self) -> None:
+        if self.state.inflight is not None:
+            await _writes.recover(self)
+            return
+        node = _NODES.get(self.state.phase)
+        if node is None:
+            raise StoreError(
+                f"run {self.run_id!r} is in phase {self.state.phase!r} with no open interaction; "
+                "expected one to wait on (the snapshot is inconsistent)"
+            )
+        await node(self)
+
+    def _fail(self, stage: str, failure: Exception) -> None:
+        """End the run after ``failure`` escaped a phase: back to the last commit, then ``internal_error``.
+
+        What the phase changed in memory before it failed was never committed, and may be half done; the
+        closing commit must not store it.
+        """
+        logger.error("run %s failed in its %s phase", self.run_id, stage, exc_info=failure)
+        snapshot = self.store.get_snapshot(self.run_id)
+        if snapshot is not None:
+            self.state = AgentState.from_snapshot(snapshot)
+        if self.state.phase == "done" or self.state.waiting is not None:
+            return  # the failure came after the commit that ended or suspended the run
+        inflight = self.state.inflight
+        # The write's intent stays in the store without a receipt: the outcome says it may have happened.
+        self.state.inflight = None
+        self.end(internal_error(stage, failure, None if inflight is None else inflight.tool))
 
     def result(self) -> RunResult:
         """Where the run stands now, as ``RunResult``."""
@@ -171,12 +211,29 @@ class RunLoop:
 
     # -- committing ---------------------------------------------------------------------------------------
 
-    def commit(self, batch: Batch) -> list[Event]:
+    async def commit(self, batch: Batch) -> list[Event]:
         """Write ``batch`` and the current state in one transaction, then fold its events in memory.
+
+        The commit runs in a worker thread: a store that waits on another process's write lock (up to its
+        busy timeout) must not stop the event loop, which serves other runs and their streams. Cancelled
+        meanwhile, it still waits for the commit to finish (then raises ``CancelledError``): whoever stopped
+        the run's task must never see a commit of that task land afterwards.
 
         Raises:
             StaleInteraction: the batch resolves an interaction someone else resolved first; nothing changed.
         """
+        work = asyncio.ensure_future(asyncio.to_thread(self._commit, batch))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({work})
+            if not work.cancelled():
+                work.exception()  # retrieved: the cancellation is what the caller hears
+            raise
+
+    def _commit(self, batch: Batch) -> list[Event]:
         state = self.state
         with self.store.transaction(self.run_id) as tx:
             if batch.resolve is not None:

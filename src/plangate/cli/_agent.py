@@ -23,13 +23,14 @@ from rich.prompt import Prompt
 from plangate.agent import Agent, Mode, RunResult
 from plangate.cli._console import fail, out, print_json
 from plangate.cli._loading import (
+    ConfigOpt,
     StoreOpt,
     ToolsOpt,
+    config_hint,
     model_from,
-    run_tool_specs,
+    project_tools,
     store_from,
     tool_specs,
-    tools_from,
 )
 from plangate.errors import InteractionError, StaleInteraction, UserError
 from plangate.events import (
@@ -50,7 +51,6 @@ from plangate.events import (
 )
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.store import Commit, Interaction, LeaseBook, Store
-from plangate.tools import ToolRegistry
 
 MODEL_ENV = "PLANGATE_MODEL"
 
@@ -244,14 +244,13 @@ def answer_commands(interaction: Interaction, hint: str = "") -> str:
     )
 
 
-def _tools_of(store: Store, run_id: str, tools: list[str] | None) -> ToolRegistry:
-    """The tools given on the command line, else the ones the run was started with."""
-    specs = tool_specs(tools)
-    return tools_from(specs or run_tool_specs(store, run_id))
-
-
-def _hint(store: str | None, model: str | None) -> str:
+def command_hint(store: str | None, tools: list[str] | None, model: str | None = None) -> str:
+    """The options a command printed for later needs to find this run again: the store, the config, the
+    tools named on this command line (a run's stored specs are never imported), a scripted model."""
     parts = [f"--store {store}"] if store else []
+    if config_hint():
+        parts.append(config_hint())
+    parts.extend(f"--tools {spec}" for spec in tool_specs(tools))
     if model and model.startswith("scripted:"):
         parts.append("--model scripted:NEXT.json")
     return " ".join(parts)
@@ -282,6 +281,7 @@ def agent_command(
     ] = None,
     store: StoreOpt = None,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed."""
     if mode not in ("auto", "plan", "react"):
@@ -290,22 +290,22 @@ def agent_command(
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
     try:
         chosen_model = model_from(model)
-        specs = tool_specs(tools)
-        runner = Agent(
-            model=chosen_model,
-            tools=tools_from(specs),
-            tool_specs=specs,
-            store=store_from(store),
-            max_rounds=max_rounds,
-            mode=chosen,
-            always_execute=always_execute,
-        )
-        with _Printer(runner.store) if not json else nullcontext():
-            result = drive(runner, runner.run(prompt), ask_here=ask_here)
+        with project_tools(tools) as loaded:
+            runner = Agent(
+                model=chosen_model,
+                tools=loaded.registry,
+                tool_specs=loaded.specs,
+                store=store_from(store),
+                max_rounds=max_rounds,
+                mode=chosen,
+                always_execute=always_execute,
+            )
+            with _Printer(runner.store) if not json else nullcontext():
+                result = drive(runner, runner.run(prompt), ask_here=ask_here)
     except UserError as exc:
         fail(str(exc))
         return
-    report(result, json, _hint(store, model or chosen_model.name))
+    report(result, json, command_hint(store, tools, model or chosen_model.name))
 
 
 def resolve(
@@ -318,20 +318,33 @@ def resolve(
     json: bool,
     store_url: str | None = None,
 ) -> None:
-    """Resolve an agent run's interaction from the command line and continue the run here."""
-    runner = Agent(model=model, tools=_tools_of(store, interaction.run_id, tools), store=store)
-    with _Printer(store) if not json else nullcontext():
-        work = runner.resume_async(interaction.run_id, interaction.id, resolution, by="cli")
-        result = asyncio.run(_leased(store, interaction.run_id, work))
-    report(result, json, _hint(store_url, model))
+    """Resolve an agent run's interaction from the command line and continue the run here.
+
+    The run's tools come from this command (``--tools``, ``plangate.toml``), never from what it stored.
+    """
+    with project_tools(tools, run=(store, interaction.run_id)) as loaded:
+        runner = Agent(model=model, tools=loaded.registry, store=store)
+        with _Printer(store) if not json else nullcontext():
+            work = runner.resume_async(interaction.run_id, interaction.id, resolution, by="cli")
+            result = asyncio.run(_leased(store, interaction.run_id, work))
+    report(result, json, command_hint(store_url, tools, model))
 
 
-def resume(store: Store, run_id: str, *, tools: list[str] | None, model: str | None, json: bool) -> None:
+def resume(
+    store: Store,
+    run_id: str,
+    *,
+    tools: list[str] | None,
+    model: str | None,
+    json: bool,
+    store_url: str | None = None,
+) -> None:
     """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
-    runner = Agent(model=model, tools=_tools_of(store, run_id, tools), store=store)
-    with _Printer(store) if not json else nullcontext():
-        result = asyncio.run(_leased(store, run_id, runner.resume_async(run_id)))
-    report(result, json)
+    with project_tools(tools, run=(store, run_id)) as loaded:
+        runner = Agent(model=model, tools=loaded.registry, store=store)
+        with _Printer(store) if not json else nullcontext():
+            result = asyncio.run(_leased(store, run_id, runner.resume_async(run_id)))
+    report(result, json, command_hint(store_url, tools, model))
 
 
 async def _leased(store: Store, run_id: str, work: Coroutine[Any, Any, RunResult]) -> RunResult:
@@ -348,6 +361,7 @@ __all__ = [
     "agent_command",
     "answer_commands",
     "ask",
+    "command_hint",
     "drive",
     "event_line",
     "register",

@@ -27,13 +27,13 @@ from rich.table import Table
 from plangate.cli import _agent
 from plangate.cli._console import err, fail, out, parse_vars, print_json
 from plangate.cli._loading import (
+    ConfigOpt,
     StoreOpt,
     ToolsOpt,
     model_from,
-    run_tool_specs,
+    project_tools,
+    step_model,
     store_from,
-    tool_specs,
-    tools_from,
 )
 from plangate.errors import UserError
 from plangate.events import (
@@ -179,7 +179,7 @@ def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool
     return result
 
 
-def _report(result: RunResult, json: bool) -> None:
+def _report(result: RunResult, json: bool, hint: str = "") -> None:
     if json:
         print_json(
             {
@@ -201,6 +201,7 @@ def _report(result: RunResult, json: bool) -> None:
                 f"waiting on interaction [bold]{result.interaction.id}[/]: "
                 f"{escape(result.interaction.prompt)}\n"
                 f"  answer with: plangate approve|reject|answer {result.interaction.id}"
+                + (f" {escape(hint)}" if hint else "")
             )
     if result.status == "failed":
         raise typer.Exit(1)
@@ -214,6 +215,7 @@ InteractiveOpt = Annotated[
 ]
 
 
+@contextmanager
 def _runner_for(
     store: str | None,
     tools: list[str] | None,
@@ -221,15 +223,14 @@ def _runner_for(
     run_id: str | None = None,
     interaction_id: str | None = None,
     model: str | None = None,
-) -> FormulaRunner:
-    """A runner for an existing run: the tools given, else the ones the run was started with."""
+) -> Iterator[FormulaRunner]:
+    """A runner for an existing run, with the tools this command names (``--tools``, ``plangate.toml``):
+    never the ones its stored input names; missing ones are an error that says which."""
     opened = store_from(store)
-    specs = tool_specs(tools)
-    if not specs:
-        if run_id is None and interaction_id is not None:
-            run_id = opened.get_interaction(interaction_id).run_id
-        specs = run_tool_specs(opened, run_id) if run_id is not None else []
-    return FormulaRunner(opened, tools_from(specs), tool_specs=specs, model=model)
+    if run_id is None and interaction_id is not None:
+        run_id = opened.get_interaction(interaction_id).run_id
+    with project_tools(tools, run=(opened, run_id) if run_id is not None else None) as loaded:
+        yield FormulaRunner(opened, loaded.registry, tool_specs=loaded.specs, model=step_model(model))
 
 
 def _root(store: Store, run_id: str) -> str:
@@ -260,24 +261,29 @@ def run_command(
     json: JsonOpt = False,
     model: StepModelOpt = None,
     yes: YesOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Run a formula: live progress, and questions asked here when a person is needed (a write step asks
     for consent to its exact call first, unless the step says consent = "auto" or --yes is given)."""
     try:
-        specs = tool_specs(tools)
-        runner = FormulaRunner(
-            store_from(store), tools_from(specs), search_paths=path, tool_specs=specs, model=model
-        )
-        plan = runner.plan(name, parse_vars(var))
-        if not json:
-            _say_step_model(plan, model)
-        with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
-            first = runner.start(plan, always_execute=yes)
-            result = _drive(runner, first, detach=detach, interactive=interactive)
+        with project_tools(tools) as loaded:
+            runner = FormulaRunner(
+                store_from(store),
+                loaded.registry,
+                search_paths=path,
+                tool_specs=loaded.specs,
+                model=step_model(model),
+            )
+            plan = runner.plan(name, parse_vars(var))
+            if not json:
+                _say_step_model(plan, model)
+            with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
+                first = runner.start(plan, always_execute=yes)
+                result = _drive(runner, first, detach=detach, interactive=interactive)
     except UserError as exc:
         fail(str(exc))
         return
-    _report(result, json)
+    _report(result, json, _agent.command_hint(store, tools))
 
 
 def _say_step_model(plan: Plan, model: str | None) -> None:
@@ -297,6 +303,7 @@ def resume_command(
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
     model: StepModelOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Continue a run from its last committed transition (after a crash, or once a person answered).
 
@@ -305,22 +312,23 @@ def resume_command(
         opened = store_from(store)
         found = opened.get_run(run_id)
         if found.kind == "agent" and found.parent_run_id is None:
-            _agent.resume(opened, run_id, tools=tools, model=model, json=json)
+            _agent.resume(opened, run_id, tools=tools, model=model, json=json, store_url=store)
             return
         run_id = _root(opened, run_id)  # an agent step's agent, or a sub-run, continues with its formula
-        runner = _runner_for(store, tools, run_id=run_id, model=model)
-        with _Progress(runner.store) if not json else nullcontext():
-            result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
+        with _runner_for(store, tools, run_id=run_id, model=model) as runner:
+            with _Progress(runner.store) if not json else nullcontext():
+                result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
     except UserError as exc:
         fail(str(exc))
         return
-    _report(result, json)
+    _report(result, json, _agent.command_hint(store, tools))
 
 
 def status_command(
     run_id: Annotated[str, typer.Argument(help="The run to show.")],
     store: StoreOpt = None,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Show a run: its status and each step's state with the reason."""
     try:
@@ -357,6 +365,7 @@ def runs_command(
     limit: Annotated[int, typer.Option(help="At most this many.")] = 20,
     store: StoreOpt = None,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """List runs, newest first."""
     try:
@@ -402,6 +411,7 @@ def events_command(
     ] = False,
     store: StoreOpt = None,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Print a run's events (one JSON object per line with --json)."""
     try:
@@ -443,16 +453,16 @@ def _resolve(
             )
             return
         # a formula's own question, or one of its agent steps' (that agent continues as it is answered)
-        runner = _runner_for(store, tools, interaction_id=interaction_id, model=model)
-        root = _root(runner.store, runner.resolve(interaction_id, resolution, by="cli"))
-        if not resume:
-            out.print(f"resolved {interaction_id}; run {root} continues with: plangate resume {root}")
-            return
-        result = asyncio.run(runner.resume(root))
+        with _runner_for(store, tools, interaction_id=interaction_id, model=model) as runner:
+            root = _root(runner.store, runner.resolve(interaction_id, resolution, by="cli"))
+            if not resume:
+                out.print(f"resolved {interaction_id}; run {root} continues with: plangate resume {root}")
+                return
+            result = asyncio.run(runner.resume(root))
     except UserError as exc:
         fail(str(exc))
         return
-    _report(result, json)
+    _report(result, json, _agent.command_hint(store, tools))
 
 
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue the run here afterwards.")]
@@ -475,6 +485,7 @@ def approve_command(
     resume: ResumeOpt = True,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Approve an open interaction (a consent request or an approval gate)."""
     _resolve(interaction, Approve(), store, tools, resume, json, model)
@@ -488,6 +499,7 @@ def reject_command(
     resume: ResumeOpt = True,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Reject an open interaction, with a reason."""
     _resolve(interaction, Reject(reason=reason), store, tools, resume, json, model)
@@ -501,6 +513,7 @@ def answer_command(
     resume: ResumeOpt = True,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Answer an open question."""
     _resolve(interaction, Answer(text=text), store, tools, resume, json, model)
@@ -514,6 +527,7 @@ def complete_command(
     store: StoreOpt = None,
     resume: ResumeOpt = True,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Complete a manual step with an output, then continue the run."""
     try:
@@ -525,22 +539,23 @@ def complete_command(
         fail(f"--output: expected a JSON object, got {type(value).__name__}")
         return
     try:
-        runner = _runner_for(store, tools, run_id=run_id)
-        runner.complete_step(run_id, step, value)
-        if not resume:
-            out.print(f"completed {step}; continue with: plangate resume {run_id}")
-            return
-        result = asyncio.run(runner.resume(run_id))
+        with _runner_for(store, tools, run_id=run_id) as runner:
+            runner.complete_step(run_id, step, value)
+            if not resume:
+                out.print(f"completed {step}; continue with: plangate resume {run_id}")
+                return
+            result = asyncio.run(runner.resume(run_id))
     except UserError as exc:
         fail(str(exc))
         return
-    _report(result, json)
+    _report(result, json, _agent.command_hint(store, tools))
 
 
 def cancel_command(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     reason: Annotated[str, typer.Option(help="Why.")] = "cancelled from the command line",
     store: StoreOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Cancel a run that has not ended."""
     try:

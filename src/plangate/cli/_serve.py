@@ -1,6 +1,7 @@
 """``plangate serve`` and ``plangate token create | list | revoke``.
 
-For: starting the HTTP API under uvicorn with the project's store, tools and formulas, and managing the
+For: starting the HTTP API under uvicorn with the project's store, tools (``--tools``, ``plangate.toml``'s
+``tools`` and ``[[mcp]]`` servers, which run as long as the server does) and formulas, and managing the
 bearer tokens it accepts. A token is printed once, when it is made; only its hash is stored. Not for: the
 API itself (``plangate.server``).
 """
@@ -17,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import StoreOpt, ToolsOpt, model_from, store_from, tool_specs, tools_from
+from plangate.cli._loading import ConfigOpt, StoreOpt, ToolsOpt, model_from, project_tools, store_from
 from plangate.errors import UserError
 from plangate.server.tokens import PEPPER_ENV, hash_token, new_token, pepper_from_env
 
@@ -56,6 +57,7 @@ def serve_command(
         typer.Option("--no-auth", help="Accept requests without a token, all as owner 'local' (dev only)."),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    config: ConfigOpt = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools."""
     try:
@@ -66,29 +68,28 @@ def serve_command(
         fail('plangate serve needs the server extra: pip install "plangate[server]"')
         return
     try:
-        specs = tool_specs(tools)
-        opened = store_from(store)
-        application = create_app(
-            opened,
-            tools_from(specs),
-            auth=not no_auth,
-            search_paths=path or (),
-            tool_specs=specs,
-            model=model_from(model, of="model of agent runs"),
-        )
+        with project_tools(tools) as loaded:
+            opened = store_from(store)
+            try:
+                application = create_app(
+                    opened,
+                    loaded.registry,
+                    auth=not no_auth,
+                    search_paths=path or (),
+                    tool_specs=loaded.specs,
+                    model=model_from(model, of="model of agent runs"),
+                )
+                if no_auth:
+                    exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
+                    err.print(
+                        "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
+                        f"{escape(exposed)}; use it for local development only"
+                    )
+                uvicorn.run(application, host=host, port=port, log_level=log_level)
+            finally:
+                opened.close()
     except UserError as exc:
         fail(str(exc))
-        return
-    if no_auth:
-        exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
-        err.print(
-            "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
-            f"{escape(exposed)}; use it for local development only"
-        )
-    try:
-        uvicorn.run(application, host=host, port=port, log_level=log_level)
-    finally:
-        opened.close()
 
 
 def token_create(
@@ -96,6 +97,7 @@ def token_create(
     name: Annotated[str, typer.Option(help="A label to tell your tokens apart (laptop, ci).")] = "",
     store: StoreOpt = None,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Make a bearer token for OWNER and print it (once: only its hash is kept)."""
     if not owner.strip():
@@ -124,6 +126,7 @@ def token_list(
     owner: Annotated[str | None, typer.Option(help="Only this owner's tokens.")] = None,
     store: StoreOpt = None,
     json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """List tokens: ids, owners, names and whether they still work (never the tokens themselves)."""
     try:
@@ -146,6 +149,7 @@ def token_revoke(
         str, typer.Argument(help="The token's id (tok_…), as `plangate token list` shows it.")
     ],
     store: StoreOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
     """Revoke a token: requests made with it are refused from now on."""
     try:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from plangate import __version__
 from plangate.cli import _agent, _ask, _conditions, _formula, _runs, _serve
 from plangate.cli._console import err
+from plangate.cli._loading import ConfigOpt, start_invocation
 from plangate.errors import UserError
 
 app = typer.Typer(
@@ -30,12 +31,22 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
     ] = False,
+    config: ConfigOpt = None,
 ) -> None:
-    """plangate: plan, act only with consent, prove each step."""
+    """plangate: plan, act only with consent, prove each step.
+
+    Every command reads plangate.toml (its model, store, tools and MCP servers) from --config, given here or
+    to the command, else $PLANGATE_CONFIG, else the working directory.
+    """
+    # A fresh start for each invocation, and nothing left behind after it (tests run many in one
+    # process); a command's own --config is parsed after this and wins.
+    start_invocation(config)
+    ctx.call_on_close(start_invocation)
 
 
 _conditions.register(app)

@@ -28,7 +28,7 @@ from plangate.conditions._runtime import (
     redacted_source,
     show,
 )
-from plangate.conditions.context import ConditionContext, env_lookup
+from plangate.conditions.context import ConditionContext, default_env, env_lookup
 
 Fact = tuple[bool, str]
 Shown = tuple[object, str]
@@ -41,13 +41,23 @@ _NOUNS = {
 
 
 def explain(tree: ast.Expr, ctx: ConditionContext) -> Fact:
-    """The verdict of ``tree`` against ``ctx`` and the reason for it. Never raises."""
+    """The verdict of ``tree`` against ``ctx`` and the reason for it. Never raises.
+
+    No value of the environment the condition may read appears in the reason, wherever it would come from
+    (a step's output, a literal compared with something else): see ``ast.hiding``.
+    """
     try:
-        return why(tree, ctx, None)
+        with ast.hiding(_environment_values(ctx)):
+            return why(tree, ctx, None)
     except Unsatisfied as stop:
         return False, stop.reason
     except Exception as exc:  # a context that is not shaped like a ConditionContext
         return False, f"could not evaluate the condition ({type(exc).__name__})"
+
+
+def _environment_values(ctx: ConditionContext) -> list[str]:
+    env = ctx.env if ctx.env is not None else default_env()
+    return [value for value in env.values() if isinstance(value, str)]
 
 
 def why(node: ast.Expr, ctx: ConditionContext, focus: Focus) -> Fact:

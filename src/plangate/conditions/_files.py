@@ -1,7 +1,8 @@
 """``file.exists``: substitute ``{{var}}``, confine the path to the context's root, test for existence.
 
-The confinement is the point of this module: a path that leaves the root, lexically (``..``, an absolute path
-elsewhere) or through a symlink, is refused without looking at what it points to. It never reads, creates or
+The confinement is the point of this module: a path whose route leaves the root, lexically (``..``, an
+absolute path elsewhere) or through a symlink, is refused without looking at what it points to, even when
+the route would come back into the root. It never reads, creates or
 follows anything outside the root, and it is not a general path utility.
 """
 
@@ -54,17 +55,43 @@ def _substitute(template: str, variables: Mapping[str, str], call: str) -> str:
 
 
 def _confined(relative: str, root: Path, call: str) -> str:
-    """The real path of ``relative`` under ``root``, refusing any way out of the root."""
+    """The real path of ``relative`` under ``root``, refusing any way out of the root.
+
+    The path is followed one part at a time from the root, and refused as soon as its route leaves the
+    root, even if it would come back (``../root/ok.txt``, a symlink out and back in): a ``..`` above the
+    root, or a part whose real path (symlinks followed) is not under the root's. An absolute path must
+    start with the root itself, written as given or as its real path.
+    """
     base = os.path.realpath(root)
-    joined = os.path.join(base, relative)  # an absolute ``relative`` replaces ``base`` here
     refused = Unsatisfied(f"{call}: {quote(relative)} is outside the allowed root")
-    # Lexical check first, so '..' is refused even when the parent directory does not exist.
-    if not _within(os.path.normpath(joined), base):
+    parts = _route(relative, [os.path.abspath(root), base])
+    if parts is None:
         raise refused
-    real = os.path.realpath(joined)
-    if not _within(real, base):
-        raise refused
-    return real
+    current, depth = base, 0
+    for part in parts:
+        if part in ("", "."):
+            continue
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            raise refused
+        current = os.path.join(current, part)
+        if not _within(os.path.realpath(current), base):
+            raise refused
+    return os.path.realpath(current)
+
+
+def _route(path: str, roots: list[str]) -> list[str] | None:
+    """The parts of ``path`` below the root: all of them for a relative path; for an absolute one, those
+    after a leading root (``None`` when it does not start with one, part by part)."""
+    parts = path.split(os.sep)
+    if not os.path.isabs(path):
+        return parts
+    for root in roots:
+        prefix = [part for part in root.split(os.sep) if part]
+        given = [part for part in parts if part]
+        if given[: len(prefix)] == prefix:
+            return given[len(prefix) :]
+    return None
 
 
 def _within(path: str, base: str) -> bool:

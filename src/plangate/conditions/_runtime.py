@@ -302,10 +302,45 @@ def count_status(ctx: ConditionContext, status: str) -> int:
 
 def show(value: object) -> str:
     """Show a value the way the language writes it, shortened for a one-line reason."""
-    text = _show(value, _SHOW_DEPTH)
+    try:
+        text = _show(value, _SHOW_DEPTH)
+    except (ValueError, OverflowError, RecursionError):  # a value no display can spell: say what it is
+        text = f"<a {kind_of(value)}>"
     if len(text) > _SHOW_CHARS:
         text = text[: _SHOW_CHARS - 3] + "..."
     return text
+
+
+# Integers at least this large are shown by their leading digits and their size: the full digits would be
+# cut anyway, and beyond 4,300 digits Python refuses to write them.
+_LONG_INT = 10**24
+_LEADING_DIGITS = 12
+
+
+def show_int(value: int) -> str:
+    """An integer as a reason shows it: exact below 10^24, else ``1.5...e+5000 (an integer of 5,001 digits)``
+    (``...`` when digits were left out), so that the number is never read as something it is not."""
+    size = abs(value)
+    if size < _LONG_INT:
+        return repr(value)
+    digits = _digit_count(size)
+    scale = 10 ** (digits - _LEADING_DIGITS)
+    lead = size // scale
+    exact = lead * scale == size
+    leading = str(lead).rstrip("0") if exact else str(lead)
+    mantissa = leading[0] + ("." + leading[1:] if len(leading) > 1 else "")
+    sign = "-" if value < 0 else ""
+    return f"{sign}{mantissa}{'' if exact else '...'}e+{digits - 1} (an integer of {digits:,} digits)"
+
+
+def _digit_count(size: int) -> int:
+    # From the bit length (str() of a huge integer is refused), then corrected by one either way.
+    digits = max(1, int(size.bit_length() * math.log10(2)))
+    while 10 ** (digits - 1) > size:
+        digits -= 1
+    while 10**digits <= size:
+        digits += 1
+    return digits
 
 
 def _show(value: object, depth: int) -> str:
@@ -316,7 +351,7 @@ def _show(value: object, depth: int) -> str:
     if isinstance(value, int | float):
         if isinstance(value, float) and not math.isfinite(value):
             return repr(value)
-        return ast.format_scalar(value)
+        return show_int(value) if isinstance(value, int) else ast.format_scalar(value)
     if isinstance(value, Mapping):
         if depth <= 0:
             return "{...}"
@@ -353,4 +388,5 @@ __all__ = [
     "orderable",
     "redacted_source",
     "show",
+    "show_int",
 ]

@@ -10,8 +10,10 @@ identity: two trees parsed from differently spaced text compare equal.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
@@ -272,8 +274,33 @@ def format_scalar(value: Scalar) -> str:
     return repr(value)
 
 
+# Values no string written by ``quote`` may show while a reason is worded (``hiding``).
+_HIDDEN: ContextVar[tuple[str, ...]] = ContextVar("plangate_condition_hidden", default=())
+HIDDEN_MARK = "***"
+"""What a hidden value is written as."""
+
+
+@contextlib.contextmanager
+def hiding(values: Collection[str]) -> Iterator[None]:
+    """While the block runs, every occurrence of each of ``values`` inside a string that ``quote`` writes is
+    written ``***`` instead (longest first, so one value inside another is hidden whole).
+
+    Reasons are worded inside such a block with the environment's values: every string a reason shows, a
+    step's output or a literal of the condition, is written by ``quote``, so none can echo one of them.
+    """
+    hidden = tuple(sorted({value for value in values if value}, key=len, reverse=True))
+    token = _HIDDEN.set(hidden)
+    try:
+        yield
+    finally:
+        _HIDDEN.reset(token)
+
+
 def quote(text: str) -> str:
-    """Write ``text`` as a single-quoted string literal that the lexer reads back unchanged."""
+    """Write ``text`` as a single-quoted string literal that the lexer reads back unchanged (outside a
+    ``hiding`` block, where hidden values are written ``***``)."""
+    for value in _HIDDEN.get():
+        text = text.replace(value, HIDDEN_MARK)
     escaped = (
         text.replace("\\", "\\\\")
         .replace("'", "\\'")

@@ -13,6 +13,8 @@ Layout: ``protocol`` (the execute decision and the records), ``outputs`` (route 
 
 from __future__ import annotations
 
+from plangate.decisions._json import MAX_DEPTH
+from plangate.decisions._json import loads as load_json
 from plangate.decisions.decode import (
     decode_decision,
     decode_plan,
@@ -63,6 +65,7 @@ from plangate.decisions.tagged import (
 
 __all__ = [
     "ACTIONS",
+    "MAX_DEPTH",
     "PLAIN_REPLY_WINDOW",
     "PLAN_ACTIONS",
     "ROUTES",
@@ -90,6 +93,7 @@ __all__ = [
     "digest_arguments",
     "flatten_goal_check",
     "is_closed_schema",
+    "load_json",
     "model_json_schema",
     "parse_decision_json",
     "parse_plan_json",

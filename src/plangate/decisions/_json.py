@@ -1,18 +1,35 @@
 """Finding and loading the JSON object in a model's text.
 
 What it is for: string- and escape-aware brace matching (usable incrementally, for streams), stripping code
-fences, and ``json.loads`` with every failure turned into a ``DecisionParseError``. What it is not for:
+fences, and strict JSON loading with every failure turned into a ``DecisionParseError``. What it is not for:
 giving the object's fields a meaning (``decode``).
+
+Strict, because what a model writes is hostile input: values nested deeper than ``MAX_DEPTH``, numbers out of
+a 64-bit float's range, ``NaN`` / ``Infinity`` (not JSON, though Python reads them) and an object naming a key
+twice (which value did the model mean?) are refused. Everything after this module may then walk a value
+recursively without meeting a ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import sys
 from typing import Literal
 
 from plangate.decisions.errors import DecisionParseError
 
 Stop = Literal["closed", "lt", "more"]
+
+MAX_DEPTH = 64
+"""How deep arrays and objects may nest in a model's output (the top value is at depth 1)."""
+
+# Longer digit strings are refused before Python converts them (conversion is quadratic in the length).
+_MAX_INT_DIGITS = 330
+
+
+class _Refused(ValueError):
+    """Valid JSON syntax that the protocol still refuses (a repeated key, a non-finite or huge number)."""
 
 
 class ObjectScanner:
@@ -105,8 +122,70 @@ def json_kind(value: object) -> str:
     return type(value).__name__
 
 
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for key, item in pairs:
+        if key in value:
+            raise _Refused(f"the key {key!r} appears twice in one object; expected each key once")
+        value[key] = item
+    return value
+
+
+def _constant(name: str) -> object:
+    raise _Refused(f"{name} is not a JSON number; expected a finite number")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"the number {_clip(text)} is too large; expected a finite number")
+    return value
+
+
+def _int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    value = int(text) if digits <= _MAX_INT_DIGITS else None
+    if value is None or abs(value) > sys.float_info.max:
+        raise _Refused(f"the number {_clip(text)} ({digits} digits) is too large; expected a finite number")
+    return value
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:20]}..."
+
+
+def check_value(value: object, what: str) -> None:
+    """Refuse a decoded value that nests deeper than ``MAX_DEPTH`` or holds a non-finite or huge number.
+
+    Iterative, so any depth is safe to check; values decoded by ``loads`` already pass, and this guards the
+    decoders when they are handed values decoded elsewhere.
+
+    Raises:
+        DecisionParseError: on ``what``, saying what was found.
+    """
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                raise DecisionParseError(what, f"the JSON nests deeper than {MAX_DEPTH} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise DecisionParseError(what, f"{item} is not a JSON number; expected a finite number")
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > sys.float_info.max:
+            raise DecisionParseError(what, "a number is too large; expected a finite number")
+
+
+def _strict_loads(text: str) -> object:
+    """``json.loads`` that raises ``_Refused`` for what the protocol refuses (see the module docstring)."""
+    return json.loads(
+        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int
+    )
+
+
 def loads(text: str, what: str, *, offset: int = 0) -> object:
-    """``json.loads`` whose every failure is a ``DecisionParseError`` on ``what``.
+    """Strict ``json.loads`` whose every failure is a ``DecisionParseError`` on ``what``.
 
     Args:
         text: the JSON text.
@@ -114,17 +193,21 @@ def loads(text: str, what: str, *, offset: int = 0) -> object:
         offset: where ``text`` starts in the model's output, added to error positions.
     """
     try:
-        return json.loads(text)
+        value = _strict_loads(text)
     except json.JSONDecodeError as exc:
         raise DecisionParseError(
             what,
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
             position=offset + exc.pos,
         ) from None
+    except _Refused as exc:
+        raise DecisionParseError(what, str(exc)) from None
     except RecursionError:
-        raise DecisionParseError(what, "the JSON is nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
+        raise DecisionParseError(what, f"the JSON nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # anything else json refuses to convert
         raise DecisionParseError(what, f"invalid JSON: {exc}") from None
+    check_value(value, what)
+    return value
 
 
 def load_object(text: str, what: str) -> dict[str, object]:
@@ -139,7 +222,9 @@ def load_object(text: str, what: str) -> dict[str, object]:
     if not body:
         raise DecisionParseError(what, "expected a JSON object, got an empty output")
     try:
-        value = json.loads(body)
+        value = _strict_loads(body)
+    except _Refused as exc:
+        raise DecisionParseError(what, str(exc)) from None
     except (ValueError, RecursionError):
         span = first_object(body)
         if span is None:
@@ -149,6 +234,7 @@ def load_object(text: str, what: str) -> dict[str, object]:
             raise DecisionParseError(what, "expected a JSON object, found no '{'") from None
         start, end = span
         value = loads(body[start:end], what, offset=start)
+    check_value(value, what)
     if not isinstance(value, dict):
         raise DecisionParseError(what, f"expected a JSON object, got {json_kind(value)}")
     return value

@@ -11,7 +11,9 @@ Models drift in recoverable ways; these rules recover, and never guess (SPEC §3
   as their JSON text; ``action`` and ``route`` are matched without regard to case;
 - keys the protocol does not know are ignored; absent items of ``plan_steps`` are skipped, and a lone
   string for ``context_hook.packs`` is a list of one (nothing is lost either way);
-- text holding a lone surrogate (smuggled in by a JSON escape) is an error: nothing downstream can encode it.
+- text holding a lone surrogate (smuggled in by a JSON escape) is an error: nothing downstream can encode it;
+- JSON nested deeper than ``MAX_DEPTH``, ``NaN`` / ``Infinity``, a number out of a float's range and a key
+  written twice in one object are errors (``_json``), never a crash further on.
 
 What it is for: turning what a model wrote into a valid ``Decision`` / ``RouteDecision`` / ``PlanOutput``
 or one ``DecisionParseError`` that names the field. What it is not for: the tagged stream format
@@ -26,7 +28,7 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from plangate.decisions._json import json_kind, load_object
+from plangate.decisions._json import check_value, json_kind, load_object
 from plangate.decisions.errors import DecisionParseError
 from plangate.decisions.outputs import (
     PLAN_ACTIONS,
@@ -133,8 +135,10 @@ def flatten_goal_check(value: object, field: str = "goal_check") -> str | None:
     items joined with ``; ``.
 
     Raises:
-        DecisionParseError: when the value is neither text, a number, an array nor an object.
+        DecisionParseError: when the value is neither text, a number, an array nor an object, or nests
+            deeper than ``MAX_DEPTH``.
     """
+    check_value(value, field)
     if isinstance(value, list):
         joined = "; ".join(part for part in (_scalar_text(item) for item in value) if part)
         _check_unicode(joined, field)
@@ -187,6 +191,8 @@ def _abort(value: object) -> AbortIntent | None:
 
 
 def _top(value: object, what: str) -> Mapping[str, object]:
+    # Values may come decoded from elsewhere than ``load_object``: the limits hold for them too.
+    check_value(value, what)
     if not isinstance(value, dict):
         raise DecisionParseError(what, f"expected a JSON object, got {json_kind(value)}")
     return value

@@ -15,10 +15,11 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
+from plangate.decisions import DecisionParseError, load_json
 from plangate.errors import ConfigError, PlangateError
 from plangate.formulas.plan import FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
 from plangate.formulas.templates import render_runtime, to_text
@@ -313,10 +314,12 @@ def parse_json_answer(text: str) -> tuple[JsonValue, str | None]:
     if not body:
         return None, "the answer is empty; expected JSON"
     try:
-        value: JsonValue = json.loads(body)
-    except json.JSONDecodeError as exc:
+        # Strict: nesting past the decoders' depth limit, NaN, huge numbers and repeated keys are refused,
+        # so the schema check below may walk the value recursively.
+        value = cast(JsonValue, load_json(body, "answer"))
+    except DecisionParseError as exc:
         start = body[:60] + ("..." if len(body) > 60 else "")
-        return None, f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno} ({start!r})"
+        return None, f"the answer is not usable JSON: {exc.reason} ({start!r})"
     return value, None
 
 

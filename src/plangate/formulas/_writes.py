@@ -217,7 +217,8 @@ async def run_write(
     except TimeoutError:
         why = f"it was still running when the step timed out after {limit:g} s"
         result = ToolResult.failed("tool_timeout", why)
-    if result.error_code == "tool_timeout":
+    # A call cut off after it was sent (its MCP server died or ran out of time) is as uncertain.
+    if result.error_code == "tool_timeout" or result.outcome_unknown:
         why = result.error_message or "it timed out"
         if not tool.idempotent:
             return StepOutcome("unknown", reason=why, write=WriteReport(key, tool.name, None, note=note))

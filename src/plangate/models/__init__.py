@@ -30,6 +30,7 @@ from plangate.models.errors import (
     ModelProviderError,
     ModelRateLimitError,
     ModelRequestError,
+    ModelTimeoutError,
     ModelUnavailableError,
     ScriptExhaustedError,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "ModelRateLimitError",
     "ModelRequest",
     "ModelRequestError",
+    "ModelTimeoutError",
     "ModelUnavailableError",
     "ProviderFactory",
     "Purpose",

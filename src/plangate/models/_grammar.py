@@ -13,7 +13,8 @@ small model write something the decoders refuse:
   character that is not whitespace, since the decoders trim it;
 - strings are bounded in length and written without ``\\u`` escapes (no lone surrogates), numbers have a
   bounded number of digits, and the open ``tool_call.arguments`` object is bounded in keys and depth, so the
-  whole output is finite and a token limit can be chosen that it never reaches in practice.
+  whole output is finite and a token limit can be chosen that it never reaches in practice; an open object
+  holds one key (a grammar cannot keep two keys apart, and the decoders refuse a repeated one).
 
 The converter reads the portable subset the schema module documents (``type``, ``enum``, ``properties``,
 ``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern: "\\S"``
@@ -83,6 +84,8 @@ class GrammarLimits:
             key of the tool arguments.
         max_items: items in an array the schema does not bound itself (plan steps, packs).
         open_keys: keys in an object whose properties the schema leaves open (``tool_call.arguments``).
+            One by default: a grammar cannot tell two keys apart, and the decoders refuse a key written
+            twice; above one, a repeated key is possible (and is a correction).
         open_depth: how deep values nest inside such an object (1: scalars only).
         open_string: characters in a string value inside such an object.
         progress_speak: whether a ``continue`` or ``confirm`` decision may say something to the person
@@ -95,7 +98,7 @@ class GrammarLimits:
     note: int = 160
     name: int = 40
     max_items: int = 6
-    open_keys: int = 6
+    open_keys: int = 1
     open_depth: int = 3
     open_string: int = 80
     progress_speak: bool = False

@@ -6,17 +6,24 @@ consecutive turns of one role are joined. Structured output travels on the tagge
 ``wire="json"`` (or a request asking for json) the schema becomes a tool the model is forced to call, and
 the tool's streamed input is the JSON text. Thinking deltas become reasoning deltas.
 
+Requests time out after ``timeout`` seconds without a byte from the server (default
+``$PLANGATE_MODEL_TIMEOUT``, else 120 s) and a timeout is not retried; connection failures, 429, 529 and
+5xx are retried ``max_retries`` times by the provider (the SDK's own retries are off, see ``_requests``).
+
 What it is for: one provider behind the ``Model`` protocol. What it is not for: prompts or the provider's
 own tool use (the decision protocol carries tool calls). API keys never appear in errors or reprs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from plangate.errors import ConfigError
+from plangate.models._requests import MODEL_TIMEOUT_ENV, request_timeout, retry_pause
 from plangate.models.base import (
     Message,
     ModelChunk,
@@ -28,6 +35,7 @@ from plangate.models.base import (
 )
 from plangate.models.errors import (
     ModelProviderError,
+    ModelTimeoutError,
     ModelUnavailableError,
     redact,
     server_detail,
@@ -51,6 +59,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 if TYPE_CHECKING:
     import httpx2
+    from anthropic import AsyncStream
     from anthropic.types import MessageParam, RawMessageStreamEvent, ToolChoiceParam, ToolParam
 
 DEFAULT_MAX_TOKENS = 4096
@@ -95,9 +104,12 @@ class AnthropicModel:
         wire: the preferred wire for structured output: ``tagged`` (default) or ``json`` (a forced tool).
         http_client: the HTTP client the SDK should use (an ``httpx2.AsyncClient`` for current SDKs, an
             ``httpx.AsyncClient`` for SDKs built on httpx); tests pass one with a ``MockTransport``.
-        max_retries: the SDK's retries on connection errors, 429, 529 and 5xx.
-        timeout: seconds before a request times out; default the SDK's.
+        max_retries: retries of a request after a connection failure, 429, 529 or 5xx (not after a
+            timeout).
+        timeout: seconds a request may wait for the server's next bytes; default ``$PLANGATE_MODEL_TIMEOUT``,
+            else 120.
         max_tokens: the generation limit when a request sets none.
+        name: the spec the store records to rebuild this model; default ``anthropic:<model>``.
 
     Raises:
         ConfigError: no API key.
@@ -114,34 +126,53 @@ class AnthropicModel:
         max_retries: int = 2,
         timeout: float | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        name: str | None = None,
     ) -> None:
         if not model.strip():
             raise ConfigError("AnthropicModel model: expected a model id such as 'claude-sonnet-4-5', got ''")
         if wire not in ("json", "tagged"):
             raise ConfigError(f"AnthropicModel wire: expected 'json' or 'tagged', got {wire!r}")
         self.model = model
-        self.name = f"anthropic:{model}"
+        self.name = name or f"anthropic:{model}"
         self.wire: Wire = wire
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError(f"{self.name} max_retries: expected an integer >= 0, got {max_retries!r}")
+        self.max_retries = max_retries
+        self.timeout = request_timeout(timeout, where=f"{self.name} timeout")
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise ConfigError(f"{self.name} needs an API key: set ANTHROPIC_API_KEY or pass api_key=")
         self._secret = key
         self.max_tokens = max_tokens
-        self._client = AsyncAnthropic(
-            api_key=key,
-            base_url=self.base_url,
-            http_client=http_client,
-            max_retries=max_retries,
-            timeout=timeout if timeout is not None else anthropic.NOT_GIVEN,
-        )
+        self._options: dict[str, Any] = {
+            "api_key": key,
+            "base_url": self.base_url,
+            "max_retries": 0,
+            "timeout": self.timeout,
+        }
+        # A client given by the caller is theirs to close (``aclose``); without one, each request has a
+        # client of its own, closed with it: connections never outlive the event loop they were made on.
+        self._client = AsyncAnthropic(**self._options, http_client=http_client) if http_client else None
 
     def __repr__(self) -> str:
         return f"AnthropicModel(name={self.name!r}, base_url={self.base_url!r}, wire={self.wire!r})"
 
     async def aclose(self) -> None:
-        """Close the SDK client and its HTTP client."""
-        await self._client.close()
+        """Close the HTTP client given to the model, if any (the model's own close with each request)."""
+        if self._client is not None:
+            await self._client.close()
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncAnthropic]:
+        if self._client is not None:
+            yield self._client
+            return
+        client = AsyncAnthropic(**self._options)
+        try:
+            yield client
+        finally:
+            await client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream a message.
@@ -162,39 +193,68 @@ class AnthropicModel:
                 }
             ]
             tool_choice = {"type": "tool", "name": schema.name}
-        try:
-            stream = await self._client.messages.create(
-                model=self.model,
-                max_tokens=request.max_tokens if request.max_tokens is not None else self.max_tokens,
-                messages=turns,
-                system=system if system else omit,
-                tools=tools if tools is not None else omit,
-                tool_choice=tool_choice if tool_choice is not None else omit,
-                stream=True,
-                # Sent raw: not every SDK version declares the parameter, every API version reads it.
-                extra_body={"temperature": request.temperature} if request.temperature is not None else None,
-            )
-            usage = _UsageCounter()
-            async with stream:
-                async for event in stream:
-                    chunk = usage.read(event)
-                    if chunk is not None:
-                        yield chunk
-            if usage.seen:
-                yield Usage(usage.input_tokens, usage.output_tokens)
-        except anthropic.APIStatusError as exc:
+        fields: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens if request.max_tokens is not None else self.max_tokens,
+            "messages": turns,
+            "system": system if system else omit,
+            "tools": tools if tools is not None else omit,
+            "tool_choice": tool_choice if tool_choice is not None else omit,
+            # Sent raw: not every SDK version declares the parameter, every API version reads it.
+            "extra_body": {"temperature": request.temperature} if request.temperature is not None else None,
+        }
+        async with self._connection() as client:
+            stream = await self._open(client, fields)
+            try:
+                usage = _UsageCounter()
+                async with stream:
+                    async for event in stream:
+                        chunk = usage.read(event)
+                        if chunk is not None:
+                            yield chunk
+                if usage.seen:
+                    yield Usage(usage.input_tokens, usage.output_tokens)
+            except anthropic.AnthropicError as exc:
+                raise self._error(exc) from None
+
+    async def _open(
+        self, client: AsyncAnthropic, fields: Mapping[str, Any]
+    ) -> AsyncStream[RawMessageStreamEvent]:
+        """Send the request (retrying what may pass later) and return the open stream."""
+        tries = 0
+        while True:
+            headers: Mapping[str, str] | None = None
+            try:
+                stream: AsyncStream[RawMessageStreamEvent] = await client.messages.create(
+                    **fields, stream=True
+                )
+                return stream
+            except anthropic.APIStatusError as exc:
+                error, headers = self._error(exc), exc.response.headers
+            except anthropic.AnthropicError as exc:
+                error = self._error(exc)
+            if not error.retryable or tries >= self.max_retries or isinstance(error, ModelTimeoutError):
+                raise error from None
+            await asyncio.sleep(retry_pause(tries, headers))
+            tries += 1
+
+    def _error(self, exc: anthropic.AnthropicError) -> ModelProviderError:
+        """The provider error for an SDK exception, with nothing secret in it."""
+        if isinstance(exc, anthropic.APIStatusError):
             detail = server_detail(exc.body, exc.message)
-            raise status_error(self.name, exc.status_code, detail, secrets=[self._secret]) from None
-        except anthropic.APITimeoutError:
-            raise ModelUnavailableError(f"{self.name}: the request timed out", provider=self.name) from None
-        except anthropic.APIConnectionError:
+            return status_error(self.name, exc.status_code, detail, secrets=[self._secret])
+        if isinstance(exc, anthropic.APITimeoutError):
             where = self.base_url or "the Anthropic API"
-            message = f"{self.name}: could not connect to {where}"
-            raise ModelUnavailableError(message, provider=self.name) from None
-        except anthropic.AnthropicError as exc:
-            detail = server_detail(getattr(exc, "body", None), str(exc))
-            message = f"{self.name}: {redact(detail, [self._secret])}"
-            raise ModelProviderError(message, provider=self.name) from None
+            return ModelTimeoutError(
+                f"{self.name}: no answer from {where} within {self.timeout:g} s (the timeout: ?timeout= in "
+                f"the model spec, {MODEL_TIMEOUT_ENV} or model_timeout in plangate.toml)",
+                provider=self.name,
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            where = self.base_url or "the Anthropic API"
+            return ModelUnavailableError(f"{self.name}: could not connect to {where}", provider=self.name)
+        detail = server_detail(getattr(exc, "body", None), str(exc))
+        return ModelProviderError(f"{self.name}: {redact(detail, [self._secret])}", provider=self.name)
 
 
 class _UsageCounter:

@@ -12,6 +12,7 @@ failure), and message text that never carries a secret. What it is not for: outp
     │   ├── ModelRequestError         400 / 404 / 413 / 422: the request was refused as it stands
     │   ├── ModelRateLimitError       429: too many requests or no quota left (retryable)
     │   └── ModelUnavailableError     5xx, 529, a timeout or no connection (retryable)
+    │       └── ModelTimeoutError     no answer within the request timeout (not retried by the providers)
     └── ModelBehaviorError
         └── ScriptExhaustedError      a scripted model was called once more than it has responses
 """
@@ -65,15 +66,33 @@ class ModelUnavailableError(ModelProviderError):
     retryable = True
 
 
+class ModelTimeoutError(ModelUnavailableError):
+    """The server sent nothing for the whole request timeout (``$PLANGATE_MODEL_TIMEOUT``, default 120 s).
+
+    Retryable in principle, but the providers do not retry it themselves: each retry would cost another
+    whole timeout, and a server that hung once rarely answers the same request a moment later.
+    """
+
+
 class ScriptExhaustedError(ModelBehaviorError):
     """A ``ScriptedModel`` was asked for more responses than its script holds."""
 
 
+MIN_SECRET_LENGTH = 8
+"""Shorter values are not treated as secrets: a key of ``x`` (a local server that checks none) must not
+mask every ``x`` of a message."""
+
+# What a secret must not be glued to, on either side, to count as the secret itself (a whole token).
+_TOKEN_CHAR = r"[A-Za-z0-9_\-]"
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Mask the given secrets and anything shaped like an API key in ``text``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
+    """Mask the given secrets (``MIN_SECRET_LENGTH`` characters or more, as whole tokens) and anything
+    shaped like an API key in ``text``."""
+    found = {secret for secret in secrets if secret and len(secret) >= MIN_SECRET_LENGTH}
+    for secret in sorted(found, key=len, reverse=True):  # a secret inside a longer one goes with it
+        whole = re.compile(rf"(?<!{_TOKEN_CHAR}){re.escape(secret)}(?!{_TOKEN_CHAR})")
+        text = whole.sub("[redacted]", text)
     return _SECRET_SHAPES.sub("[redacted]", text)
 
 
@@ -116,10 +135,12 @@ def status_error(
 
 
 __all__ = [
+    "MIN_SECRET_LENGTH",
     "ModelAuthenticationError",
     "ModelProviderError",
     "ModelRateLimitError",
     "ModelRequestError",
+    "ModelTimeoutError",
     "ModelUnavailableError",
     "ScriptExhaustedError",
     "redact",

@@ -1,5 +1,10 @@
 """Choosing a model from a spec: ``openai:gpt-4o-mini``, ``anthropic:<id>``, ``local``, ``scripted:<file>``.
 
+A hosted provider's spec may end with options, as a URL query: ``openai:qwen2.5:7b?format=json_object``
+(the structured-output format, see ``plangate.models.openai``) and ``?timeout=30`` (seconds a request may
+wait for the server; default ``$PLANGATE_MODEL_TIMEOUT``, else 120), for ``openai`` and ``anthropic``.
+The model's name keeps them, so a resumed run rebuilds the same model.
+
 What it is for: ``resolve_model`` and the registry ``PROVIDERS`` (provider name → factory of the model id),
 so a run can store only the spec and rebuild its model on resume. Providers are imported only when chosen,
 so a missing SDK is a ``ConfigError`` naming the extra to install, not an import failure at start-up.
@@ -24,6 +29,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 from plangate.errors import ConfigError
 from plangate.models.base import Model
@@ -51,16 +57,64 @@ def _needs_id(provider: str, model_id: str, example: str) -> str:
     return model_id
 
 
-def _openai(model_id: str) -> Model:
-    from plangate.models.openai import OpenAIModel
+def spec_options(provider: str, model_id: str, allowed: tuple[str, ...]) -> tuple[str, dict[str, str]]:
+    """Split ``model?key=value&…`` into the model id and its options.
 
-    return OpenAIModel(_needs_id("openai", model_id, "gpt-4o-mini"))
+    Raises:
+        ConfigError: an option that is not in ``allowed``, given twice, or without a value.
+    """
+    model, sep, query = model_id.partition("?")
+    if not sep:
+        return model, {}
+    where = f"{provider}:{model_id}"
+    options: dict[str, str] = {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        raise ConfigError(f"{where}: expected options as key=value&key=value after '?'") from None
+    for key, value in pairs:
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown option {key!r} (expected {', '.join(allowed)})")
+        if key in options:
+            raise ConfigError(f"{where}: the option {key!r} is given twice")
+        if not value.strip():
+            raise ConfigError(f"{where}: the option {key!r} needs a value")
+        options[key] = value.strip()
+    return model, options
+
+
+def _seconds(where: str, raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{where}: timeout: expected a number of seconds, got {raw!r}") from None
+
+
+def _openai(model_id: str) -> Model:
+    from plangate.models.openai import OpenAIModel, format_choice
+
+    model, options = spec_options("openai", model_id, ("format", "timeout"))
+    where = f"openai:{model_id}"
+    chosen = format_choice(options["format"], where=f"{where}: format") if "format" in options else None
+    return OpenAIModel(
+        _needs_id("openai", model, "gpt-4o-mini"),
+        format=chosen,
+        timeout=_seconds(where, options.get("timeout")),
+        name=f"openai:{model_id}",
+    )
 
 
 def _anthropic(model_id: str) -> Model:
     from plangate.models.anthropic import AnthropicModel
 
-    return AnthropicModel(_needs_id("anthropic", model_id, "claude-sonnet-4-5"))
+    model, options = spec_options("anthropic", model_id, ("timeout",))
+    return AnthropicModel(
+        _needs_id("anthropic", model, "claude-sonnet-4-5"),
+        timeout=_seconds(f"anthropic:{model_id}", options.get("timeout")),
+        name=f"anthropic:{model_id}",
+    )
 
 
 def _scripted(model_id: str) -> Model:
@@ -199,4 +253,5 @@ __all__ = [
     "default_model_spec",
     "describe_model",
     "resolve_model",
+    "spec_options",
 ]

@@ -71,12 +71,15 @@ def _unauthorized(detail: str, error: str | None = None) -> Problem:
     return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
 
 
-async def current_owner(
+def current_owner(
     request: Request,
     services: ServicesDep,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     """The owner the request acts as.
+
+    A plain function, so FastAPI runs it in its thread pool: the token lookup reads the store, which must
+    never hold up the event loop.
 
     Raises:
         Problem: 401 when authentication is on and the request has no live token.

@@ -31,6 +31,7 @@ from plangate.errors import (
     StoreError,
     UserError,
 )
+from plangate.server._public import public_text
 
 logger = logging.getLogger("plangate.server")
 
@@ -89,12 +90,17 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
-    """A problem document response."""
+    """A problem document response; absolute paths in its text are shortened (``_public``)."""
+    if isinstance(extra.get("issues"), list):
+        extra["issues"] = public_issues(extra["issues"])
+    shown = public_text(detail)
+    if shown != detail:
+        logger.info("%s (%d): %s", code, status, detail)  # the whole text, paths included, for the log only
     body: dict[str, Any] = {
         "type": f"urn:plangate:problem:{code}",
         "title": _TITLES.get(status, "Error"),
         "status": status,
-        "detail": detail,
+        "detail": shown,
         **extra,
     }
     return JSONResponse(body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_MEDIA_TYPE)
@@ -124,6 +130,16 @@ def from_error(exc: PlangateError) -> Problem:
         return Problem(503, "store-unavailable", "the store cannot be reached or written; try again later")
     logger.error("run error: %s", exc)
     return Problem(500, "internal", "the server failed while running; the error is in its log")
+
+
+def public_issues(issues: Sequence[Any]) -> list[Any]:
+    """Check issues (``{level, code, path, message}``) with absolute paths in their messages shortened."""
+    shown: list[Any] = []
+    for issue in issues:
+        if isinstance(issue, dict) and isinstance(issue.get("message"), str):
+            issue = {**issue, "message": public_text(issue["message"])}
+        shown.append(issue)
+    return shown
 
 
 def field_errors(errors: Sequence[Any], body: object = None) -> list[dict[str, str]]:
@@ -192,4 +208,12 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_unexpected)
 
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "field_errors", "from_error", "install", "problem_response"]
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "Problem",
+    "field_errors",
+    "from_error",
+    "install",
+    "problem_response",
+    "public_issues",
+]

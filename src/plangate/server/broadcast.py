@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from plangate.events import Event, event_to_json
+from plangate.events import Event
+from plangate.server._public import public_event_json
 from plangate.store import Commit, RunStatus, Store
 
 
@@ -41,8 +42,9 @@ class WireEvent:
 
     @classmethod
     def of(cls, event: Event) -> WireEvent:
-        """Encode a stored event (its JSON has no raw newline, so it fits one ``data:`` line)."""
-        frame = f"id: {event.seq}\nevent: {event.type}\ndata: {event_to_json(event)}\n\n"
+        """Encode a stored event as clients see it (``_public``); its JSON has no raw newline, so it fits
+        one ``data:`` line."""
+        frame = f"id: {event.seq}\nevent: {event.type}\ndata: {public_event_json(event)}\n\n"
         return cls(event.seq, frame.encode("utf-8"))
 
 

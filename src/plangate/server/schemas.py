@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.server._public import public_outcome
 from plangate.store import Interaction, RunRecord
 
 _FORMULA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
@@ -116,8 +117,10 @@ class CheckRequest(_Request):
 
 
 def run_view(run: RunRecord) -> dict[str, JsonValue]:
-    """A run as clients see it (the worker lease and server-side tool paths left out)."""
+    """A run as clients see it (the worker lease, server-side tool paths and the outcome's internal reason
+    left out)."""
     data = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
+    data["outcome"] = public_outcome(run.outcome)
     input_ = data.get("input")
     if run.kind == "formula" and isinstance(input_, dict):
         # ``tools`` holds module paths on the server's disk, kept for resuming: nothing a client needs.

@@ -3,8 +3,11 @@
 For: the default ``Store`` backend, built on the standard library's ``sqlite3``. Not for: parsing store URLs
 (``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_tx.py``).
 
-Concurrency: one connection per store object, guarded by a lock, so threads of a process take turns (reads
-included, which keeps them from seeing another thread's uncommitted writes). Between processes, every write
+Concurrency: writes go through one connection per store object, guarded by a lock, so threads of a process
+take turns. Reads of a file store go through a connection of the reading thread's own, outside that lock:
+in WAL mode a reader never waits for a writer, so a write stuck on another process's lock (up to
+``busy_timeout``) never holds up the threads that only read, and a reader never sees another thread's
+uncommitted writes. A store in memory is one connection, reads included. Between processes, every write
 transaction starts with ``BEGIN IMMEDIATE``, so it holds the file's write lock from its first statement and
 the ``seq`` it reads cannot be taken by another process; others wait up to ``busy_timeout``. WAL with
 ``synchronous=NORMAL`` survives a killed process (only its open transaction is lost); a power cut may lose
@@ -93,6 +96,9 @@ class SQLiteStore:
         self._subscribers_lock = threading.Lock()
         self._closed = False
         self._pid = os.getpid()
+        self._readers = threading.local()
+        self._readers_lock = threading.Lock()
+        self._reader_conns: list[sqlite3.Connection] = []
         self._conn = self._connect()
         try:
             with self._sql("opening"):
@@ -109,6 +115,10 @@ class SQLiteStore:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+                with self._readers_lock:
+                    readers, self._reader_conns = self._reader_conns, []
+                for conn in readers:
+                    conn.close()
 
     def __enter__(self) -> Self:
         return self
@@ -599,6 +609,27 @@ class SQLiteStore:
             raise
         return conn
 
+    def _reader(self, sql: Translated) -> sqlite3.Connection:
+        """This thread's read connection to the file, opened on first use."""
+        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        if conn is not None:
+            return conn
+        with sql:
+            conn = sqlite3.connect(
+                str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                conn.execute("PRAGMA query_only = ON")
+            except BaseException:
+                conn.close()
+                raise
+        with self._readers_lock:
+            self._reader_conns.append(conn)
+        self._readers.conn = conn
+        return conn
+
     def _sql(self, what: str) -> Translated:
         return Translated(what, self._where, self._busy_timeout)
 
@@ -638,8 +669,14 @@ class SQLiteStore:
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
         self._check_usable(what)
-        with self._lock, self._sql(what):
-            yield self._conn
+        sql = self._sql(what)
+        if self.path is None:
+            with self._lock, sql:
+                yield self._conn
+            return
+        conn = self._reader(sql)
+        with sql:
+            yield conn
 
     @contextlib.contextmanager
     def _writing(self, what: str) -> Iterator[sqlite3.Connection]:

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from plangate.tools.errors import ArgumentIssue, ToolArgumentsError, ToolDefinitionError, UnknownToolError
 from plangate.tools.registry import ToolRegistry, canonical_json, digest_json, needs_consent
-from plangate.tools.result import SUMMARY_LIMIT, ToolResult, ToolStatus, clip_summary, result_from_value
+from plangate.tools.result import (
+    OUTCOME_UNKNOWN,
+    SUMMARY_LIMIT,
+    ToolResult,
+    ToolStatus,
+    clip_summary,
+    result_from_value,
+)
 from plangate.tools.tool import Effect, Reconciler, Tool, ToolCallContext, current_call, tool
 from plangate.tools.toolset import ADD_TOOL, REMOVE_TOOL, PackRef, Toolset, ToolsetState
 
 __all__ = [
     "ADD_TOOL",
+    "OUTCOME_UNKNOWN",
     "REMOVE_TOOL",
     "SUMMARY_LIMIT",
     "ArgumentIssue",

@@ -17,6 +17,11 @@ SUMMARY_LIMIT = 48
 
 ToolStatus = Literal["done", "failed", "blocked"]
 
+OUTCOME_UNKNOWN = "outcome_unknown"
+"""The error code of a call that was cut off after it was sent (its server died, or it ran out of time):
+for a write, it may or may not have happened, so the runtime never records it as a plain failure nor runs
+it again blindly; it asks a person."""
+
 
 def clip_summary(text: str, limit: int = SUMMARY_LIMIT) -> str:
     """Collapse whitespace in ``text`` and clip it to ``limit`` characters, ending with ``…`` when clipped."""
@@ -100,6 +105,22 @@ class ToolResult(BaseModel):
         )
 
     @classmethod
+    def unknown(cls, message: str, *, observation: str | None = None) -> ToolResult:
+        """A result for a write that was cut off after it was sent: it may or may not have happened."""
+        return cls.failed(
+            OUTCOME_UNKNOWN,
+            message,
+            observation=observation
+            if observation is not None
+            else f"outcome unknown: {message}; the change may or may not have happened",
+        )
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """Whether the call was cut off after it was sent, so its effect is unknown (``unknown``)."""
+        return self.error_code == OUTCOME_UNKNOWN
+
+    @classmethod
     def blocked(cls, code: str, message: str, *, observation: str | None = None) -> ToolResult:
         """A result for a call that was not run at all."""
         return cls(
@@ -141,4 +162,11 @@ def result_from_value(value: object) -> ToolResult:
     return ToolResult.done(text, data=data)
 
 
-__all__ = ["SUMMARY_LIMIT", "ToolResult", "ToolStatus", "clip_summary", "result_from_value"]
+__all__ = [
+    "OUTCOME_UNKNOWN",
+    "SUMMARY_LIMIT",
+    "ToolResult",
+    "ToolStatus",
+    "clip_summary",
+    "result_from_value",
+]

@@ -151,11 +151,18 @@ class Toolset:
         """
         if self.is_active(name):
             return ""
+        if name in self._meta:
+            # Offered only when some tool belongs to another domain; here none does, so all are active.
+            return (
+                f"{name!r} is not available: there is no tool domain to activate or remove, every tool is "
+                f"active already (active tools: {', '.join(self.active_names()) or 'none'})"
+            )
         if name in self.registry:
             found = self.registry.get(name)
             hint = json.dumps({"domain": found.domain, "packs": [found.pack]}, ensure_ascii=False)
             return f"tool {name!r} is not active: call {ADD_TOOL} {hint} first"
-        suggestion = closest_name(name, [*self.registry.names(), *self._meta])
+        offered = [*self.registry.names(), *(item.name for item in self._offered_meta_tools())]
+        suggestion = closest_name(name, offered)
         if suggestion:
             return f"unknown tool {name!r} (did you mean {suggestion!r}?)"
         return f"unknown tool {name!r} (active tools: {', '.join(self.active_names())})"

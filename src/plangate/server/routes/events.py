@@ -12,6 +12,9 @@ committed meanwhile is either in the replay or in the queue (or both: the ``seq`
 A gap in the live sequence (commits announced out of order by several threads, a backlog dropped for a
 slow client, a commit made by another process) is filled from the store, where every event is committed
 before it is announced.
+
+Every store read runs in the thread pool (``run_in_threadpool``), never on the event loop: a store waiting on
+another process's write lock must not hold up the other streams, their heartbeats, or the server.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 from pydantic import JsonValue
 from sse_starlette import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
 
-from plangate.events import event_to_dict
 from plangate.server._deps import OwnerDep, Services, ServicesDep
 from plangate.server._problems import Problem
+from plangate.server._public import public_event_dict, public_outcome
 from plangate.server.broadcast import Notice, Subscription, WireEvent
 from plangate.store import TERMINAL_STATUSES, RunRecord, Store
 
@@ -54,15 +58,10 @@ async def run_events(
     """The events with ``seq`` above the cursor (``Last-Event-ID`` wins over ``after``); 400 for a cursor
     that is not a seq of this run."""
     store = services.store
-    run = store.get_run(run_id, owner=owner)
+    run = await run_in_threadpool(store.get_run, run_id, owner=owner)
     cursor = _cursor(last_event_id if last_event_id is not None else after, run)
     if format == "json":
-        events = store.events(run.id, after=cursor, limit=limit)
-        page: dict[str, JsonValue] = {
-            "items": [event_to_dict(event) for event in events],
-            "last_seq": store.last_seq(run.id),
-        }
-        return JSONResponse(page)
+        return JSONResponse(await run_in_threadpool(_page, store, run.id, cursor, limit))
     subscription = services.broadcaster.subscribe(run.id)
     return EventSourceResponse(
         _stream(services, run.id, cursor, subscription),
@@ -70,6 +69,11 @@ async def run_events(
         sep="\n",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def _page(store: Store, run_id: str, after: int, limit: int) -> dict[str, JsonValue]:
+    events = store.events(run_id, after=after, limit=limit)
+    return {"items": [public_event_dict(event) for event in events], "last_seq": store.last_seq(run_id)}
 
 
 def _cursor(value: str | None, run: RunRecord) -> int:
@@ -97,12 +101,12 @@ async def _stream(
     cursor = _Cursor(services.store, run_id, after)
     try:
         while True:
-            frames = cursor.from_store(_REPLAY_PAGE)
+            frames = await run_in_threadpool(cursor.from_store, _REPLAY_PAGE)
             if frames:
                 yield b"".join(frames)
             if len(frames) < _REPLAY_PAGE:
                 break
-        ended = cursor.ended()
+        ended = await run_in_threadpool(cursor.ended)
         while not ended:
             notices = await subscription.next()
             if not notices:
@@ -110,18 +114,22 @@ async def _stream(
                 # made by other processes, then say the stream is alive.
                 ticked = subscription.ticked
                 subscription.ticked = subscription.behind = False
-                frames = cursor.from_store()
+                frames = await run_in_threadpool(cursor.from_store)
                 if frames:
                     yield b"".join(frames)
-                ended = cursor.ended()
+                ended = await run_in_threadpool(cursor.ended)
                 if ticked and not ended:
                     yield cursor.heartbeat()
                 continue
-            frames = [frame for notice in notices for frame in cursor.live(notice)]
+            frames = []
+            for notice in notices:
+                # Filling a gap reads the store: only then does the stream leave the event loop.
+                live = cursor.live(notice) if not cursor.has_gap(notice) else None
+                frames.extend(live if live is not None else await run_in_threadpool(cursor.live, notice))
             if frames:
                 yield b"".join(frames)  # one write for everything committed since the last one
             ended = any(notice.status in TERMINAL_STATUSES for notice in notices)
-        yield b"".join(cursor.end())
+        yield b"".join(await run_in_threadpool(cursor.end))
     finally:
         subscription.close()
 
@@ -153,6 +161,11 @@ class _Cursor:
             self.sent = wire.seq
         return frames
 
+    def has_gap(self, notice: Notice) -> bool:
+        """Whether events before this commit's are still unsent (``live`` then reads them from the store)."""
+        unsent = [wire.seq for wire in notice.events if wire.seq > self.sent]
+        return bool(unsent) and unsent[0] > self.sent + 1
+
     def ended(self) -> bool:
         """Whether the run has reached a terminal status."""
         return self.store.get_run(self.run_id).status in TERMINAL_STATUSES
@@ -161,7 +174,7 @@ class _Cursor:
         """Whatever is still unsent, then the ``end`` message with the run's final status and outcome."""
         frames = self.from_store()
         run = self.store.get_run(self.run_id)
-        data = {"run_id": run.id, "status": run.status, "outcome": run.outcome}
+        data = {"run_id": run.id, "status": run.status, "outcome": public_outcome(run.outcome)}
         frames.append(f"event: end\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
         return frames
 

@@ -2,7 +2,7 @@
 
 For: the formulas on the server's search path (name, description, vars), checking a formula by name or from
 its text, and the tool catalogue with JSON schemas (the console's edit form validates against it). Not for:
-running anything.
+running anything. Listing and checking read formula files: plain functions, run in FastAPI's thread pool.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ from plangate.formulas import Formula, Issue, check_formula, has_errors, parse_f
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import SUFFIXES, read_formula_file, search_dirs
 from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server._problems import public_issues
+from plangate.server._public import public_text
 from plangate.server.schemas import CheckRequest
 
 router = APIRouter(tags=["formulas"])
 
 
 @router.get("/v1/formulas", response_model=None, summary="List the formulas on the server's search path")
-async def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """Every formula found, first match per name (the order runs use): name, type, description, vars. A file
     that cannot be read is listed with its ``error``."""
     items: list[JsonValue] = []
@@ -39,7 +41,7 @@ async def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, Jso
 
 
 @router.post("/v1/formulas/check", response_model=None, summary="Check a formula by name or from its text")
-async def check(body: CheckRequest, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+def check(body: CheckRequest, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The issues ``plangate formula check`` would report (``ok`` is false when any is an error)."""
     tools = services.tools  # the registry: it also tells which steps write (and need consent)
     issues: list[Issue]
@@ -92,7 +94,7 @@ def _describe(name: str, path: Path) -> dict[str, JsonValue]:
     try:
         formula: Formula = read_formula_file(path)
     except FormulaError as exc:
-        return {"name": name, "error": f"{exc.path}: {exc.detail}" if exc.path else exc.detail}
+        return {"name": name, "error": public_text(f"{exc.path}: {exc.detail}" if exc.path else exc.detail)}
     variables: dict[str, JsonValue] = {
         key: var.model_dump(mode="json", exclude_none=True) for key, var in formula.vars.items()
     }
@@ -116,7 +118,7 @@ def _checked(name: str | None, issues: list[Issue], steps: int | None) -> dict[s
         "formula": name,
         "ok": not has_errors(issues) and steps is not None,
         "steps": steps,
-        "issues": [issue.model_dump(mode="json") for issue in issues],
+        "issues": public_issues([issue.model_dump(mode="json") for issue in issues]),
     }
 
 

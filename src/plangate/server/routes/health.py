@@ -23,8 +23,9 @@ async def healthz() -> dict[str, JsonValue]:
 
 
 @router.get("/readyz", response_model=None, summary="Readiness: the store can be read")
-async def readyz(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
-    """``{"status": "ready"}``, or a 503 problem when the store cannot be read."""
+def readyz(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """``{"status": "ready"}``, or a 503 problem when the store cannot be read (a plain function: FastAPI
+    runs it in its thread pool, off the event loop)."""
     try:
         services.store.list_runs(limit=1)
     except StoreError:

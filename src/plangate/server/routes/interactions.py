@@ -7,6 +7,9 @@ reason ``stale_interaction``; another owner's is a 404. A formula run's answer n
 (nothing that runs is run again because someone answered); the agent of a formula's agent step is answered
 through the formula runner (the agent continues before the response; its formula step then continues in the
 background). Not for: what a resolution does to a run (the engines).
+
+The store calls made here never run on the event loop: the routes that only read are plain functions
+(FastAPI runs them in its thread pool), and ``resolve_interaction`` hands its own reads to the pool.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import JsonValue
+from starlette.concurrency import run_in_threadpool
 
 from plangate.errors import InteractionError, StaleInteraction
 from plangate.server._deps import OwnerDep, ServicesDep
@@ -26,7 +30,7 @@ router = APIRouter(prefix="/v1/interactions", tags=["interactions"])
 
 
 @router.get("", response_model=None, summary="List the caller's interactions")
-async def list_interactions(
+def list_interactions(
     services: ServicesDep,
     owner: OwnerDep,
     status: Annotated[
@@ -40,7 +44,7 @@ async def list_interactions(
 
 
 @router.get("/{interaction_id}", response_model=None, summary="Show one interaction")
-async def get_interaction(
+def get_interaction(
     interaction_id: str, services: ServicesDep, owner: OwnerDep
 ) -> dict[str, JsonValue]:
     """The interaction, if it belongs to one of the caller's runs."""
@@ -55,8 +59,8 @@ async def resolve_interaction(
 
     Responds once the resolution is committed; the run continues in the background (follow its events)."""
     store = services.store
-    interaction = store.get_interaction(interaction_id, owner=owner)
-    run = store.get_run(interaction.run_id, owner=owner)
+    interaction = await run_in_threadpool(store.get_interaction, interaction_id, owner=owner)
+    run = await run_in_threadpool(store.get_run, interaction.run_id, owner=owner)
     resolution = body.resolution()
     supervisor = services.supervisor
     try:
@@ -68,10 +72,13 @@ async def resolve_interaction(
         raise Problem(409, "stale-interaction", str(exc), reason=StaleInteraction.code) from None
     except InteractionError as exc:
         raise Problem(422, "resolution-does-not-fit", str(exc)) from None
-    return {
-        "interaction": interaction_view(store.get_interaction(interaction_id, owner=owner)),
-        "run": run_view(store.get_run(run.id, owner=owner)),
-    }
+    def answer() -> dict[str, JsonValue]:
+        return {
+            "interaction": interaction_view(store.get_interaction(interaction_id, owner=owner)),
+            "run": run_view(store.get_run(run.id, owner=owner)),
+        }
+
+    return await run_in_threadpool(answer)
 
 
 __all__ = ["router"]

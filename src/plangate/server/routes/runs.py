@@ -2,6 +2,10 @@
 
 For: the HTTP side of runs; every lookup is scoped to the caller's owner (another owner's run is a 404).
 Not for: executing runs (``supervisor.py``) or their event streams (``routes/events.py``).
+
+The store calls made here never run on the event loop (one may wait seconds on another process's write
+lock): routes that only read are plain functions, which FastAPI runs in its thread pool, and the others hand
+their own store calls to it (``run_in_threadpool``).
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 from pydantic import JsonValue
+from starlette.concurrency import run_in_threadpool
 
 from plangate.errors import ConfigError
 from plangate.formulas import Plan, check_formula, has_errors
 from plangate.formulas.runtime import FormulaRunner
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
+from plangate.server._public import public_text
 from plangate.server.schemas import (
     AgentRunRequest,
     CancelRequest,
@@ -36,15 +42,15 @@ async def create_run(
     """Start a run; it executes in the background. A formula that does not pass check is a 422 listing the
     issues, and nothing is stored."""
     if isinstance(body, FormulaRunRequest):
-        plan = _checked_plan(services.runner, body)
+        plan = await run_in_threadpool(_checked_plan, services.runner, body)
         run_id = await services.supervisor.start_formula(plan, owner, always_execute=body.always_execute)
     else:
         run_id = await _start_agent(services, body, owner)
-    return {"run": run_view(services.store.get_run(run_id, owner=owner))}
+    return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
 
 
 @router.get("", response_model=None, summary="List the caller's runs, newest first")
-async def list_runs(
+def list_runs(
     services: ServicesDep,
     owner: OwnerDep,
     status: Annotated[
@@ -69,7 +75,7 @@ async def list_runs(
 @router.get(
     "/{run_id}", response_model=None, summary="Show a run: its record, its open interaction and its steps"
 )
-async def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The run; for a formula run also each step's state and reason; the open interaction (of the run or of
     one of its sub-runs), if any."""
     store = services.store
@@ -94,9 +100,9 @@ async def cancel_run(
 ) -> dict[str, JsonValue]:
     """Stop the run: its unfinished steps (and sub-runs) are cancelled and its interaction expires. A run
     that already ended is a 409."""
-    run = services.store.get_run(run_id, owner=owner)
+    run = await run_in_threadpool(services.store.get_run, run_id, owner=owner)
     await services.supervisor.cancel(run, (body or CancelRequest()).reason)
-    return {"run": run_view(services.store.get_run(run_id, owner=owner))}
+    return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
 
 
 def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
@@ -145,7 +151,7 @@ def _steps(runner: FormulaRunner, run: RunRecord) -> list[JsonValue]:
             "parent": planned.parent if planned is not None else None,
             "executor": planned.executor.type if planned is not None else None,
             "status": step.status,
-            "reason": step.reason,
+            "reason": public_text(step.reason),
             "attempt": step.attempt,
             "output": step.output,
         }

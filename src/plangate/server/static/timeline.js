@@ -200,7 +200,6 @@ const RENDERERS = {
       badge(event.status),
       event.user_message ? h("p", { class: "outcome-message", text: event.user_message }) : null,
       h("small", { class: "outcome-code", text: [event.stage, event.code].filter(Boolean).join(" · ") }),
-      event.internal_reason ? h("details", {}, h("summary", { text: "internal reason" }), h("p", { text: event.internal_reason })) : null,
     ];
   },
   step_state(event) {

@@ -23,7 +23,7 @@ class RenderedRows:
         data: columns and the rows shown, as JSON.
         shown: how many rows the text shows.
         truncated: the query had more rows than the row limit.
-        clipped: the byte limit cut the rows short.
+        clipped: the byte limit cut the rows short, or a value was over the value limit.
     """
 
     text: str
@@ -77,6 +77,13 @@ def render_rows(result: QueryResult, limits: QueryLimits) -> RenderedRows:
         notes.append(f"truncated at {limits.max_rows:,} rows: aggregate or add a LIMIT to see the rest")
     if clipped:
         notes.append(f"result clipped at {human_bytes(limits.max_bytes)}")
+    if result.clipped_values:
+        many = result.clipped_values != 1
+        notes.append(
+            f"{result.clipped_values:,} value{'s' if many else ''} over the "
+            f"{human_bytes(limits.max_value_bytes)} value limit clipped (shown as NULL)"
+        )
+    clipped = clipped or result.clipped_values > 0
     lines.append(f"({'; '.join(notes)})")
     data: dict[str, JsonValue] = {
         "columns": list(result.columns),
@@ -84,6 +91,8 @@ def render_rows(result: QueryResult, limits: QueryLimits) -> RenderedRows:
         "truncated": result.more_rows,
         "clipped": clipped,
     }
+    if result.clipped_values:
+        data["clipped_values"] = result.clipped_values
     return RenderedRows("\n".join(lines), data, shown, result.more_rows, clipped)
 
 

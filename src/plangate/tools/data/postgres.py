@@ -1,13 +1,17 @@
 """The PostgreSQL data source (optional: ``pip install "plangate[postgres]"``), queried read-only.
 
 Second wall behind the SQL guard: every query runs in a ``READ ONLY`` transaction with a ``statement_timeout``
-and is rolled back. Connection URLs carry passwords, so they never appear in messages; :meth:`describe`
-shows the URL with the password masked. Only this module imports psycopg, and only when a source is built.
+and is rolled back. The server enforces the time limit; a watchdog cancels the query from the client too,
+shortly after the deadline, should the server not (a stalled connection, rows still arriving). A value over
+the value limit (``QueryLimits.max_value_bytes``) is shown as NULL and counted, so the result says so.
+Connection URLs carry passwords, so they never appear in messages; :meth:`describe` shows the URL with the
+password masked. Only this module imports psycopg, and only when a source is built.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Literal, TypeVar
@@ -30,6 +34,8 @@ from plangate.tools.sql_guard import check_read_only
 
 URL_SCHEMES = ("postgresql", "postgres")
 _T = TypeVar("_T")
+_GRACE_S = 1.0
+"""How long after the deadline the client cancels a query the server has not stopped."""
 
 _TABLES_SQL = """
 SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.is_nullable = 'YES',
@@ -116,8 +122,14 @@ class PostgresSource:
         def fetch(cursor: Any) -> QueryResult:
             cursor.execute(sql)
             columns = [str(column.name) for column in cursor.description or ()]
-            rows: list[tuple[Cell, ...]] = [_cells(row) for row in cursor.fetchmany(limits.max_rows + 1)]
-            return QueryResult(columns, rows[: limits.max_rows], more_rows=len(rows) > limits.max_rows)
+            cells = _Cells(limits.max_value_bytes)
+            rows: list[tuple[Cell, ...]] = [cells.of(row) for row in cursor.fetchmany(limits.max_rows + 1)]
+            return QueryResult(
+                columns,
+                rows[: limits.max_rows],
+                more_rows=len(rows) > limits.max_rows,
+                clipped_values=cells.clipped,
+            )
 
         return self._read(limits, fetch)
 
@@ -131,11 +143,15 @@ class PostgresSource:
         try:
             with psycopg.connect(self._url, connect_timeout=10, autocommit=False) as connection:
                 connection.read_only = True
+                watchdog = threading.Timer(limits.timeout_s + _GRACE_S, connection.cancel_safe)
+                watchdog.daemon = True
+                watchdog.start()
                 try:
                     with connection.cursor() as cursor:
                         cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
                         return fetch(cursor)
                 finally:
+                    watchdog.cancel()
                     connection.rollback()
         except psycopg.errors.QueryCanceled:
             raise QueryTimeout(limits.timeout_s) from None
@@ -180,9 +196,23 @@ def _read_tables(cursor: Any) -> list[TableInfo]:
     return result
 
 
-def _cells(row: tuple[Any, ...]) -> tuple[Cell, ...]:
-    return tuple(value if value is None or isinstance(value, int | float | str | bytes) else str(value)
-                 for value in row)
+class _Cells:
+    """Rows as cells; a text or binary value over ``limit`` bytes becomes NULL, counted in ``clipped``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.clipped = 0
+
+    def of(self, row: tuple[Any, ...]) -> tuple[Cell, ...]:
+        return tuple(self._cell(value) for value in row)
+
+    def _cell(self, value: Any) -> Cell:
+        cell: Cell = value if value is None or isinstance(value, int | float | str | bytes) else str(value)
+        # Characters, not bytes, for text: a UTF-8 character is at least one byte, so this never clips early.
+        if isinstance(cell, str | bytes) and len(cell) > self.limit:
+            self.clipped += 1
+            return None
+        return cell
 
 
 __all__ = ["URL_SCHEMES", "PostgresSource", "import_psycopg", "mask_password"]

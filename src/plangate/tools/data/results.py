@@ -10,6 +10,8 @@ from typing import Literal
 
 from plangate.errors import ConfigError, RunError, UserError
 
+_MIN_VALUE_BYTES = 65_536
+
 Cell = int | float | str | bytes | bool | None
 """One value of a result row as a database driver returns it (dates arrive as text or are converted)."""
 
@@ -34,6 +36,12 @@ class QueryLimits:
             if not value > 0:
                 raise ConfigError(f"query limits: expected a positive {label}, got {value!r}")
 
+    @property
+    def max_value_bytes(self) -> int:
+        """The largest single value a database may build, in bytes: ``max_bytes``, but at least 64 KiB (a
+        value is capped inside the engine, long before the text it renders to is)."""
+        return max(self.max_bytes, _MIN_VALUE_BYTES)
+
 
 @dataclass(frozen=True, slots=True)
 class QueryResult:
@@ -43,11 +51,13 @@ class QueryResult:
         columns: the column names, in order.
         rows: the rows, each a tuple of cells in column order.
         more_rows: true when the query had more rows than ``max_rows``.
+        clipped_values: values over the byte limit that the database gave as NULL (``printf`` does).
     """
 
     columns: list[str]
     rows: list[tuple[Cell, ...]]
     more_rows: bool = False
+    clipped_values: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +112,7 @@ class QueryTimeout(DataSourceError):
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        super().__init__(f"query stopped after {seconds:g} s")
+        super().__init__(f"query stopped after {seconds:g} s (limit: time)")
 
 
 class QueryRefused(UserError):

@@ -1,17 +1,27 @@
 """The SQLite data source: read-only connections, query limits and schema introspection.
 
 Second wall behind the SQL guard: the file is opened read-only (``mode=ro``), ``query_only`` is on, ATTACH is
-limited to zero databases, and an authorizer allows nothing but reading and calling allowed functions. Even a
-query the guard wrongly let through cannot write. The guard itself lives in ``tools/sql_guard.py``.
+limited to zero databases, and an authorizer allows nothing but reading and calling allowed functions (and
+the schema bookkeeping of the ``json_each`` / ``json_tree`` table functions, ignored). Even a query the guard
+wrongly let through cannot write. The guard itself lives in ``tools/sql_guard.py``.
+
+Limits that hold: a value may not exceed the byte limit inside the engine (``SQLITE_LIMIT_LENGTH``); the
+time limit is checked every ``_PROGRESS_STEPS`` instructions and, since one instruction can be a function
+call that runs for seconds (``printf('%.*c', 1000000000, 'x')``), a watchdog interrupts the connection at
+the deadline and the caller gets ``QueryTimeout`` then, whether or not that call has returned yet (the
+statement stops at its next instruction, in its own thread). A ``printf`` / ``format`` result over the
+byte limit, which SQLite turns into NULL without a word, is counted, so the result says it was clipped.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import threading
 import time
-from contextlib import closing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from plangate.errors import ConfigError
 from plangate.tools.data.results import (
@@ -28,26 +38,70 @@ from plangate.tools.data.results import (
 )
 from plangate.tools.sql_guard import DENIED_FUNCTION_PREFIXES, DENIED_FUNCTIONS, check_read_only
 
+_T = TypeVar("_T")
+
 _ALLOWED_ACTIONS = frozenset({
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
     sqlite3.SQLITE_FUNCTION,
     sqlite3.SQLITE_RECURSIVE,
 })
-_PROGRESS_STEPS = 1_000
-"""Virtual-machine instructions between two checks of the deadline: cheap, yet stops within milliseconds."""
-_MIN_VALUE_BYTES = 65_536
+_PROGRESS_STEPS = 100
+"""Virtual-machine instructions between two checks of the deadline."""
+_GRACE_S = 0.2
 _BUSY_WAIT_S = 5.0
+"""After the watchdog's interrupt, how long the caller waits for the statement to stop before answering."""
+_JSON_TABLES = re.compile(r"\bjson_(?:each|tree)\b", re.IGNORECASE)
+_PRINTF = re.compile(r"\b(?:printf|format)\s*\(", re.IGNORECASE)
 
 
-def _authorize(
-    action: int, arg1: str | None, arg2: str | None, database: str | None, trigger: str | None
-) -> int:
-    if action == sqlite3.SQLITE_FUNCTION:
-        name = (arg2 or "").lower()
-        if name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
-            return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
+class _Authorizer:
+    """Reading and allowed functions only.
+
+    ``json_each`` and ``json_tree`` are table functions: SQLite declares their table when a statement first
+    names one, and asks to update ``sqlite_master`` for it. For a statement that names one (and only then),
+    that request is answered ``SQLITE_IGNORE``: the bookkeeping goes on, no column is written (the
+    connection could not write anyway: read-only file, ``query_only``).
+    """
+
+    def __init__(self, sql: str) -> None:
+        self._json_tables = _JSON_TABLES.search(sql) is not None
+
+    def __call__(
+        self, action: int, arg1: str | None, arg2: str | None, database: str | None, trigger: str | None
+    ) -> int:
+        if action == sqlite3.SQLITE_FUNCTION:
+            name = (arg2 or "").lower()
+            if name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
+                return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_UPDATE and self._json_tables and arg1 == "sqlite_master":
+            return sqlite3.SQLITE_IGNORE
+        return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
+
+
+class _Printf:
+    """SQLite's own ``printf`` / ``format``, computed on a helper connection under the same length limit, so
+    that a result over the limit (NULL, silently, from SQLite) is counted: the result then says so."""
+
+    def __init__(self, max_length: int) -> None:
+        self.over_limit = 0
+        self._helper = sqlite3.connect(":memory:", check_same_thread=False)
+        self._helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_length)
+
+    def __call__(self, *args: Cell) -> str | None:
+        if not args or args[0] is None:
+            return None  # a NULL format gives NULL, as SQLite's printf does
+        placeholders = ", ".join("?" * len(args))
+        value: str | None = self._helper.execute(f"SELECT printf({placeholders})", args).fetchone()[0]
+        if value is None:
+            self.over_limit += 1
+        return value
+
+    def interrupt(self) -> None:
+        self._helper.interrupt()
+
+    def close(self) -> None:
+        self._helper.close()
 
 
 def quote_identifier(name: str) -> str:
@@ -98,19 +152,24 @@ class SqliteSource:
 
         Only for tests that prove the second wall holds on its own; tools always go through :meth:`query`.
         """
-        with closing(self._connect(limits)) as connection:
-            deadline = _Deadline(limits.timeout_s)
-            connection.set_progress_handler(deadline.check, _PROGRESS_STEPS)
-            connection.set_authorizer(_authorize)
-            try:
-                cursor = connection.execute(sql)
-                columns = [str(column[0]) for column in cursor.description or ()]
-                rows: list[tuple[Cell, ...]] = [tuple(row) for row in cursor.fetchmany(limits.max_rows + 1)]
-            except (sqlite3.Error, sqlite3.Warning) as exc:
-                if deadline.expired:
-                    raise QueryTimeout(limits.timeout_s) from None
-                raise DataSourceError(f"data source {self.name!r}: {exc}") from None
-        return QueryResult(columns, rows[: limits.max_rows], more_rows=len(rows) > limits.max_rows)
+        connection = self._connect(limits)
+        connection.set_authorizer(_Authorizer(sql))
+        printf: _Printf | None = None
+        if _PRINTF.search(sql):
+            printf = _Printf(limits.max_value_bytes)
+            for name in ("printf", "format"):
+                connection.create_function(name, -1, printf)
+
+        def fetch() -> QueryResult:
+            cursor = connection.execute(sql)
+            columns = [str(column[0]) for column in cursor.description or ()]
+            rows: list[tuple[Cell, ...]] = [tuple(row) for row in cursor.fetchmany(limits.max_rows + 1)]
+            over = printf.over_limit if printf is not None else 0
+            return QueryResult(
+                columns, rows[: limits.max_rows], more_rows=len(rows) > limits.max_rows, clipped_values=over
+            )
+
+        return _Watched(self.name, connection, limits, printf).run(fetch)
 
     def schema(self, limits: QueryLimits) -> SchemaInfo:
         """Tables and views with their columns, foreign keys and (for tables) row counts.
@@ -119,15 +178,10 @@ class SqliteSource:
             QueryTimeout: counting rows ran past ``limits.timeout_s``.
             DataSourceError: the file is not a readable SQLite database.
         """
-        with closing(self._connect(limits)) as connection:
-            deadline = _Deadline(limits.timeout_s)
-            connection.set_progress_handler(deadline.check, _PROGRESS_STEPS)
-            try:
-                return SchemaInfo(self.name, self.dialect, self._tables(connection))
-            except sqlite3.Error as exc:
-                if deadline.expired:
-                    raise QueryTimeout(limits.timeout_s) from None
-                raise DataSourceError(f"data source {self.name!r}: {exc}") from None
+        connection = self._connect(limits)
+        return _Watched(self.name, connection, limits).run(
+            lambda: SchemaInfo(self.name, self.dialect, self._tables(connection))
+        )
 
     def _tables(self, connection: sqlite3.Connection) -> list[TableInfo]:
         listed = connection.execute(
@@ -155,9 +209,13 @@ class SqliteSource:
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         connection: sqlite3.Connection | None = None
         try:
-            # A writer holding the file locked makes readers wait: at most the query's time limit.
-            busy = min(_BUSY_WAIT_S, limits.timeout_s)
-            connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy)
+            # Used by the statement's own thread, and interrupted from the caller's (``_Watched``). A writer
+            # holding the file locked makes a reader wait: for half the time limit at most, so that the answer
+            # is "database is locked" rather than a timeout.
+            busy = min(_BUSY_WAIT_S, limits.timeout_s / 2)
+            connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=busy
+            )
             connection.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             if connection is not None:
@@ -167,21 +225,91 @@ class SqliteSource:
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         # One huge value (hex() of hex() of a long string) would exhaust memory long before the byte limit on
         # the rendered text applies, so values are capped inside the engine.
-        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(limits.max_bytes, _MIN_VALUE_BYTES))
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
         return connection
 
 
-class _Deadline:
-    """A progress handler that stops the statement once its time is up (monotonic clock)."""
+class _Watched:
+    """One piece of work on a connection, in a thread of its own, stopped at the deadline.
 
-    def __init__(self, seconds: float) -> None:
-        self._at = time.monotonic() + seconds
-        self.expired = False
+    The progress handler stops the statement at the first instruction boundary past the deadline; the
+    watchdog (the caller, waiting) interrupts the connection then too, and answers ``QueryTimeout`` within
+    ``_GRACE_S`` even if a single long function call has not returned yet: the statement stops at its next
+    instruction, and its thread closes the connection.
+    """
 
-    def check(self) -> int:
+    def __init__(
+        self, source: str, connection: sqlite3.Connection, limits: QueryLimits, printf: _Printf | None = None
+    ) -> None:
+        self._source = source
+        self._connection = connection
+        self._limits = limits
+        self._printf = printf
+        self._at = time.monotonic() + limits.timeout_s
+        self._expired = False
+        self._lock = threading.Lock()
+        self._closed = False
+        connection.set_progress_handler(self._check, _PROGRESS_STEPS)
+
+    def _check(self) -> int:
         if time.monotonic() >= self._at:
-            self.expired = True
-        return int(self.expired)
+            self._expired = True
+        return int(self._expired)
+
+    def run(self, work: Callable[[], _T]) -> _T:
+        """``work()``'s value, or the error it raised as a ``DataSourceError``.
+
+        Raises:
+            QueryTimeout: the deadline passed first.
+            DataSourceError: the database rejected the work.
+        """
+        found: list[_T] = []
+        failed: list[BaseException] = []
+        done = threading.Event()
+
+        def body() -> None:
+            try:
+                found.append(work())
+            except BaseException as exc:
+                failed.append(exc)
+            finally:
+                self._close()
+                done.set()
+
+        threading.Thread(target=body, name=f"plangate-sql-{self._source}", daemon=True).start()
+        if not done.wait(self._limits.timeout_s):
+            self._interrupt()
+            done.wait(_GRACE_S)
+        if found:
+            return found[0]
+        if not failed or self._expired:
+            raise QueryTimeout(self._limits.timeout_s)
+        error = failed[0]
+        if isinstance(error, sqlite3.Error | sqlite3.Warning):
+            raise DataSourceError(f"data source {self._source!r}: {_explain(error, self._limits)}") from None
+        raise error
+
+    def _interrupt(self) -> None:
+        with self._lock:
+            self._expired = True
+            if not self._closed:
+                self._connection.interrupt()
+                if self._printf is not None:
+                    self._printf.interrupt()
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._connection.close()
+            if self._printf is not None:
+                self._printf.close()
+
+
+def _explain(error: sqlite3.Error | sqlite3.Warning, limits: QueryLimits) -> str:
+    message = str(error)
+    if "too big" in message:
+        return f"{message} (a value over the {limits.max_value_bytes:,}-byte limit)"
+    return message
 
 
 __all__ = ["SqliteSource", "quote_identifier"]

@@ -67,7 +67,9 @@ def data_tools(
         try:
             schema = sources.get(source).schema(bounds)
         except QueryTimeout as exc:
-            return ToolResult.failed("query_timeout", str(exc), observation=f"reading the schema: {exc}")
+            limit: dict[str, JsonValue] = {"limit": "time", "timeout_s": exc.seconds}
+            observation = f"reading the schema: {exc}"
+            return ToolResult.failed("query_timeout", str(exc), observation=observation, data=limit)
         except DataSourceError as exc:
             return ToolResult.failed("source_error", str(exc))
         text, clipped = render_schema(schema, bounds)
@@ -98,7 +100,8 @@ def data_tools(
             )
         except QueryTimeout as exc:
             observation = f"{exc}: simplify it, filter earlier or aggregate"
-            return ToolResult.failed("query_timeout", str(exc), observation=observation)
+            limit: dict[str, JsonValue] = {"limit": "time", "timeout_s": exc.seconds}
+            return ToolResult.failed("query_timeout", str(exc), observation=observation, data=limit)
         except DataSourceError as exc:
             observation = f"the database rejected the query: {exc}"
             return ToolResult.failed("sql_error", str(exc), observation=observation)
