@@ -239,18 +239,26 @@ class OutcomeEvent(BaseEvent):
 
 
 class OpEvent(BaseEvent):
-    """One operation a copilot applied while building a formula."""
+    """One operation a copilot applied while building a formula (``op`` names it: ``plan``, ``look``,
+    ``add_step``, ``update_step``, ``remove_step``, ``done``, ``reply``, ``ask``, ``final``)."""
 
     type: Literal["op"] = "op"
     op: JsonObject
+    attempt: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Which attempt of the turn built it (1, then 2 for a retry); left out when absent, so events written
+    before the field existed keep their exact form."""
 
 
 class ReviewEvent(BaseEvent):
-    """The review of a copilot attempt: its signals and the verdict drawn from them."""
+    """The review of a copilot attempt: its signals, their worst severity and the verdict drawn from them."""
 
     type: Literal["review"] = "review"
     signals: list[JsonObject]
     verdict: str
+    severity: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """``ok``, ``degraded`` or ``broken``: the worst of the signals (left out when absent)."""
+    attempt: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Which attempt of the turn it reviews (left out when absent)."""
 
 
 class HeartbeatEvent(BaseEvent):

@@ -21,6 +21,7 @@ from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, 
 from plangate.store import _checks as check
 from plangate.store import _documents as documents
 from plangate.store import _rows as rows
+from plangate.store import _turns as turns
 from plangate.store._sql import Db
 from plangate.store.base import (
     Commit,
@@ -30,6 +31,7 @@ from plangate.store.base import (
     ReceiptSource,
     RunRecord,
     RunStatus,
+    TurnRecord,
     WriteIntent,
     WriteIntentConflict,
 )
@@ -329,6 +331,13 @@ class StoreTransaction:
             summary=summary,
             output=output,
         )
+
+    def record_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Store a finished copilot turn and its attempts with this transaction's other changes."""
+        self._check_open()
+        stored = turns.record_turn(self._db, self._run_id, turn)
+        self._dirty = True
+        return stored
 
     def get_document(self, namespace: str, key: str) -> Document | None:
         """The document as this transaction sees it (its own writes included), or None."""
