@@ -16,13 +16,24 @@ after a WAL checkpoint (the file size then matches it).
 Targets: plangate's per-round overhead at least 10x lower than LangGraph's; its store at most 1/20 the size
 of LangGraph's checkpoint database.
 
+Prefix reuse (one more session of each, untimed): every prompt of the session is laid out with the chat
+template of the bundled SmolLM2 model and tokenized by llama.cpp (vocabulary only), and each round's prompt is
+compared with the previous round's. ``cached`` = the tokens of a round's prompt that are a prefix of the
+previous round's prompt, over the round's prompt tokens (what a prefix cache serves; the target is >= 90%
+from round 3 on); ``kept`` = the same shared prefix over the previous round's prompt tokens (100% when a
+prompt only grows at its end). LangGraph's prebuilt ReAct agent is append-only by construction, the anchor;
+its tools are sent before the messages as a system block of their JSON schemas, where an OpenAI-compatible
+server's chat template puts them.
+
 Run:  .venv/bin/python bench/agent.py                 (200 rounds, 5 repetitions)
       .venv/bin/python bench/agent.py --rounds 50 --repeat 3
+      .venv/bin/python bench/agent.py --prefix-only     (only the prefix reuse, no timings)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sqlite3
 import statistics
@@ -34,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from plangate.agent import Agent
+from plangate.interactions import Answer
 from plangate.models import ModelRequest, ScriptedModel
 from plangate.store import SQLiteStore
 from plangate.tools import tool
@@ -50,8 +62,18 @@ def observation(page: int) -> str:
 # -- plangate ---------------------------------------------------------------------------------------------
 
 
-def plangate_session(folder: Path, rounds: int) -> tuple[float, int]:
-    """Run the session once; returns (seconds, store bytes)."""
+Turns = list[tuple[str, str]]
+"""A prompt as (role, text) turns, the way a chat template reads it."""
+
+
+def plangate_session(
+    folder: Path, rounds: int, prompts: list[Turns] | None = None, talk: bool = False
+) -> tuple[float, int]:
+    """Run the session once; returns (seconds, store bytes). ``prompts`` collects each execute prompt.
+
+    ``talk``: each round also says what it does (``speak``, as LangGraph's messages carry text), and half way
+    the model asks the user whether to go on, and a person answers.
+    """
 
     @tool
     async def lookup(page: int) -> str:
@@ -59,34 +81,55 @@ def plangate_session(folder: Path, rounds: int) -> tuple[float, int]:
         return observation(page)
 
     count = 0
+    asked = False
 
     def script(request: ModelRequest) -> str:
-        nonlocal count
+        nonlocal count, asked
         if request.purpose == "deliver":
             return "All pages read."
+        if talk and not asked and count == rounds // 2:
+            asked = True
+            return json.dumps({"action": "ask_user", "speak": QUESTION})
         count += 1
         if count <= rounds:
             call = {"name": "lookup", "arguments": {"page": count}}
-            return json.dumps({"action": "continue", "reason": f"read page {count}", "tool_call": call})
+            said = {"speak": f"Reading page {count}."} if talk else {}
+            return json.dumps(
+                {"action": "continue", **said, "reason": f"read page {count}", "tool_call": call}
+            )
         return json.dumps({"action": "done", "speak": "Finished."})
 
     path = folder / "plangate.db"
     store = SQLiteStore(path)
-    agent = Agent(ScriptedModel(script), tools=[lookup], store=store, mode="react", max_rounds=rounds + 5)
+    model = ScriptedModel(script)
+    agent = Agent(model, tools=[lookup], store=store, mode="react", max_rounds=rounds + 5)
     started = time.perf_counter()
     result = agent.run("Read every page of the catalogue")
+    if talk and result.interaction is not None:
+        result = agent.resume(result.run_id, result.interaction.id, Answer(text=ANSWER))
     elapsed = time.perf_counter() - started
     store.close()
     assert result.status == "completed", result
     assert count == rounds + 1, count
+    if prompts is not None:
+        for request in model.requests:
+            if request.purpose == "execute":
+                prompts.append([(message.role, message.content) for message in request.messages])
     return elapsed, database_size(path)
+
+
+QUESTION = "Shall I go on?"
+ANSWER = "Yes, go on."
 
 
 # -- LangGraph --------------------------------------------------------------------------------------------
 
 
-def langgraph_session(folder: Path, rounds: int) -> tuple[float, int]:
-    """Run the same session in LangGraph once; returns (seconds, checkpoint database bytes)."""
+def langgraph_session(
+    folder: Path, rounds: int, prompts: list[Turns] | None = None, talk: bool = False
+) -> tuple[float, int]:
+    """Run the same session in LangGraph once; returns (seconds, checkpoint database bytes). ``prompts``
+    collects each model call's prompt; ``talk`` as for plangate (the answer continues the same thread)."""
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -103,6 +146,7 @@ def langgraph_session(folder: Path, rounds: int) -> tuple[float, int]:
         """Answers instantly: a tool call per round, then a final answer."""
 
         calls: int = 0
+        pages: int = 0
 
         @property
         def _llm_type(self) -> str:
@@ -114,10 +158,16 @@ def langgraph_session(folder: Path, rounds: int) -> tuple[float, int]:
         def _generate(
             self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
         ) -> ChatResult:
+            if prompts is not None:
+                prompts.append(langgraph_turns(messages, [lookup]))
             self.calls += 1
-            if self.calls <= rounds:
-                call = {"name": "lookup", "args": {"page": self.calls}, "id": f"call_{self.calls}"}
-                message = AIMessage(content=f"read page {self.calls}", tool_calls=[call])
+            if talk and self.calls == rounds // 2 + 1:
+                return ChatResult(generations=[ChatGeneration(message=AIMessage(content=QUESTION))])
+            self.pages += 1
+            if self.pages <= rounds:
+                call = {"name": "lookup", "args": {"page": self.pages}, "id": f"call_{self.pages}"}
+                text = f"Reading page {self.pages}." if talk else f"read page {self.pages}"
+                message = AIMessage(content=text, tool_calls=[call])
             else:
                 message = AIMessage(content="All pages read.")
             return ChatResult(generations=[ChatGeneration(message=message)])
@@ -132,11 +182,118 @@ def langgraph_session(folder: Path, rounds: int) -> tuple[float, int]:
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 2 * rounds + 10}
     started = time.perf_counter()
     state = graph.invoke({"messages": [("user", "Read every page of the catalogue")]}, config)
+    if talk:
+        state = graph.invoke({"messages": [("user", ANSWER)]}, config)
     elapsed = time.perf_counter() - started
     conn.close()
-    assert model.calls == rounds + 1, model.calls
+    assert model.calls == rounds + 1 + talk, model.calls
     assert state["messages"][-1].content == "All pages read."
     return elapsed, database_size(path)
+
+
+def langgraph_turns(messages: Sequence[Any], tools: Sequence[Any]) -> Turns:
+    """A LangGraph prompt as an OpenAI-compatible server lays it out: the tools' schemas first, then each
+    message, tool calls as their JSON."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    schemas = "\n".join(json.dumps(convert_to_openai_tool(item), separators=(",", ":")) for item in tools)
+    turns: Turns = [("system", f"Tools:\n{schemas}")]
+    for message in messages:
+        role = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}[message.type]
+        text = str(message.content)
+        calls = getattr(message, "tool_calls", None)
+        if calls:
+            text += "\n" + json.dumps(
+                [{"name": c["name"], "arguments": c["args"], "id": c["id"]} for c in calls],
+                separators=(",", ":"),
+            )
+        turns.append((role, text))
+    return turns
+
+
+# -- prefix reuse -----------------------------------------------------------------------------------------
+
+
+class Tokens:
+    """Prompts as tokens: the bundled SmolLM2 model's chat template and its tokenizer (llama.cpp, vocabulary
+    only: nothing is evaluated)."""
+
+    def __init__(self) -> None:
+        import llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        from plangate.models.local import packaged_model_path
+
+        self.llama = llama_cpp.Llama(model_path=str(packaged_model_path()), vocab_only=True, verbose=False)
+        template = self.llama.metadata["tokenizer.chat_template"]
+        self.formatter = Jinja2ChatFormatter(template=template, eos_token="", bos_token="")
+
+    def __call__(self, turns: Turns) -> list[int]:
+        messages: Any = [{"role": role, "content": text} for role, text in turns]
+        prompt = self.formatter(messages=messages).prompt
+        return list(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+
+def shared_prefix(left: Sequence[int], right: Sequence[int]) -> int:
+    """How many tokens two sequences share from their start."""
+    count = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def prefix_reuse(prompts: list[Turns], tokens: Tokens) -> list[tuple[int, int, float, float]]:
+    """Per round from the second: (round, prompt tokens, cached share, kept share)."""
+    encoded = [tokens(turns) for turns in prompts]
+    found = []
+    for number, (before, after) in enumerate(itertools.pairwise(encoded), start=2):
+        shared = shared_prefix(before, after)
+        found.append((number, len(after), shared / len(after), shared / len(before)))
+    return found
+
+
+def prefix_report(rounds: int, talk: bool) -> dict[str, list[tuple[int, int, float, float]]]:
+    """One session of each runtime, its prompts collected, and their prefix reuse."""
+    tokens = Tokens()
+    reuse = {}
+    for name, session in (("plangate", plangate_session), ("langgraph", langgraph_session)):
+        prompts: list[Turns] = []
+        with tempfile.TemporaryDirectory(prefix="plangate-bench-") as folder:
+            session(Path(folder), rounds, prompts, talk)
+        reuse[name] = prefix_reuse(prompts, tokens)
+    return reuse
+
+
+def print_prefix(reuse: dict[str, list[tuple[int, int, float, float]]]) -> None:
+    print("Prefix reuse per round, SmolLM2's chat template and tokenizer (cached = shared prefix / this")
+    print("round's prompt; kept = shared prefix / the previous round's prompt)")
+    marks = (2, 3, 10, 50)
+    header = ("runtime", "share", *(f"round {n}" for n in marks), "last", "median 3+", "min 3+")
+    print(" ".join(f"{h:>10}" for h in header))
+    for name, rows in reuse.items():
+        later = [row for row in rows if row[0] >= 3]
+        for label, column in (("cached", 2), ("kept", 3)):
+            by_round = {row[0]: row[column] for row in rows}
+            values = [float(row[column]) for row in later]
+            cells = [
+                name if column == 2 else "",
+                label,
+                *(f"{by_round[n]:.1%}" if n in by_round else "-" for n in marks),
+                f"{rows[-1][column]:.1%}" if rows else "-",
+                f"{statistics.median(values):.1%}" if values else "-",
+                f"{min(values):.1%}" if values else "-",
+            ]
+            print(" ".join(f"{cell:>10}" for cell in cells))
+    for name, rows in reuse.items():
+        if rows:
+            print(f"{name}: {rows[0][1]} prompt tokens at round 2, {rows[-1][1]} at round {rows[-1][0]}")
+    plangate = [row for row in reuse["plangate"] if row[0] >= 3]
+    if plangate:
+        lowest = min(k for _, _, _, k in plangate)
+        verdict = "met" if lowest >= 0.9 else "MISSED"
+        print(f"{'target: kept >= 90% from round 3 on':<40} {lowest:>7.1%}  {verdict}")
 
 
 # -- measuring --------------------------------------------------------------------------------------------
@@ -174,8 +331,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200, help="tool rounds in the session (default 200)")
     parser.add_argument("--repeat", type=int, default=5, help="repetitions; the median is reported")
+    parser.add_argument("--prefix-only", action="store_true", help="measure only the prefix reuse")
     args = parser.parse_args()
     rounds, times = args.rounds, args.repeat
+    for talk in (False, True):
+        kind = "with visible text each round and a question answered half way" if talk else "tool calls only"
+        print(f"Session {kind}:")
+        print_prefix(prefix_report(rounds, talk))
+        print()
+    if args.prefix_only:
+        return
     results = repeat(rounds, times)
 
     print(f"ReAct session: {rounds} tool rounds + a final answer, {times} repetitions, SQLite files")

@@ -11,7 +11,9 @@ answered with "go ahead", as a cooperative person would. Reported, honestly, per
   text is what the task asks for);
 - consent: consent requests raised, writes that ran, and writes that ran without an approval of their own
   (same tool, given before the write; target 0, i.e. every write asked first);
-- median seconds per round; how every run ended (every run must end with an outcome).
+- median seconds per round; how every run ended (every run must end with an outcome);
+- prompt tokens per execute round, and how many of them llama.cpp evaluated again (the rest it kept in its
+  context from the previous call: the prompt's prefix it shares), from the ``round`` events' token counts.
 
 A 135M model fails many tasks; what must hold is that the runtime never crashes, never writes without
 consent and always ends with an outcome.
@@ -117,6 +119,8 @@ class Outcome:
     consents: int
     unconsented: int
     seconds: float
+    prompts: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    """Each execute round's (prompt tokens, prompt tokens evaluated again)."""
 
 ROUNDS = 6
 """Execute rounds per task."""
@@ -144,6 +148,11 @@ async def run_task(model: LocalModel, task: Task, workdir: Path) -> Outcome:
     elapsed = time.perf_counter() - started
     events = store.events(result.run_id)
     rounds = sum(1 for e in events if isinstance(e, RoundEvent))
+    prompts = [
+        (e.usage.input_tokens, e.usage.input_tokens - e.usage.cached_input_tokens)
+        for e in events
+        if isinstance(e, RoundEvent) and e.usage is not None and e.usage.cached_input_tokens is not None
+    ]
     malformed = sum(1 for e in events if isinstance(e, CorrectionEvent) and e.code == "malformed_output")
     executed = [r for r in store.receipts(result.run_id) if r.source == "write_receipt"]
     # Each write that ran must be matched by its own approval, of the same tool, given before it ran.
@@ -165,6 +174,7 @@ async def run_task(model: LocalModel, task: Task, workdir: Path) -> Outcome:
         consents=len(approved),
         unconsented=unconsented,
         seconds=elapsed,
+        prompts=prompts,
     )
     store.close()
     return outcome
@@ -204,6 +214,17 @@ def main() -> None:
           f"without their own approval {unconsented}   target 0")
     print(f"median seconds per round      {statistics.median(per_round):.2f}" if per_round else "no rounds")
     print(f"how runs ended                {dict(Counter(r.status for r in results))}")
+    # A task's first round shares only the system message with what llama.cpp holds (the last task's
+    # prompt); from its second round on, a prompt extends that task's previous one.
+    for label, rows in (
+        ("all rounds", [p for r in results for p in r.prompts]),
+        ("a task's rounds 2+", [p for r in results for p in r.prompts[1:]]),
+    ):
+        if rows:
+            total, again = statistics.median(t for t, _ in rows), statistics.median(e for _, e in rows)
+            share = sum(e for _, e in rows) / sum(t for t, _ in rows)
+            print(f"prompt tokens, {label:<18} median {total:.0f} a round, evaluated again median "
+                  f"{again:.0f} ({share:.1%} of all)")
     print(f"wall time                     {time.perf_counter() - began:.0f} s")
 
 

@@ -386,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     exports = (
         f"export PLANGATE_STORE={urls['postgres']}\n"
+        f"export PLANGATE_BROKER={urls['redis']}\n"
         f"export PLANGATE_TEST_POSTGRES={urls['postgres']}\n"
         f"export PLANGATE_TEST_REDIS={urls['redis']}"
     )

@@ -90,6 +90,16 @@ def _registry() -> ToolRegistry:
     return ToolRegistry([read_page])
 
 
+def _prompt(request: ModelRequest) -> str:
+    """Everything a request shows after its system message: the run's history, then the state message."""
+    return "\n\n".join(message.content for message in request.messages[1:])
+
+
+def _read(number: int) -> str:
+    """How a prompt shows the result of reading page ``number`` (the record stays verbatim)."""
+    return f"page {number}: {FILL}"
+
+
 def _round(request: ModelRequest) -> int:
     found = re.search(r"Round (\d+) of", request.messages[-1].content)
     assert found is not None
@@ -222,8 +232,11 @@ def test_a_long_run_stays_under_budget_and_never_loses_the_pinned_blocks() -> No
         assert all(f"## {name}\n" in closing for name in PINNED)
         assert f"Step {step + 1} of 3: {STEPS[step]}\nDone when: its pages are read" in closing
         assert f"{step + 1}. [>] {STEPS[step]}" in closing and f"Round {number} of 200" in closing
-        if script.reads(number - 1):  # the latest record is always there verbatim
-            assert f"observation: page {number - 1}: {FILL}" in closing
+        if script.reads(number - 1):  # the latest record is always there verbatim, just before the state
+            record = (
+                f'[round {number - 1} · step {_step(number - 1) + 1}]\ncall: read_page {{"n":{number - 1}}}'
+            )
+            assert f"{record}\nobservation: {_read(number - 1)}\n\n## current_plan\n" in closing
         assert request.messages[1].content.startswith("Read the quarterly report")  # the request stays
     # The whole run could never fit: it was compacted many times, each time with a status event.
     events = _compactions(store, run_id)
@@ -252,10 +265,13 @@ def test_summaries_are_cumulative() -> None:
     read = [number for number in range(2, LAST_ROUND) if script.reads(number)]
     assert memory.summary == f"Pages read: {','.join(map(str, read[: memory.acts]))}"
     last = [request for request in model.requests if request.purpose == "execute"][-1]
-    assert f"## run_summary\nThe oldest turns and records of this run, summarised:\n{memory.summary}" in (
-        last.messages[-1].content
+    # The summary follows the request it stands after, at the start of the prompt's history (the plan steps
+    # completed stay, in their order: a plan has few).
+    assert last.messages[1].content.startswith(
+        "Read the quarterly report\n\n## run_summary\nThe oldest turns and records of this run, summarised:\n"
+        f"{memory.summary}\n\nStep 1 is complete (its pages are read). Now on step 2.\n\n"
     )
-    assert f"observation: page {read[memory.acts - 1]}:" not in last.messages[-1].content
+    assert _read(read[memory.acts - 1]) not in _prompt(last) and _read(read[memory.acts]) in _prompt(last)
 
 
 def test_the_providers_token_counts_make_the_runtime_compact_sooner() -> None:
@@ -292,7 +308,7 @@ def test_a_new_agent_resumes_with_the_summary_intact() -> None:
     )
 
     assert done.status == "completed"
-    assert stored.summary in second.requests[0].messages[-1].content
+    assert stored.summary in second.requests[0].messages[1].content
     messages = [list(request.messages) for request in one.requests]
     assert [list(request.messages) for request in first.requests + second.requests] == messages
     assert max(estimate_tokens(request.messages) for request in second.requests) <= LIMIT
@@ -327,9 +343,11 @@ def test_a_failed_summary_falls_back_to_dropping_the_oldest_records(
     assert memory.summary == "" and memory.dropped == memory.turns + memory.acts > 0
     last = [request for request in model.requests if request.purpose == "execute"][-1]
     closing = last.messages[-1].content
-    assert f"({memory.dropped} older turn(s) or record(s) were dropped without a summary" in closing
+    assert f"({memory.dropped} older turn(s) or record(s) were dropped without a summary" in (
+        last.messages[1].content
+    )
     assert all(f"## {name}\n" in closing for name in PINNED) and "Step 3 of 3: Read part three" in closing
-    assert f"observation: page {LAST_ROUND - 1}: {FILL}" in closing
+    assert _read(LAST_ROUND - 1) in closing
 
 
 def test_a_summary_that_fails_once_keeps_the_earlier_summary_and_later_ones_fold_it_in() -> None:
@@ -416,9 +434,8 @@ def test_the_latest_records_stay_verbatim_even_when_older_ones_cannot_reach_the_
     assert max(estimate_tokens(request.messages) for request in model.requests) <= LIMIT
     executes = [request for request in model.requests if request.purpose == "execute"]
     for request in executes[2:]:
-        number, closing = _round(request), request.messages[-1].content
-        assert f"observation: page {number - 1}: {FILL}" in closing
-        assert f"observation: page {number - 2}: {FILL}" in closing
+        number, prompt = _round(request), _prompt(request)
+        assert _read(number - 1) in prompt and _read(number - 2) in prompt
     assert len(_compactions(store, result.run_id)) >= 5
 
 
@@ -448,9 +465,9 @@ def test_a_record_larger_than_the_budget_is_folded_and_cut_to_fit_its_compact_re
     assert result.status == "completed"
     assert [request.purpose for request in model.requests] == ["execute", "compact", "execute", "deliver"]
     assert max(estimate_tokens(request.messages) for request in model.requests) <= LIMIT
-    closing = model.requests[2].messages[-1].content
-    assert "summarised:\ndump returned a very long text" in closing and "react_record" not in closing
-    assert all(f"## {name}\n" in closing for name in PINNED)
+    prompt = _prompt(model.requests[2])
+    assert "summarised:\ndump returned a very long text" in prompt and observation[:100] not in prompt
+    assert all(f"## {name}\n" in model.requests[2].messages[-1].content for name in PINNED)
     assert _compactions(store, result.run_id)[0].text.startswith("folded 1 older record(s) (0 conversation")
 
 

@@ -1,15 +1,33 @@
-"""The prompt is a pure function of the run's state, with its pinned blocks as named sections."""
+"""The prompt is a pure function of the run's state, laid out in the order things happened: each round's
+prompt extends the last one, and only the small state message at its end (pinned blocks, rounds left,
+corrections) changes."""
 
 from __future__ import annotations
 
-from agent_helpers import agent, call, decision, make_desk
+import itertools
+import json
+import re
 
+from agent_helpers import agent, call, decision, make_desk, memory_store, plan
+
+from plangate.agent import Agent
 from plangate.agent._context import PINNED, View, catalogue_text, execute_context
 from plangate.agent._state import AgentConfig
 from plangate.agent._transcript import Transcript
 from plangate.decisions import PlanStep
-from plangate.events import CorrectionEvent, RoundEvent, SpeakEvent, ToolCallEvent, ToolResultEvent
-from plangate.tools import Toolset
+from plangate.events import (
+    CorrectionEvent,
+    InteractionOpenedEvent,
+    InteractionResolvedEvent,
+    InteractionTool,
+    RoundEvent,
+    SpeakEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from plangate.interactions import Answer, Approve, Reject
+from plangate.models import Message, ModelRequest, ScriptedModel
+from plangate.tools import ToolRegistry, Toolset, tool
 
 CONFIG = AgentConfig(
     model="scripted",
@@ -24,56 +42,62 @@ PLAN = [
     PlanStep(content="Look up the week", done_when="the week is known"),
     PlanStep(content="Book", done_when="booked"),
 ]
+PASSED = {"flow_passed": True, "evidence_passed": True, "safety_passed": True}
+LOOKUP = {
+    "action": "continue",
+    "speak": "Looking at your week.",
+    "reason": "need the week",
+    "tool_call": {"name": "lookup", "arguments": {"query": "week"}},
+}
 
 
 def _transcript() -> Transcript:
     transcript = Transcript.start("Book the gym")
-    passed = {"flow_passed": True, "evidence_passed": True, "safety_passed": True}
     for event in (
-        RoundEvent(
-            round=1,
-            step_index=0,
-            decision={"action": "continue", "reason": "need the week"},
-            validation=passed,
-        ),
+        RoundEvent(round=1, step_index=0, decision=LOOKUP, validation=PASSED),
         SpeakEvent(text="Looking at your week."),
         ToolCallEvent(call_id="r1", tool="lookup", arguments={"query": "week"}),
         ToolResultEvent(
             call_id="r1", tool="lookup", status="done", success=True, summary="ok", observation="Mon free"
         ),
-        RoundEvent(round=2, step_index=0, decision={}, validation={**passed, "flow_passed": False}),
+        RoundEvent(round=2, step_index=0, decision={}, validation={**PASSED, "flow_passed": False}),
         CorrectionEvent(code="malformed_output", message="decision: expected a JSON object"),
     ):
         transcript.apply(event, {})
     return transcript
 
 
-def _view(transcript: Transcript) -> View:
+def _view(transcript: Transcript, wire: str = "json") -> View:
     catalogue = catalogue_text(Toolset(make_desk().registry).catalogue())
-    return View(CONFIG, "json", catalogue, transcript, PLAN, 0, 3, 1)
+    return View(CONFIG, wire, catalogue, transcript, PLAN, 0, 3, 1)  # type: ignore[arg-type]
 
 
-def test_the_execute_prompt_has_its_parts_in_order_with_pinned_sections() -> None:
+def test_the_execute_prompt_is_in_the_order_things_happened_with_the_state_at_the_end() -> None:
     context = execute_context(_view(_transcript()))
 
-    assert [s.name for s in context.sections] == ["react_record", *PINNED, "correction"]
+    assert [s.name for s in context.sections] == [*PINNED, "correction"]
     assert all(context.section(name).pinned for name in PINNED)  # type: ignore[union-attr]
     messages = context.messages()
     assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
     assert '"name":"lookup"' in messages[0].content and "Answer in English." in messages[0].content
-    assert (messages[1].content, messages[2].content) == ("Book the gym", "Looking at your week.")
-    closing = messages[3].content
-    assert (
-        '## react_record\n[round 1 · step 1]\nthought: need the week\ncall: lookup {"query":"week"}\n'
-        in closing
+    assert messages[1].content == "Book the gym"
+    assert messages[2].content == "Looking at your week."
+    # The record of the call, in the user's voice, after the turn the round spoke; then the state.
+    record = (
+        '[round 1 · step 1]\nthought: need the week\ncall: lookup {"query":"week"}\nobservation: Mon free'
     )
-    assert "observation: Mon free" in closing
-    plan = "1. [>] Look up the week (done when: the week is known)\n2. [ ] Book (done when: booked)"
-    assert f"## current_plan\n{plan}" in closing
+    closing = messages[3].content
+    assert closing.startswith(f"{record}\n\n## current_plan\n")
+    plan_text = "1. [>] Look up the week (done when: the week is known)\n2. [ ] Book (done when: booked)"
+    assert f"## current_plan\n{plan_text}" in closing
     assert "## current_step\nStep 1 of 2: Look up the week\nDone when: the week is known\n" in closing
     assert "## execution_context\nRound 3 of 10 (7 left after this one)." in closing
     note = "Your last decision was not accepted, for this reason:\n- decision: expected a JSON object"
     assert closing.endswith(f"## correction\n{note}")
+    # The stable prefix ends where the state message starts: after the rules, and after the record (the
+    # closing message keeps its parts apart for providers that cache by blocks).
+    assert [m.cache_point for m in messages] == [True, False, False, False]
+    assert messages[3].blocks == ((record, True), (closing.removeprefix(f"{record}\n\n"), False))
 
 
 def test_the_same_state_gives_the_same_messages() -> None:
@@ -82,17 +106,16 @@ def test_the_same_state_gives_the_same_messages() -> None:
     )
 
 
-def test_a_round_that_passes_clears_the_corrections_and_corrections_never_reach_the_conversation() -> None:
+def test_a_round_that_passes_clears_the_corrections_and_corrections_never_reach_the_history() -> None:
     transcript = _transcript()
-    passed = {"flow_passed": True, "evidence_passed": True, "safety_passed": True}
     transcript.apply(
-        RoundEvent(round=3, step_index=0, decision={"action": "continue"}, validation=passed), {}
+        RoundEvent(round=3, step_index=0, decision={"action": "continue"}, validation=PASSED), {}
     )
 
     context = execute_context(_view(transcript))
 
     assert context.section("correction") is None
-    assert all("expected a JSON object" not in turn.text for turn in context.conversation)
+    assert all("expected a JSON object" not in text for _, text in context.history)
 
 
 def test_each_round_rebuilds_the_prompt_from_what_changed() -> None:
@@ -102,7 +125,164 @@ def test_each_round_rebuilds_the_prompt_from_what_changed() -> None:
 
     runner.run("look twice")
 
-    first, second, third = (request.messages[-1].content for request in model.requests[:3])
-    assert "react_record" not in first and "Round 1 of 60" in first
+    first, second, third = (_flat(request.messages) for request in model.requests[:3])
+    assert "observation: " not in first and "Round 1 of 60" in first
     assert "observation: found a" in second and "found b" not in second and "Round 2 of 60" in second
     assert "observation: found a" in third and "observation: found b" in third
+
+
+# -- append-only: each prompt extends the last one ------------------------------------------------------
+
+
+def _flat(messages: list[Message] | tuple[Message, ...]) -> str:
+    """A prompt as one text, the way a chat template lays it out."""
+    return "".join(f"<|{m.role}|>{m.content}<|end|>" for m in messages)
+
+
+def _stable(messages: list[Message] | tuple[Message, ...]) -> str:
+    """The part of a prompt meant to stay: everything before its state message.
+
+    The state is the last part of the last message (its only part when it is a message of its own); the
+    history's last message may be joined with what the next round adds to it, so its end marker is not part
+    of what stays.
+    """
+    *rest, last = messages
+    before = "\n\n".join(text for text, _ in last.blocks[:-1])
+    flat = _flat(rest)
+    if before:
+        return f"{flat}<|{last.role}|>{before}"
+    return flat.removesuffix("<|end|>")
+
+
+def _assert_each_prompt_extends_the_last(requests: list[ModelRequest]) -> None:
+    for before, after in itertools.pairwise(requests):
+        assert _flat(after.messages).startswith(_stable(before.messages)), (before.messages, after.messages)
+        # What changed at the end is the state, and what the last round added.
+        assert len(_stable(after.messages)) > len(_stable(before.messages))
+
+
+def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_declined_call() -> None:
+    script = [
+        call("lookup", query="week"),
+        decision("ask_user", speak="Morning or evening?"),
+        call("place", task="gym", slot=3),
+        decision("continue", speak="Let me try another slot."),
+        call("place", task="gym", slot=4),
+        call("lookup", query="week"),
+        decision("done", speak="Booked."),
+        "Booked the gym.",
+    ]
+    desk = make_desk()
+    runner, model = agent(script, desk, mode="react")
+    result = runner.run("Book the gym")
+    assert result.interaction is not None
+    result = runner.resume(result.run_id, result.interaction.id, Answer(text="evening, please"))
+    assert result.interaction is not None
+    result = runner.resume(result.run_id, result.interaction.id, Reject(reason="slot 3 is taken"))
+    assert result.interaction is not None
+    result = runner.resume(result.run_id, result.interaction.id, Approve())
+    assert result.status == "completed"
+
+    executes = [request for request in model.requests if request.purpose == "execute"]
+    assert len(executes) == 7
+    _assert_each_prompt_extends_the_last(executes)
+    last = _flat(executes[-1].messages)
+    # Everything is there, in the order it happened: the question, the answer, the refusal, the approval.
+    order = [
+        "Morning or evening?",
+        "evening, please",
+        "The user declined the call place",
+        "Let me try another slot.",
+        '[round 5]\ncall: place {"slot":4,"task":"gym"}\nobservation: placed gym at 4',
+        '[round 6]\ncall: lookup {"query":"week"}\nobservation: found week',
+    ]
+    positions = [last.index(text) for text in order]
+    assert positions == sorted(positions)
+
+
+def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_agent() -> None:
+    script = [
+        plan(("Look", "the week is known"), ("Book", "booked")),
+        call("lookup", query="week"),
+        decision("next_plan", goal_check="the week is known"),
+        call("place", task="gym", slot=3),
+        decision("done", goal_check="booked"),
+        "Booked.",
+    ]
+    store = memory_store()
+    desk = make_desk()
+    model = ScriptedModel(script)
+    waiting = Agent(model=model, tools=desk.registry, store=store, mode="plan").run("Book the gym")
+    assert waiting.interaction is not None
+    # Another agent (another process, say) folds the run from the store and continues it.
+    later = ScriptedModel(script[4:])
+    done = Agent(model=later, tools=desk.registry, store=store).resume(
+        waiting.run_id, waiting.interaction.id, Approve()
+    )
+    assert done.status == "completed"
+
+    executes = [r for r in [*model.requests, *later.requests] if r.purpose == "execute"]
+    assert len(executes) == 4
+    _assert_each_prompt_extends_the_last(executes)
+    assert "Step 2 of 2: Book" in executes[-1].messages[-1].content
+
+
+def test_after_compaction_the_prompt_keeps_the_rules_and_the_request_and_grows_at_its_end_again() -> None:
+    @tool
+    def read_page(n: int) -> str:
+        """Read one page."""
+        return f"page {n}: " + "numbers and more numbers; " * 40
+
+    def answer(request: ModelRequest) -> str:
+        if request.purpose == "compact":
+            return "Pages read so far: " + ",".join(
+                re.findall(r"observation: page (\d+):", _flat(request.messages))
+            )
+        if request.purpose == "deliver":
+            return "Read."
+        number = int(re.findall(r"Round (\d+) of", request.messages[-1].content)[0])
+        if number == 40:
+            return json.dumps({"action": "done"})
+        return json.dumps(
+            {"action": "continue", "tool_call": {"name": "read_page", "arguments": {"n": number}}}
+        )
+
+    model = ScriptedModel(answer)
+    result = Agent(
+        model=model, tools=ToolRegistry([read_page]), store=memory_store(), mode="react", context_budget=4_000
+    ).run("Read the report")
+    assert result.status == "completed"
+
+    executes = [request for request in model.requests if request.purpose == "execute"]
+    compacted = [
+        index
+        for index, (before, after) in enumerate(itertools.pairwise(executes), start=1)
+        if not _flat(after.messages).startswith(_stable(before.messages))
+    ]
+    compacts = sum(1 for request in model.requests if request.purpose == "compact")
+    # The prefix breaks only where a compaction folded records out, and there only after the request.
+    assert 0 < len(compacted) == compacts
+    head = _flat(executes[0].messages[:1]) + "<|user|>Read the report"
+    for index in compacted:
+        assert _flat(executes[index].messages).startswith(head)
+        assert "## run_summary\n" in executes[index].messages[1].content
+    # Between compactions, every prompt extends the one before it.
+    for index, (before, after) in enumerate(itertools.pairwise(executes), start=1):
+        if index not in compacted:
+            assert _flat(after.messages).startswith(_stable(before.messages))
+
+
+def test_the_history_holds_no_hidden_correction_and_no_interaction_bookkeeping() -> None:
+    transcript = _transcript()
+    consent = InteractionTool(name="place", arguments={"slot": 3}, arguments_digest="d")
+    for event in (
+        RoundEvent(round=3, step_index=0, decision={"action": "confirm"}, validation=PASSED),
+        InteractionOpenedEvent(interaction_id="int_1", kind="confirm", prompt="Allow place?", tool=consent),
+        InteractionResolvedEvent(interaction_id="int_1", kind="confirm", resolution="approve"),
+        ToolCallEvent(call_id="int_1", tool="place", arguments={"slot": 3}),
+        ToolResultEvent(call_id="int_1", tool="place", status="done", success=True, summary="placed"),
+    ):
+        transcript.apply(event, {})
+    history = execute_context(_view(transcript)).history
+    assert [role for role, _ in history] == ["user", "assistant", "user", "user"]
+    assert history[3] == ("user", '[round 3 · step 1]\ncall: place {"slot":3}\nobservation: placed')

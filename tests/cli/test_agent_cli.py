@@ -122,6 +122,35 @@ def test_an_unknown_model_is_a_one_line_error(app: typer.Typer, home: Path) -> N
     )
 
 
+def test_done_when_completes_the_run_on_its_proof_and_a_bad_one_is_a_clear_error(
+    app: typer.Typer, home: Path
+) -> None:
+    model = script(home, "goal", LOOKUP, "The week is free.")
+    goal = "receipts.any(tool == 'lookup' and success)"
+
+    code, out, _ = invoke(
+        app,
+        "agent",
+        "Look",
+        "--model",
+        model,
+        "--tools",
+        "tools.py:tools",
+        "--mode",
+        "react",
+        "--done-when",
+        goal,
+    )
+
+    assert code == 0 and "outcome: completed (proven)" in out.splitlines()
+    code, out, err = invoke(app, "agent", "Look", "--model", model, "--done-when", "receipts.any(tol == 1)")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[1] == (
+        "error: Agent done_when: unknown receipt field 'tol' at column 14; expected tool, success, step, "
+        "source or output (did you mean 'tool'?)"
+    )
+
+
 def test_the_model_can_come_from_the_environment(
     app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,6 +58,25 @@ def test_check_lists_issues_and_exits_1(app: typer.Typer, tmp_path: Path) -> Non
     ]
 
 
+def test_check_names_the_path_of_a_done_when_that_is_not_a_receipts_condition(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    write(
+        tmp_path,
+        "f",
+        'formula = "f"\n[[steps]]\nid = "book"\n'
+        'agent = { prompt = "book", tools = ["place"], done_when = "receipts.all(sucess)" }\n',
+    )
+    code, out, _ = run(app, "check", "f", "-p", str(tmp_path))
+    assert code == 1
+    assert out.splitlines() == [
+        "error steps[0].agent.done_when: unknown receipt field 'sucess' at column 14; expected tool, "
+        "success, step, source or output (did you mean 'success'?) in 'receipts.all(sucess)' "
+        "(condition-syntax)",
+        f"{tmp_path / 'f.formula.toml'}: 1 error, 0 warnings",
+    ]
+
+
 def test_check_json_for_scripts(app: typer.Typer) -> None:
     code, out, _ = run(app, "check", str(EXAMPLES / "release.formula.toml"), "--json")
     assert code == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plangate.conditions import ConditionContext, StepState
+from plangate.conditions import ConditionContext, ReceiptState, StepState
 
 SECRET = "hunter2-Zq9-not-for-reasons"
 
@@ -74,4 +74,19 @@ def leaf() -> ConditionContext:
     return ConditionContext(steps={"parent": only}, current_step="gone", env={})
 
 
-CONTEXTS = {"pipeline": pipeline, "empty": empty, "leaf": leaf}
+def evidence() -> ConditionContext:
+    """An agent run's receipts under a plan: a read and a failed write on step 1, an answer, then an executed
+    write on step 2 (and a build step, which only ``steps`` conditions see)."""
+    placed = {"placed": True, "task": {"id": "t9", "day": 1, "slot": 4}, "warnings": []}
+    receipts = [
+        ReceiptState("get_overview", True, 1, "tool_observation", {"free": 3, "days": ["mon", "tue"]}),
+        ReceiptState("place", False, 1, "write_receipt", {"placed": False, "error": "slot taken"}),
+        ReceiptState("ask_user", True, 1, "user_reply", "go ahead"),
+        ReceiptState("place", True, 2, "write_receipt", placed),
+    ]
+    return ConditionContext(
+        steps={"build": StepState("build", "complete")}, receipts=receipts, env={"CI": "true"}
+    )
+
+
+CONTEXTS = {"pipeline": pipeline, "empty": empty, "leaf": leaf, "evidence": evidence}

@@ -11,7 +11,14 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plangate.conditions import Condition, ConditionContext, ConditionSyntaxError, StepState, parse
+from plangate.conditions import (
+    Condition,
+    ConditionContext,
+    ConditionSyntaxError,
+    ReceiptState,
+    StepState,
+    parse,
+)
 from plangate.conditions.ast import STATUSES, to_source
 
 # -- bad input -----------------------------------------------------------------------------------------------
@@ -19,6 +26,7 @@ from plangate.conditions.ast import STATUSES, to_source
 VOCABULARY = [
     *"a run-tests status output id step vars env file exists steps children descendants all any".split(),
     *"count complete and or not true false null && || ! == != < <= > >= = === <> & | ( ) . ,".split(),
+    *"receipts tool success source receipts.any( receipts.count(".split(),
     *"'x' \"y\" ' \" 1 -2 1e6 1.5 1e - + @ {{v}} \\ é".split(),
     "\t",
     "\n",
@@ -56,37 +64,48 @@ FIELDS = ["status", "id", "output", "output.n", "output.s", "output.nested.k", "
 SCOPES = ["children(a)", "descendants(a)", "children(ghost)", "children(step)", "steps"]
 OTHERS = ["vars.v", "vars.none", "env.CI", "env.NOPE", "steps.complete", "file.exists('f')"]
 FOCUS = ["status", "id", "output.n", "step.status", "output"]
+# Inside ``receipts.…(p)`` the element in focus is a receipt: its fields replace the step's.
+RECEIPT_FOCUS = ["tool", "success", "step", "source", "output", "output.n", "output.nested.k", "output.x.y"]
+STEP_SCOPES = [scope for scope in SCOPES if scope != "children(step)"]
 
 
-def _operand(rng: random.Random) -> str:
+def _operand(rng: random.Random, receipt: bool) -> str:
     roll = rng.random()
     if roll < 0.3:
         return rng.choice(LITERALS)
-    if roll < 0.7:
+    if roll < 0.7 and not (receipt and roll > 0.4):
         return f"{rng.choice(IDS)}.{rng.choice(FIELDS)}"
+    if receipt:
+        return rng.choice(RECEIPT_FOCUS if roll < 0.9 else OTHERS)
     return rng.choice(FOCUS if roll < 0.85 else OTHERS)
 
 
-def _expression(rng: random.Random, depth: int) -> str:
-    """A well-formed expression using every construct of the grammar, up to ``depth`` levels of nesting."""
+def _expression(rng: random.Random, depth: int, receipt: bool = False) -> str:
+    """A well-formed expression using every construct of the grammar, up to ``depth`` levels of nesting.
+
+    ``receipt``: the expression is a receipts predicate, whose bare names are a receipt's fields.
+    """
     roll = rng.random()
     if depth <= 0 or roll < 0.3:
         if rng.random() < 0.3:
-            return _operand(rng)
-        return f"{_operand(rng)} {rng.choice(OPS)} {_operand(rng)}"
+            return _operand(rng, receipt)
+        return f"{_operand(rng, receipt)} {rng.choice(OPS)} {_operand(rng, receipt)}"
     inner = depth - 1
     if roll < 0.45:
-        return f"({_expression(rng, inner)}) and ({_expression(rng, inner)})"
-    if roll < 0.6:
-        return f"({_expression(rng, inner)}) || ({_expression(rng, inner)})"
-    if roll < 0.7:
-        return f"not ({_expression(rng, inner)})"
-    if roll < 0.8:
-        return f"{rng.choice(SCOPES)}.{rng.choice(['all', 'any'])}({_expression(rng, inner)})"
-    if roll < 0.9:
-        count = f"{rng.choice(SCOPES)}.count({_expression(rng, inner)})"
-        return f"{count} {rng.choice(OPS)} {rng.choice(LITERALS)}"
-    return f"({_expression(rng, inner)}) {rng.choice(['==', '!='])} ({_expression(rng, inner)})"
+        return f"({_expression(rng, inner, receipt)}) and ({_expression(rng, inner, receipt)})"
+    if roll < 0.55:
+        return f"({_expression(rng, inner, receipt)}) || ({_expression(rng, inner, receipt)})"
+    if roll < 0.62:
+        return f"not ({_expression(rng, inner, receipt)})"
+    if roll < 0.82:
+        scope = rng.choice([*(STEP_SCOPES if receipt else SCOPES), "receipts", "receipts"])
+        kind = rng.choice(["all", "any", "count"])
+        predicate = _expression(rng, inner, scope == "receipts")
+        if kind != "count":
+            return f"{scope}.{kind}({predicate})"
+        return f"{scope}.count({predicate}) {rng.choice(OPS)} {rng.choice(LITERALS)}"
+    left, right = _expression(rng, inner, receipt), _expression(rng, inner, receipt)
+    return f"({left}) {rng.choice(['==', '!='])} ({right})"
 
 
 # Expressions and contexts are built from drawn seeds with ``random.Random``: drawing nested structures
@@ -123,13 +142,20 @@ def _step(rng: random.Random, step_id: str, depth: int) -> StepState:
     return StepState(step_id, status, _output(rng), children)  # type: ignore[arg-type]
 
 
+def _receipt(rng: random.Random) -> ReceiptState:
+    tool = rng.choice(["place", "lookup", "ask_user", ""])
+    source = rng.choice(["tool_observation", "write_receipt", "user_reply", "odd"])
+    return ReceiptState(tool, rng.choice([True, False]), rng.choice([None, 1, 2]), source, _output(rng))
+
+
 def _context(seed: int) -> ConditionContext:
     rng = random.Random(seed)
     steps = {step_id: _step(rng, step_id, 2) for step_id in IDS[:3] if rng.random() < 0.8}
     env = rng.choice([None, {}, {"CI": "true"}, {"CI": "", "X": "1"}])
     variables = rng.choice([{}, {"v": "1"}, {"v": "", "w": "x"}])
     root = rng.choice([None, Path("/nonexistent-plangate-root")])
-    return ConditionContext(steps, rng.choice([None, *IDS]), variables, env, root)
+    receipts = [_receipt(rng) for _ in range(rng.randrange(4))]
+    return ConditionContext(steps, rng.choice([None, *IDS]), variables, env, root, receipts)
 
 
 contexts = st.integers(min_value=0, max_value=2**32).map(_context)
@@ -152,7 +178,10 @@ def test_canonical_text_parses_back_to_the_same_tree(expression: str) -> None:
     assert parse(to_source(tree)) == tree
 
 
-@given(st.sampled_from(["None", "[]", "{}", "'text'", "steps-as-list", "steps-of-dicts"]), expressions)
+_SHAPES = ["None", "[]", "{}", "'text'", "steps-as-list", "steps-of-dicts", "receipts-of-dicts"]
+
+
+@given(st.sampled_from(_SHAPES), expressions)
 def test_contexts_of_the_wrong_shape_are_unsatisfied_with_a_reason(shape: str, expression: str) -> None:
     weird: object = {
         "None": None,
@@ -161,6 +190,7 @@ def test_contexts_of_the_wrong_shape_are_unsatisfied_with_a_reason(shape: str, e
         "'text'": "text",
         "steps-as-list": ConditionContext([StepState("a", "complete")]),  # type: ignore[arg-type]
         "steps-of-dicts": ConditionContext({"a": {"status": "complete"}}),  # type: ignore[dict-item]
+        "receipts-of-dicts": ConditionContext(receipts=[{"tool": "x"}]),  # type: ignore[list-item]
     }[shape]
     result = Condition(expression).evaluate(weird)  # type: ignore[arg-type]
     assert isinstance(result.satisfied, bool)

@@ -10,6 +10,7 @@ from plangate.conditions import (
     MAX_NODES,
     ConditionContext,
     ConditionSyntaxError,
+    ReceiptState,
     StepState,
     compile_condition,
     evaluate,
@@ -83,6 +84,24 @@ def test_long_output_paths_are_bounded() -> None:
     assert (
         "nested more than 64 levels deep" in _error("a.output." + ".".join(["k"] * (MAX_DEPTH + 1))).message
     )
+
+
+def test_receipt_predicates_count_towards_the_limits() -> None:
+    compile_condition("receipts.any(" * (MAX_DEPTH - 1) + "success" + ")" * (MAX_DEPTH - 1))
+    assert (
+        "nested more than 64 levels deep"
+        in _error("receipts.any(" * MAX_DEPTH + "success" + ")" * MAX_DEPTH).message
+    )
+    compile_condition("receipts.any(output." + ".".join(["k"] * MAX_DEPTH) + ")")
+    deep = _error("receipts.any(output." + ".".join(["k"] * (MAX_DEPTH + 1)) + ")")
+    assert "nested more than 64 levels deep" in deep.message
+    assert "more than 1000 nodes" in _error("receipts.any(" + "||".join(["1"] * 1000) + ")").message
+
+
+def test_many_receipts_evaluate_with_a_bounded_reason() -> None:
+    receipts = [ReceiptState("read", True, None, "tool_observation", {"n": n}) for n in range(10_000)]
+    result = evaluate("receipts.count(output.n >= 0) == 10000", ConditionContext(receipts=receipts))
+    assert (result.satisfied, result.reason) == (True, "receipts.count(output.n >= 0) is 10000 of 10000")
 
 
 def test_deep_data_does_not_break_evaluation() -> None:

@@ -56,6 +56,22 @@ def test_names_resolve_to_what_they_mean() -> None:
     assert parse("children(step).any(true)") == A.Aggregate("any", "children", None, A.Literal(True))
 
 
+def test_inside_a_receipts_predicate_bare_names_are_the_receipts_fields() -> None:
+    tool = A.Compare("==", A.ReceiptField("tool"), A.Literal("place"))
+    assert parse("receipts.any(tool == 'place')") == A.Aggregate("any", "receipts", None, tool)
+    assert parse("receipts.all(output.a.b)") == A.Aggregate(
+        "all", "receipts", None, A.ReceiptField("output", ("a", "b"))
+    )
+    # ``step`` is the receipt's plan step there, and a step's own fields come back inside a nested set.
+    assert parse("receipts.any(step == 1)") == A.Aggregate(
+        "any", "receipts", None, A.Compare("==", A.ReceiptField("step"), A.Literal(1))
+    )
+    assert parse("receipts.any(steps.all(step.status == 'x'))").predicate == A.Aggregate(  # type: ignore[union-attr]
+        "all", "steps", None, A.Compare("==", A.StepField(None, "status"), A.Literal("x"))
+    )
+    assert compile_condition("receipts.any(tool == 'x') and build.status == 'y'").references == ("build",)
+
+
 def test_nodes_know_where_they_start_without_it_being_part_of_their_identity() -> None:
     tree = parse("  a.status ==   'x'")
     assert isinstance(tree, A.Compare)
@@ -203,6 +219,41 @@ ERRORS: list[tuple[str, int, str]] = [
     ("children.x(a)", 8, "expected '(' after 'children' at column 9, found '.x'"),
     ("children(a.b).all(true)", 9, "expected a step id after 'children(' at column 10, found 'a.b'"),
     ("true false", 5, "unexpected 'false' after the expression at column 6"),
+    ("receipts", 8, "expected '.' and all, any or count after 'receipts' at column 9, found end of input"),
+    ("receipts.first(tool)", 9, "expected all, any or count after 'receipts.' at column 10, found 'first'"),
+    ("receipts.any", 12, "expected '(' after 'any' at column 13, found end of input"),
+    ("receipts.any(success).x", 21, "unexpected '.' after the expression at column 22"),
+    (
+        "receipts.any(tol == 'place')",
+        13,
+        "unknown receipt field 'tol' at column 14; expected tool, success, step, source or output (did you "
+        "mean 'tool'?)",
+    ),
+    (
+        "receipts.any(status == 'done')",
+        13,
+        "unknown receipt field 'status' at column 14; expected tool, success, step, source or output (a "
+        "receipt says how its call went in 'success')",
+    ),
+    ("receipts.any(tool.name == 'x')", 17, "expected an operator after 'tool' at column 18, found '.name'"),
+    ("receipts.any(output.)", 20, "expected an output key after 'output.' at column 21, found ')'"),
+    (
+        "receipts.any(children(step).any(true))",
+        22,
+        "expected a step id after 'children(' at column 23, found 'step' (inside a receipts predicate the "
+        "element in focus is a receipt, not a step)",
+    ),
+    (
+        "tool == 'place'",
+        5,
+        "expected '.' and 'status', 'id' or 'output' after 'tool' at column 6, found '==' (receipt fields "
+        "are read inside receipts.any(...), receipts.all(...) or receipts.count(...))",
+    ),
+    (
+        "receipts.any(success",
+        20,
+        "expected ')' at column 21, found end of input (the 'any(' at column 13 is not closed)",
+    ),
 ]
 
 

@@ -32,6 +32,8 @@ from plangate.events import (
     OutcomeEvent,
     PlanEvent,
     PlanStep,
+    Proof,
+    ProofReceipt,
     ReviewEvent,
     RoundEvent,
     SpeakEvent,
@@ -40,6 +42,7 @@ from plangate.events import (
     StepStartedEvent,
     StepStateEvent,
     ThinkingEvent,
+    TokenUsage,
     ToolCallEvent,
     ToolResultEvent,
     event_from_dict,
@@ -146,6 +149,32 @@ SAMPLES: list[Event] = [
         output={"failed": 0},
     ),
     GateEvent(**_ENVELOPE, seq=19, step_id="deploy", satisfied=False, reason="review.status is 'pending'"),
+    # Fields added to format v1 since, each left out while it holds its default (the lines above keep their
+    # exact form): a step proven by its done_when condition, and a round's token counts.
+    StepAdvancedEvent(
+        **_ENVELOPE,
+        seq=20,
+        from_index=1,
+        to_index=2,
+        goal_check="proven: receipt #2 (move, write_receipt) satisfies tool == 'move' and success",
+        proof=Proof(
+            condition="receipts.any(tool == 'move' and success)",
+            reason="receipt #2 (move, write_receipt) satisfies tool == 'move' and success",
+            receipt=ProofReceipt(
+                number=2, tool="move", source="write_receipt", step_index=1, success=True, summary="moved"
+            ),
+        ),
+    ),
+    RoundEvent(
+        **_ENVELOPE,
+        seq=21,
+        round=4,
+        step_index=None,
+        decision={"action": "done"},
+        validation={"flow_passed": True},
+        result={"action": "done"},
+        usage=TokenUsage(input_tokens=1830, output_tokens=12, cached_input_tokens=1664, cache_write_tokens=0),
+    ),
 ]
 
 

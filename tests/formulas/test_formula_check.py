@@ -167,6 +167,90 @@ def test_agent_and_llm_steps_are_supported_and_an_agent_names_only_known_tools()
     assert {"tool", "agent", "llm", "human", "formula", "manual"} == SUPPORTED_EXECUTORS
 
 
+def test_an_agents_done_when_is_checked_as_a_condition_over_receipts() -> None:
+    text = """
+    formula = "f"
+    [vars]
+    tool = "place"
+    [[steps]]
+    id = "ok"
+    agent = { prompt = "p", tools = ["place"], done_when = "receipts.any(tool == '{{tool}}' and success)" }
+    [[steps]]
+    id = "typo"
+    agent = { prompt = "p", tools = ["place"], done_when = "receipts.any(tol == 'place')" }
+    [[steps]]
+    id = "steps"
+    agent = { prompt = "p", tools = ["place"], done_when = "ok.status == 'complete'" }
+    [[steps]]
+    id = "words"
+    agent = { prompt = "p", tools = ["place"], done_when = "the review is placed" }
+    [[steps]]
+    id = "absent"
+    agent = { prompt = "p", tools = ["place", "move"], done_when = "receipts.any(tool == 'plcae')" }
+    [[steps]]
+    id = "source"
+    agent = { prompt = "p", tools = ["place"], done_when = "receipts.any(source == 'write')" }
+    """
+    assert issues(text, tools={"place", "move"}) == [
+        (
+            "error",
+            "condition-syntax",
+            "steps[1].agent.done_when",
+            "unknown receipt field 'tol' at column 14; expected tool, success, step, source or output (did "
+            "you mean 'tool'?) in \"receipts.any(tol == 'place')\"",
+        ),
+        (
+            "error",
+            "condition-syntax",
+            "steps[2].agent.done_when",
+            "a done_when condition reads the run's receipts only; found 'ok.status' at column 1 (an agent "
+            "run has no steps to read) in \"ok.status == 'complete'\"",
+        ),
+        (
+            "error",
+            "condition-syntax",
+            "steps[3].agent.done_when",
+            "expected '.' and 'status', 'id' or 'output' after 'the' at column 5, found 'review' in 'the "
+            "review is placed'",
+        ),
+        (
+            "warning",
+            "done-when-tool",
+            "steps[4].agent.done_when",
+            "done_when names the tool 'plcae', which the step does not give its agent (its tools: place, "
+            "move) (did you mean 'place'?): no receipt of it can make the condition hold",
+        ),
+        (
+            "error",
+            "condition-syntax",
+            "steps[5].agent.done_when",
+            "unknown receipt source 'write' at column 24; expected 'tool_observation', 'write_receipt', "
+            "'user_reply' in \"receipts.any(source == 'write')\"",
+        ),
+    ]
+    plan = cooked(text)
+    # Vars are rendered into the condition at cook time; the plan keeps it for the run.
+    assert plan.steps[0].executor.done_when == "receipts.any(tool == 'place' and success)"  # type: ignore[union-attr]
+
+
+def test_a_gate_cannot_read_receipts() -> None:
+    text = """
+    formula = "f"
+    [[steps]]
+    id = "a"
+    gate = { condition = "receipts.any(success)" }
+    """
+    assert issues(text) == [
+        (
+            "error",
+            "condition-receipts",
+            "steps[0].gate.condition",
+            "receipts are an agent's evidence, read by its done_when; a formula's gate condition has none to "
+            "read, so it could never hold, in 'receipts.any(success)'",
+        )
+    ]
+
+
 def test_an_llm_schema_that_is_not_a_json_schema_is_an_error() -> None:
     text = 'formula = "f"\n[[steps]]\nid = "a"\nllm = { prompt = "p", schema = { type = "objekt" } }\n'
     ((level, code, path, message),) = issues(text)

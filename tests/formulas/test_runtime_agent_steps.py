@@ -179,6 +179,45 @@ def test_a_write_waits_for_consent_shown_on_the_formula_and_approving_it_finishe
         runner.resolve(interaction.id, Approve())
 
 
+PROVEN_STEP = """
+[[steps]]
+id = "book"
+
+[steps.agent]
+prompt = "Book the gym"
+tools = ["lookup", "place"]
+done_when = "receipts.any(tool == 'place' and success)"
+
+[[steps]]
+id = "report"
+needs = ["book"]
+tool = { name = "note", args = { text = "{{steps.book.output.outcome.code}}" } }
+"""
+
+
+def test_an_agent_step_with_a_done_when_completes_on_its_proof_with_no_done_decision(tmp_path: Path) -> None:
+    desk = Desk()
+    model = scripted(LOOKUP, PLACE, summary="The gym is in slot 3.")
+    store = memory_store()
+    runner = FormulaRunner(store, desk.registry, model=model)
+
+    waiting = start(runner, write_formula(tmp_path, "book", PROVEN_STEP))
+    assert waiting.status == "waiting" and waiting.interaction is not None
+    runner.resolve(waiting.interaction.id, Approve())
+    result = asyncio.run(runner.resume(waiting.run_id))
+
+    assert result.status == "completed", result.reason
+    book = result.steps["book"]
+    assert (book.status, book.reason) == ("complete", "agent completed (proven)")
+    assert as_any(result.outputs["book"])["outcome"] == {"status": "completed", "code": "proven"}
+    # Two rounds (a read, then the write), no round to declare done: the receipt of the write proved it.
+    assert purposes(model) == ["route", "execute", "execute", "deliver"]
+    assert desk.calls[-1] == ("note", {"text": "proven"})
+    child = f"{waiting.run_id}.book.agent1"
+    proven = [e for e in store.events(child) if e.type == "status" and e.code == "proven"]
+    assert len(proven) == 1 and "receipt #2 (place, write_receipt)" in proven[0].text  # type: ignore[union-attr]
+
+
 def test_rejecting_the_consent_tells_the_agent_and_its_abort_fails_the_step(tmp_path: Path) -> None:
     desk = Desk()
     abort = {"action": "abort", "abort": {"code": "declined", "user_message": "Nothing was placed."}}
@@ -575,7 +614,6 @@ def test_the_plan_week_example_queries_asks_and_lets_the_agent_place_the_review(
             "action": "continue",
             "tool_call": {"name": "place", "arguments": {"task": "review", "day": "fri", "slot": 1}},
         },
-        DONE,
         summary="The review is on Friday at 09:00.",
     )
     store = open_store()
@@ -597,6 +635,9 @@ def test_the_plan_week_example_queries_asks_and_lets_the_agent_place_the_review(
     assert len(as_any(result.outputs["revenue"]["rows"])) == 5
     schedule = result.outputs["schedule"]
     assert schedule["answer"] == "The review is on Friday at 09:00."
+    # The placement's receipt proved the step's done_when: no round was needed to declare it done.
+    assert schedule["outcome"] == {"status": "completed", "code": "proven"}
+    assert [r.purpose for r in model.requests] == ["execute", "deliver"]
     assert [(r["source"], r["name"]) for r in as_any(schedule["receipts"])] == [("write_receipt", "place")]
     week, _ = ScheduleStore(store).load()
     placement = week.task("review").placement

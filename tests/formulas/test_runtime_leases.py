@@ -4,16 +4,22 @@ it works, released at the end, and checked by every commit, so two processes nev
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from runtime_helpers import memory_store, write_formula
 
+from plangate.agent import Agent
 from plangate.errors import RunLeased
+from plangate.events import StatusEvent
 from plangate.formulas.runtime import FormulaRunner
+from plangate.interactions import Approve
+from plangate.models import ScriptedModel
 from plangate.store import LeaseBook, Store
 from plangate.store.run_lease import holder_is_gone, new_holder
 from plangate.tools import ToolRegistry, tool
@@ -129,3 +135,65 @@ def test_only_a_holder_of_this_machine_whose_process_is_gone_counts_as_gone() ->
     assert not holder_is_gone(f"{host}:{finished.stdout.strip()}:another-boot:{token}")
     assert not holder_is_gone("a-worker-name")
     assert not holder_is_gone(f"{host}:not-a-pid:{boot}:{token}")
+
+
+def test_a_runner_frozen_past_its_lease_commits_nothing_even_when_the_lease_is_free_again(
+    tmp_path: Path,
+) -> None:
+    # Frozen (its event loop blocked) past the lease's expiry; meanwhile another holder took the run,
+    # committed, and released it. The frozen runner must not take the lease again and go on from its stale
+    # memory: its commits are fenced by the generation it held.
+    store = memory_store()
+    source = write_formula(tmp_path, "slow", SLOW)
+
+    async def scenario() -> None:
+        entered, release = asyncio.Event(), asyncio.Event()
+        runner = FormulaRunner(store, slow_tools(entered, release), lease_ttl=0.3)
+        task = asyncio.ensure_future(runner.start(source))
+        await entered.wait()
+        run_id = the_run(store)
+        time.sleep(0.5)  # noqa: ASYNC251 (frozen on purpose: no renewal runs while the loop is blocked)
+        taken = store.take_lease(run_id, "another-holder", 30)
+        assert taken is not None
+        with store.transaction(run_id, fence=taken) as tx:
+            tx.append(StatusEvent(stage="run", code="taken_over", text="another holder"))
+        store.release_lease(run_id, "another-holder")
+        seq = store.last_seq(run_id)
+        release.set()
+        with pytest.raises(RunLeased, match="lost the run's lease"):
+            await task
+        assert store.last_seq(run_id) == seq
+
+    asyncio.run(scenario())
+
+
+def test_an_agent_run_whose_lease_was_taken_commits_and_writes_nothing_more() -> None:
+    store = memory_store()
+    calls: list[str] = []
+
+    @tool(effect="write")
+    def place(task: str) -> str:
+        """Place a task."""
+        calls.append(task)
+        return f"placed {task}"
+
+    script = [json.dumps({"action": "confirm", "tool_call": {"name": "place", "arguments": {"task": "gym"}}})]
+    book = LeaseBook(store)
+    agent = Agent(model=ScriptedModel(script), tools=[place], store=store, mode="react", leases=book)
+    waiting = agent.run("place the gym")
+    assert waiting.interaction is not None
+    interaction_id = waiting.interaction.id
+
+    async def scenario() -> None:
+        async with book.kept(waiting.run_id):
+            # as if this process froze and another took the run over
+            store.release_lease(waiting.run_id, book.holder)
+            LeaseBook(store).take(waiting.run_id)
+            seq = store.last_seq(waiting.run_id)
+            with pytest.raises(RunLeased, match="lost the run's lease"):
+                await agent.resume_async(waiting.run_id, interaction_id, Approve())
+            assert store.last_seq(waiting.run_id) == seq
+
+    asyncio.run(scenario())
+    assert calls == []
+    assert store.get_interaction(interaction_id).status == "open"

@@ -35,7 +35,11 @@ def event(kind: str, **data: object) -> str:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
 
 
-def message_stream(*deltas: dict[str, object], block: dict[str, object] | None = None) -> str:
+def message_stream(
+    *deltas: dict[str, object],
+    block: dict[str, object] | None = None,
+    usage: dict[str, object] | None = None,
+) -> str:
     """A whole Messages API stream: start, one content block with ``deltas``, usage, stop."""
     start = {
         "id": "msg_01",
@@ -45,7 +49,7 @@ def message_stream(*deltas: dict[str, object], block: dict[str, object] | None =
         "model": "claude-test",
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": 42, "output_tokens": 1},
+        "usage": usage or {"input_tokens": 42, "output_tokens": 1},
     }
     parts = [
         event("message_start", message=start),
@@ -142,6 +146,50 @@ def test_text_and_usage_stream_with_a_separate_system_prompt() -> None:
         request.headers.get("x-api-key"),
         request.headers.get("authorization", "").removeprefix("Bearer "),
     )
+
+
+def test_cache_points_become_cache_control_breakpoints_and_cached_counts_come_back() -> None:
+    usage = {
+        "input_tokens": 60,
+        "output_tokens": 1,
+        "cache_read_input_tokens": 1800,
+        "cache_creation_input_tokens": 240,
+    }
+    server = Server(message_stream(text("Done."), usage=usage))
+    messages = [
+        Message("system", "Rules and the tool catalogue.", cache_point=True),
+        Message("user", "Plan my week."),
+        Message("assistant", '{"action":"continue"}'),
+        Message("user", "observation: 3 free slots", cache_point=True),
+        Message("user", "## execution_context\nRound 2 of 10."),
+    ]
+    completion = run(model_for(server), ModelRequest("execute", messages))
+    # Usage.input_tokens is the whole prompt, as other providers count it; the cache's parts are kept apart.
+    assert completion.usage == Usage(2100, 17, cached_input_tokens=1800, cache_write_tokens=240)
+    sent = server.sent
+    breakpoint_ = {"type": "ephemeral"}
+    assert sent["system"] == [
+        {"type": "text", "text": "Rules and the tool catalogue.", "cache_control": breakpoint_}
+    ]
+    assert sent["messages"] == [
+        {"role": "user", "content": "Plan my week."},
+        {"role": "assistant", "content": '{"action":"continue"}'},
+        {
+            "role": "user",
+            "content": [
+                # The breakpoint ends the conversation exactly; the state block after it is not cached.
+                {"type": "text", "text": "observation: 3 free slots", "cache_control": breakpoint_},
+                {"type": "text", "text": "## execution_context\nRound 2 of 10."},
+            ],
+        },
+    ]
+
+
+def test_without_cache_points_nothing_asks_for_caching_and_no_cached_count_is_made_up() -> None:
+    server = Server(message_stream(text("ok")))
+    completion = run(model_for(server), ModelRequest("deliver", CONVERSATION))
+    assert "cache_control" not in json.dumps(server.sent)
+    assert completion.usage == Usage(42, 17, cached_input_tokens=None, cache_write_tokens=None)
 
 
 def test_the_json_wire_forces_a_tool_whose_input_is_the_json() -> None:

@@ -166,9 +166,38 @@ def test_a_stream_is_text_deltas_then_one_usage_that_counts_like_llama_cpp(
     )
     assert "".join(delta.text for delta in deltas) == reference["choices"][0]["message"]["content"]
     usage = reference["usage"]
-    assert chunks[-1] == Usage(usage["prompt_tokens"], usage["completion_tokens"])
+    counted = chunks[-1]
+    assert (counted.input_tokens, counted.output_tokens) == (
+        usage["prompt_tokens"],
+        usage["completion_tokens"],
+    )
     finish = reference["choices"][0]["finish_reason"]
     assert finish == ("length" if max_tokens == 8 else "stop")
+
+
+def test_a_prompt_that_extends_the_last_one_is_evaluated_only_from_where_it_differs(
+    model: LocalModel,
+) -> None:
+    system = "You are a helpful assistant. " * 20
+    first = _request(system, "Say hi briefly.", max_tokens=4)
+    longer = ModelRequest(
+        "execute",
+        [*first.messages, Message("assistant", "Hi!"), Message("user", "And now say bye.")],
+        max_tokens=4,
+    )
+    other = _request("Answer in one word.", "Say hi briefly.", max_tokens=4)
+    usages = [_chunks(model, request)[-1] for request in (first, longer, other)]
+    assert all(isinstance(usage, Usage) for usage in usages)
+    first_usage, longer_usage, other_usage = usages
+    assert (
+        isinstance(first_usage, Usage) and isinstance(longer_usage, Usage) and isinstance(other_usage, Usage)
+    )
+    # The longer prompt starts with the first one (up to its closing turn): llama.cpp kept that part.
+    shared = first_usage.input_tokens - 8
+    assert longer_usage.cached_input_tokens is not None
+    assert shared <= longer_usage.cached_input_tokens < longer_usage.input_tokens
+    # A prompt with another system message shares only the template's opening tokens.
+    assert other_usage.cached_input_tokens is not None and other_usage.cached_input_tokens < 8
 
 
 def test_structured_output_stops_when_the_object_closes(model: LocalModel) -> None:

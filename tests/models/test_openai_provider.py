@@ -43,7 +43,7 @@ def _fresh_negotiation() -> Iterator[None]:
 
 
 def chunk(
-    delta: dict[str, object] | None = None, *, usage: dict[str, int] | None = None
+    delta: dict[str, object] | None = None, *, usage: dict[str, object] | None = None
 ) -> dict[str, object]:
     body: dict[str, object] = {
         "id": "chatcmpl-1",
@@ -131,6 +131,20 @@ def test_text_reasoning_and_usage_are_streamed() -> None:
     request = server.requests[-1]
     assert str(request.url) == f"{BASE}/chat/completions"
     assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_prompt_tokens_served_by_openais_prefix_cache_are_reported() -> None:
+    usage = {
+        "prompt_tokens": 2006,
+        "completion_tokens": 300,
+        "total_tokens": 2306,
+        "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+    }
+    server = Server(sse(chunk({"content": "ok"}), chunk(usage=usage)))
+    completion = run(model_for(server), ask())
+    assert completion.usage == Usage(2006, 300, cached_input_tokens=1920)
+    # A server that reports no details (most compatible servers) reports no cached count, not zero.
+    assert run(model_for(Server(stream_of("ok"))), ask()).usage == Usage(21, 9, cached_input_tokens=None)
 
 
 def test_deltas_arrive_one_by_one() -> None:

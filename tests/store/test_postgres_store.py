@@ -180,6 +180,25 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(postgres_serv
         assert dump(conn) == _frozen(SCHEMA_VERSION)
 
 
+def test_receipts_written_before_version_5_read_back_with_no_output(postgres_server: PostgresServer) -> None:
+    postgres_url = postgres_server.new_url()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        migrate(conn, "test", upto=4)
+        conn.execute(
+            "INSERT INTO runs (id, kind, name, owner, status, input, created_at, updated_at) "
+            "VALUES ('run_old', 'agent', 'from v4', 'local', 'completed', '{}', 1.0, 1.0)"
+        )
+        conn.execute(
+            "INSERT INTO receipts (run_id, step_index, source, name, arguments_digest, success, summary, at) "
+            "VALUES ('run_old', 0, 'write_receipt', 'place', 'd', true, 'placed', 2.0)"
+        )
+    with PostgresStore(postgres_url) as store:
+        (receipt,) = store.receipts("run_old")
+        assert (receipt.name, receipt.success, receipt.output) == ("place", True, None)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert dump(conn) == _frozen(SCHEMA_VERSION)
+
+
 def test_processes_opening_a_new_schema_at_once_migrate_it_once(postgres_server: PostgresServer) -> None:
     postgres_url = postgres_server.new_url()  # a schema without tables
     opener = textwrap.dedent(

@@ -188,6 +188,26 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Pat
     assert _schema(path) == _frozen(SCHEMA_VERSION)
 
 
+def test_receipts_written_before_version_5_read_back_with_no_output(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    _store_at_version(path, 4)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO runs (id, kind, name, owner, status, input, created_at, updated_at) "
+            "VALUES ('run_old', 'agent', 'from v4', 'local', 'completed', '{}', 1.0, 1.0)"
+        )
+        conn.execute(
+            "INSERT INTO receipts (run_id, step_index, source, name, arguments_digest, success, summary, at) "
+            "VALUES ('run_old', 0, 'write_receipt', 'place', 'd', 1, 'placed', 2.0)"
+        )
+    conn.close()
+    with SQLiteStore(path) as store:
+        (receipt,) = store.receipts("run_old")
+        assert (receipt.name, receipt.success, receipt.output) == ("place", True, None)
+    assert _schema(path) == _frozen(SCHEMA_VERSION)
+
+
 def test_an_empty_sqlite_file_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()

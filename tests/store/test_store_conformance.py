@@ -628,6 +628,40 @@ def test_receipts_are_kept_in_order(store: Store, clock: FakeClock) -> None:
         store.receipts("run_missing")
 
 
+def test_a_receipt_keeps_what_its_call_returned(store: Store) -> None:
+    run_id = _run(store)
+    outputs: list[object] = [{"placed": True, "task": {"id": "t9", "slot": 4}}, "3 free slots", [1, 2], None]
+    with store.transaction(run_id) as tx:
+        for output in outputs:
+            tx.add_receipt(
+                step_index=0,
+                source="tool_observation",
+                name="get_overview",
+                arguments_digest="",
+                success=True,
+                summary="",
+                output=output,  # type: ignore[arg-type]
+            )
+        tx.record_write_intent("k-out", "place", "d")
+    with store.transaction(run_id) as tx:
+        tx.complete_write_intent(
+            "k-out", step_index=1, success=False, summary="taken", output={"placed": False}
+        )
+    assert [r.output for r in store.receipts(run_id)] == [*outputs, {"placed": False}]
+    with pytest.raises(ConfigError, match="add_receipt: output: expected JSON data"):
+        with store.transaction(run_id) as tx:
+            tx.add_receipt(
+                step_index=0,
+                source="user_reply",
+                name="ask_user",
+                arguments_digest="",
+                success=True,
+                summary="",
+                output={"when": object()},  # type: ignore[dict-item]
+            )
+    assert len(store.receipts(run_id)) == 5  # the refused receipt left nothing behind
+
+
 def test_write_intent_then_receipt_is_exactly_once(store: Store) -> None:
     run_id = _run(store)
     with store.transaction(run_id) as tx:

@@ -29,7 +29,7 @@ def query(registry: ToolRegistry, sql: str, source: str = "shop") -> ToolResult:
 
 def test_the_tools_are_read_tools_of_the_data_domain(shop_db: Path) -> None:
     registry = registry_for(shop_db)
-    assert registry.names() == ["db_schema", "db_query"]
+    assert registry.names() == ["db_schema", "db_query", "db_aggregate"]
     for item in registry:
         assert (item.effect, item.domain, item.pack, item.idempotent) == ("read", "data", "sql", True)
     description = registry.get("db_query").description

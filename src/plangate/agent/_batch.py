@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pydantic import JsonValue
+
 from plangate.agent._state import InflightWrite, WaitKind, WaitPurpose
 from plangate.events import Event, InteractionTool, JsonObject, ToolResultEvent
 from plangate.store import ReceiptSource, RunStatus
@@ -30,7 +32,7 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class ReceiptSpec:
-    """A receipt to record, bound to plan step ``step_index``."""
+    """A receipt to record, bound to plan step ``step_index``; ``output`` is what its call returned."""
 
     step_index: int
     source: ReceiptSource
@@ -38,17 +40,20 @@ class ReceiptSpec:
     arguments_digest: str
     summary: str
     success: bool = True
+    output: JsonValue = None
 
 
 @dataclass(frozen=True, slots=True)
 class WriteDone:
-    """The completion of a write intent (its ``write_receipt`` is recorded with it)."""
+    """The completion of a write intent (its ``write_receipt``, for ``tool``, is recorded with it)."""
 
     key: str
     step_index: int
     success: bool
     summary: str
     result: JsonObject | None = None
+    tool: str = ""
+    output: JsonValue = None
 
 
 @dataclass
@@ -71,6 +76,11 @@ class Batch:
     status: RunStatus | None = None
 
 
+def tool_output(outcome: ToolResult) -> JsonValue:
+    """What a receipt keeps of a tool's result: its JSON data, else the observation the model read."""
+    return outcome.data if outcome.data is not None else outcome.observation
+
+
 def result_event(call_id: str, tool: str, outcome: ToolResult, step_id: str | None) -> ToolResultEvent:
     """The ``tool_result`` event of a call."""
     return ToolResultEvent(
@@ -86,4 +96,4 @@ def result_event(call_id: str, tool: str, outcome: ToolResult, step_id: str | No
     )
 
 
-__all__ = ["Batch", "Question", "ReceiptSpec", "WriteDone", "result_event"]
+__all__ = ["Batch", "Question", "ReceiptSpec", "WriteDone", "result_event", "tool_output"]

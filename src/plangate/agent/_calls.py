@@ -32,18 +32,42 @@ from plangate.decisions import (
     route_json_schema,
     try_parse_route,
 )
-from plangate.models import Message, Model, ModelRequest, ReasoningDelta, ResponseSchema, TextDelta, Wire
+from plangate.events import TokenUsage
+from plangate.models import (
+    Message,
+    Model,
+    ModelRequest,
+    ReasoningDelta,
+    ResponseSchema,
+    TextDelta,
+    Usage,
+    Wire,
+)
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What a model call produced: its text and reasoning, or the exception the provider raised."""
+    """What a model call produced: its text and reasoning, or the exception the provider raised, and the
+    tokens the provider counted (None when it reported none)."""
 
     text: str = ""
     reasoning: str = ""
     failure: Exception | None = None
+    usage: Usage | None = None
+
+
+def token_usage(usage: Usage | None) -> TokenUsage | None:
+    """A call's usage as a ``round`` event records it."""
+    if usage is None:
+        return None
+    return TokenUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -88,16 +112,19 @@ async def call(
     )
     text: list[str] = []
     reasoning: list[str] = []
+    usage: Usage | None = None
     try:
         async for chunk in model.stream(request):
             if isinstance(chunk, TextDelta):
                 text.append(chunk.text)
             elif isinstance(chunk, ReasoningDelta):
                 reasoning.append(chunk.text)
+            elif isinstance(chunk, Usage):
+                usage = chunk if usage is None else usage + chunk
     except Exception as exc:
         # A model is outside the runtime's control: whatever it raises is an outcome, never a crash.
-        return Answer("".join(text), "".join(reasoning), exc)
-    return Answer("".join(text), "".join(reasoning))
+        return Answer("".join(text), "".join(reasoning), exc, usage)
+    return Answer("".join(text), "".join(reasoning), usage=usage)
 
 
 def _tagged(text: str, decode: Callable[[object], T], what: str) -> tuple[T, str]:
@@ -147,4 +174,5 @@ __all__ = [
     "read_plan",
     "read_route",
     "route_schema",
+    "token_usage",
 ]

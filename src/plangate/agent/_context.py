@@ -1,13 +1,21 @@
 """The prompt of each model call, rebuilt from the run's state every time: a pure function of its inputs.
 
-For: the messages of the route, plan, execute and deliver calls. An execute prompt is, in order: a system
-message (rules, the answer format for the model's wire, the active tool catalogue, the run's own
-instructions), the visible conversation, then one closing user message made of named sections: the run's
-summary (once compaction folded older records out), the ReAct record, the pinned blocks ``current_plan``,
-``current_step`` and ``execution_context``, and the hidden corrections of the last rounds. The run's
-``Memory`` says how many of the oldest turns and records the summary stands for; they are left out here,
-while the user's request and every pinned block always stay. Not for: deciding what to fold (``_compact.py``),
-calling the model (``_calls.py``) or folding the record from events (``_transcript.py``).
+For: the messages of the route, plan, execute and deliver calls, laid out in the order things happened so that
+each round's prompt extends the last one and a prefix cache (the provider's, or llama.cpp's context) can reuse
+it. An execute prompt is, in order: a system message that changes only when the active tools do (rules, the
+answer format for the model's wire, the active tool catalogue, the run's own instructions); the user's
+request, and the run's summary once compaction folded older records out; then the conversation and the ReAct
+record as they happened: the assistant's visible turns, each tool record (thought, call, observation, in the
+user's voice as before) and each plan step completed, a person's answers and the assistant's questions in
+their place; and last one small state message of named sections: the pinned blocks ``current_plan``,
+``current_step`` (with the conditions the runtime checks itself) and ``execution_context`` (rounds left), and
+the hidden corrections of the last rounds. Only that message changes from round to round, so only it (and what
+the last round added) is new to the model; without a plan, ``current_plan`` and ``current_step`` cannot
+change, and they go with the request instead. The system message, and the end of the history before the state
+message, are marked ``cache_point`` for providers that cache on request. The run's ``Memory`` says how many of
+the oldest turns and records the summary stands for; they are left out here, while the user's request and
+every pinned block always stay. Not for: deciding what to fold (``_compact.py``), calling the model
+(``_calls.py``) or folding the record from events (``_transcript.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from dataclasses import dataclass
 
 from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Transcript, Turn
+from plangate.conditions import Condition
 from plangate.decisions import PlanStep
 from plangate.models import Message, Role, Wire
 
@@ -28,7 +37,7 @@ PINNED = ("current_plan", "current_step", "execution_context")
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A named part of the closing user message."""
+    """A named part of the state message that closes a prompt."""
 
     name: str
     text: str
@@ -37,35 +46,51 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """A prompt as data: the system text, the conversation and the named sections that close it."""
+    """A prompt as data: the system text, the run's history in order, and the named sections that close it.
+
+    Attributes:
+        history: ``(role, text)`` turns, oldest first, before consecutive turns of one role are joined.
+        sections: the state message.
+        pinned: sections shown in the history instead, right after the request, because they cannot change
+            for the rest of the phase.
+    """
 
     system: str
-    conversation: tuple[Turn, ...]
+    history: tuple[tuple[Role, str], ...]
     sections: tuple[Section, ...]
+    pinned: tuple[Section, ...] = ()
 
     def section(self, name: str) -> Section | None:
-        """The section called ``name``, if the prompt has one."""
-        return next((item for item in self.sections if item.name == name), None)
+        """The section called ``name``, if the prompt has one (in its state message, or with the request)."""
+        return next((item for item in (*self.sections, *self.pinned) if item.name == name), None)
 
     def messages(self) -> list[Message]:
-        """The chat messages: system first, consecutive turns of one role joined (some providers need
-        user and assistant to alternate)."""
-        roles: list[Role] = []
-        texts: list[str] = []
+        """The chat messages: the system message, the history, then the state message.
 
-        def add(role: Role, text: str) -> None:
-            if roles and roles[-1] == role:
-                texts[-1] += "\n\n" + text
+        Consecutive turns of one role are joined (some providers need user and assistant to alternate), the
+        state message with them when the history ends with a user turn. The system message and the end of
+        the history are cache points; a joined message keeps the turns it was made of as its blocks, so a
+        provider that caches by blocks finds each earlier round's end again.
+        """
+        joined: list[tuple[Role, list[str]]] = []
+        for role, text in self.history:
+            if joined and joined[-1][0] == role:
+                joined[-1][1].append(text)
             else:
-                roles.append(role)
-                texts.append(text)
-
-        for turn in self.conversation:
-            add("assistant" if turn.role == "assistant" else "user", turn.text)
-        closing = "\n\n".join(f"## {item.name}\n{item.text}" for item in self.sections)
-        if closing:
-            add("user", closing)
-        return [Message("system", self.system), *(Message(r, t) for r, t in zip(roles, texts, strict=True))]
+                joined.append((role, [text]))
+        # (message, part) of the last part that is history, where the stable prefix ends.
+        stable = (len(joined) - 1, len(joined[-1][1]) - 1) if joined else None
+        closing = _sections_text(self.sections)
+        if closing and joined and joined[-1][0] == "user":
+            joined[-1][1].append(closing)
+        elif closing:
+            joined.append(("user", [closing]))
+        messages = [Message("system", self.system, cache_point=True)]
+        for number, (role, parts) in enumerate(joined):
+            cached = [stable == (number, index) for index in range(len(parts))]
+            blocks = tuple(zip(parts, cached, strict=True)) if len(parts) > 1 else ()
+            messages.append(Message(role, "\n\n".join(parts), cache_point=cached[-1], blocks=blocks))
+        return messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +101,8 @@ class View:
         catalogue: the active tools as JSON text (``Toolset.catalogue()``).
         evidence: successful receipts bound to the current step.
         memory: what compaction folded out of the prompt, if anything.
+        goal: the run's ``done_when`` condition, which the runtime checks itself.
+        step_condition: the current step's ``done_when``, when it is a condition the runtime checks.
     """
 
     config: AgentConfig
@@ -87,6 +114,8 @@ class View:
     rounds_used: int
     evidence: int
     memory: Memory | None = None
+    goal: Condition | None = None
+    step_condition: Condition | None = None
 
     def turns(self) -> tuple[Turn, ...]:
         """The conversation the prompt shows: the user's request, then the turns no summary stands for."""
@@ -117,15 +146,18 @@ evidence).
 speak is shown to the user; reason is for the logs.
 
 A plan step counts as complete only with evidence gathered while it was current: a successful tool \
-observation, an executed change, or the user's answer. Tools with effect "write" run only after the user \
-approves them. Repeating the same call without learning anything new stops the run."""
+observation, an executed change, or the user's answer. A done_when written as a condition on receipts \
+(receipts.any(...)) is checked by the runtime after every result, and it completes the step or the request \
+itself. Tools with effect "write" run only after the user approves them. Repeating the same call without \
+learning anything new stops the run."""
 
 _PLAN_RULES = """\
 You plan how to complete the user's request with the tools below. Reply with action "plan_done" and \
 plan_steps: a short list of steps, each with content (what to do) and done_when (the observable evidence \
-that it is complete). Set context_hook {domain, packs} to activate the tools of a domain for the plan, or \
-null. Use action "ask_user" with a question when the request cannot be planned without the user's answer, \
-or "continue" with a reason to take another planning pass."""
+that it is complete, in words, or as a condition on the evidence receipts that the runtime checks itself: \
+receipts.any(tool == 'name' and success)). Set context_hook {domain, packs} to activate the tools of a \
+domain for the plan, or null. Use action "ask_user" with a question when the request cannot be planned \
+without the user's answer, or "continue" with a reason to take another planning pass."""
 
 _ROUTE_RULES = """\
 Decide how to handle the user's request. route "reply": answer directly (write the answer in reply); \
@@ -179,22 +211,34 @@ def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
     return Section("current_plan", "\n".join(lines), True)
 
 
+_CHECKED = "the runtime checks it after every result"
+
+
 def _step_section(view: View) -> Section:
     plan = view.plan
+    goal = view.goal
+    goal_line = (
+        f"\nGoal: {goal.expression} ({_CHECKED}, and completes the request itself once it holds)"
+        if goal is not None
+        else ""
+    )
     if not plan:
-        return Section("current_step", "None (no plan).", True)
+        return Section("current_step", f"None (no plan).{goal_line}", True)
     step = plan[view.step_index]
+    last_step = view.step_index == len(plan) - 1
     text = (
         f"Step {view.step_index + 1} of {len(plan)}: {step.content}\n"
         f"Done when: {step.done_when or 'not stated'}\n"
         f"Evidence for this step so far: {view.evidence} successful receipt(s)"
     )
-    last = (
-        "This is the last step: declare done when it is complete."
-        if view.step_index == len(plan) - 1
-        else ("Declare next_plan when it is complete.")
-    )
-    return Section("current_step", f"{text}\n{last}", True)
+    if view.step_condition is not None:
+        then = "the request is complete" if last_step else "the next step starts"
+        last = f"That condition is checked by the runtime after every result: once it holds, {then}."
+    elif last_step:
+        last = "This is the last step: declare done when it is complete."
+    else:
+        last = "Declare next_plan when it is complete."
+    return Section("current_step", f"{text}\n{last}{goal_line}", True)
 
 
 def _execution_section(view: View) -> Section:
@@ -220,16 +264,39 @@ def summary_text(memory: Memory) -> str:
     return "\n".join(parts)
 
 
-def _summary_section(memory: Memory | None) -> list[Section]:
-    text = "" if memory is None else summary_text(memory)
-    return [Section("run_summary", text)] if text else []
+def history(view: View, fixed: Sequence[Section] = ()) -> tuple[tuple[Role, str], ...]:
+    """The run so far, in order: the request (with the ``fixed`` sections, and the summary of what was
+    folded), then every turn, tool record and plan step completed that no summary stands for.
+
+    Records are in the user's voice, as the runtime's account of what was called and what came back (the
+    model does not read its own past decisions as its messages: a small model repeats them).
+    """
+    transcript = view.transcript
+    memory = view.memory
+    folded_turns = memory.turns if memory is not None else 0
+    folded_acts = memory.acts if memory is not None else 0
+    found: list[tuple[Role, str]] = []
+    for kind, index in transcript.order:
+        if kind == "advance":
+            found.append(("user", transcript.advances[index].text))
+        elif kind == "act":
+            if index >= folded_acts:
+                found.append(("user", transcript.acts[index].text()))
+        elif index == 0:
+            found.append(("user", transcript.turns[0].text))
+            if fixed:
+                found.append(("user", _sections_text(fixed)))
+            summary = "" if memory is None else summary_text(memory)
+            if summary:
+                found.append(("user", f"## run_summary\n{summary}"))
+        elif index > folded_turns:
+            turn = transcript.turns[index]
+            found.append(("assistant" if turn.role == "assistant" else "user", turn.text))
+    return tuple(found)
 
 
-def _record_section(view: View) -> list[Section]:
-    acts = view.acts()
-    if not acts:
-        return []
-    return [Section("react_record", "\n\n".join(act.text() for act in acts))]
+def _sections_text(sections: Sequence[Section]) -> str:
+    return "\n\n".join(f"## {item.name}\n{item.text}" for item in sections)
 
 
 def _correction_section(transcript: Transcript) -> list[Section]:
@@ -242,42 +309,35 @@ def _correction_section(transcript: Transcript) -> list[Section]:
 def execute_context(view: View) -> Context:
     """The prompt of one execute round."""
     system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    sections = [
-        *_summary_section(view.memory),
-        *_record_section(view),
-        _plan_section(view.plan, view.step_index),
-        _step_section(view),
-        _execution_section(view),
-        *_correction_section(view.transcript),
-    ]
-    return Context(system, view.turns(), tuple(sections))
+    pinned = [_plan_section(view.plan, view.step_index), _step_section(view)]
+    changing = [_execution_section(view), *_correction_section(view.transcript)]
+    if view.plan:
+        return Context(system, history(view), (*pinned, *changing))
+    # Without a plan these two blocks cannot change while the run executes (it gets no plan then): they go
+    # with the request, in the part every round reuses, and the state message keeps only what changes.
+    return Context(system, history(view, pinned), tuple(changing), pinned=tuple(pinned))
 
 
 def plan_context(view: View) -> Context:
     """The prompt of one planning call."""
     system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    sections = [
-        *_summary_section(view.memory),
-        *_record_section(view),
-        *_correction_section(view.transcript),
-    ]
-    return Context(system, view.turns(), tuple(sections))
+    return Context(system, history(view), tuple(_correction_section(view.transcript)))
 
 
 def route_context(view: View) -> Context:
     """The prompt of the routing call."""
     system = _system(_ROUTE_RULES, view.wire, "", view.config.system_prompt)
-    return Context(system, view.turns(), ())
+    return Context(system, history(view), ())
 
 
 def deliver_context(view: View, outcome_note: str) -> Context:
     """The prompt of the closing message, after the run completed."""
     system = _system(_DELIVER_RULES, None, "", view.config.system_prompt)
-    sections = [*_summary_section(view.memory), *_record_section(view)]
+    sections = []
     if view.plan:
         sections.append(Section("current_plan", plan_checklist(view.plan, view.step_index + 1), True))
     sections.append(Section("execution_context", outcome_note, True))
-    return Context(system, view.turns(), tuple(sections))
+    return Context(system, history(view), tuple(sections))
 
 
 __all__ = [
@@ -288,6 +348,7 @@ __all__ = [
     "catalogue_text",
     "deliver_context",
     "execute_context",
+    "history",
     "plan_checklist",
     "plan_context",
     "route_context",

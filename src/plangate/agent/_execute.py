@@ -2,13 +2,14 @@
 
 For: ``run_round``. The round consumes a round of the budget, fits its prompt in the context budget
 (``_compact.py``), asks the model for a decision on its wire, reads it (a malformed answer is a correction
-with the parser's message), judges it (``_validate.judge``) and acts: run a read tool (its observation, and
-a ``tool_observation`` receipt when it succeeded), open a consent request for a write, ask the user, advance
-the plan, finish, abort, or correct. Whatever the round did, its ``round`` event records the decision, the
-validation and the result, with the round number and the plan step that was current when the decision was
-made. A write that runs without consent (``always_execute``) goes through the intent/receipt protocol of
-``_writes.py``. Not for: resolving interactions (``_interactions.py``) or the closing message
-(``_deliver.py``).
+with the parser's message), judges it (``_validate.judge``) and acts: run a read tool (its observation, and a
+``tool_observation`` receipt when it succeeded), open a consent request for a write, ask the user, advance the
+plan, finish, abort, or correct. Whatever the round did, its ``round`` event records the decision, the
+validation and the result, with the round number, the plan step that was current when the decision was made,
+and the tokens its provider counted (cached ones too). A receipt the round records may prove a ``done_when``
+condition (``_proof.py``, at commit). A write that runs without consent (``always_execute``) goes through the
+intent/receipt protocol of ``_writes.py``. Not for: resolving interactions (``_interactions.py``) or the
+closing message (``_deliver.py``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from plangate.agent import _writes
-from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event
-from plangate.agent._calls import call, decision_schema, read_decision
+from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event, tool_output
+from plangate.agent._calls import call, decision_schema, read_decision, token_usage
 from plangate.agent._compact import fit_context
 from plangate.agent._outcomes import model_failed, stalled
+from plangate.agent._proof import offered, step_condition
 from plangate.agent._state import InflightWrite, Stall, short_digest
+from plangate.agent._transcript import receipt_states
 from plangate.agent._validate import Call, Facts, Verdict, judge, malformed
 from plangate.agent.result import Outcome
+from plangate.conditions import Condition, ConditionContext
 from plangate.decisions import ACTIONS, Decision, DecisionParseError, RoundValidation
 from plangate.events import (
     InteractionTool,
@@ -34,6 +38,7 @@ from plangate.events import (
     StepAdvancedEvent,
     StepStartedEvent,
     ThinkingEvent,
+    TokenUsage,
     ToolCallEvent,
 )
 from plangate.tools import ADD_TOOL, REMOVE_TOOL, ToolResult
@@ -53,6 +58,7 @@ class _Round:
     number: int
     step_index: int | None
     head: int
+    usage: TokenUsage | None = None
 
     @property
     def step_id(self) -> str | None:
@@ -66,18 +72,23 @@ class _Round:
             decision=decision,
             validation=validation.model_dump(mode="json"),
             result=result,
+            usage=self.usage,
         )
         self.batch.events.insert(self.head, event)
 
 
 def _actions(loop: RunLoop) -> tuple[str, ...]:
-    """The actions the flow rules can accept this round, offered to the model's schema: ``next_plan`` only
-    before a plan's last step, ``done`` only without a plan or on its last step. (Any decision is still
-    validated: a model that ignores its schema gets the correction.)"""
-    plan = loop.state.plan
-    on_last_step = not plan or loop.state.step_index >= len(plan) - 1
-    excluded = "next_plan" if on_last_step else "done"
-    return tuple(action for action in ACTIONS if action != excluded)
+    """The actions the flow rules can accept this round, offered to the model's schema (``_proof.offered``).
+    Any decision is still validated: a model that ignores its schema gets the correction."""
+    return offered(loop, ACTIONS)
+
+
+def _unmet(condition: Condition | None, loop: RunLoop, step_index: int | None) -> tuple[str, str] | None:
+    """A condition the model may not claim, and why it does not hold now (None: no such condition)."""
+    if condition is None:
+        return None
+    receipts = receipt_states(loop.evidence.records, step_index)
+    return condition.expression, condition.evaluate(ConditionContext(receipts=receipts)).reason
 
 
 async def run_round(loop: RunLoop) -> None:
@@ -99,7 +110,12 @@ async def run_round(loop: RunLoop) -> None:
     state = loop.state
     batch = Batch([*compacted, *([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])])
     current = _Round(
-        loop, batch, state.rounds_used, state.step_index if state.plan else None, len(batch.events)
+        loop,
+        batch,
+        state.rounds_used,
+        state.step_index if state.plan else None,
+        len(batch.events),
+        token_usage(answer.usage),
     )
     if answer.failure is not None:
         outcome = model_failed("execute", answer.failure)
@@ -120,6 +136,11 @@ async def run_round(loop: RunLoop) -> None:
         loop.correct(batch, "malformed_output", message, "execute")
         await loop.commit(batch)
         return
+    # Why a condition the model may not claim does not hold: worked out only for a round that claims one.
+    unmet_step = unmet_goal = None
+    if decision.action in ("next_plan", "done"):
+        unmet_step = _unmet(step_condition(state.plan, state.step_index), loop, state.step_index)
+        unmet_goal = _unmet(loop.goal, loop, None)
     facts = Facts(
         plan_length=len(state.plan) if state.plan else None,
         step_index=state.step_index,
@@ -128,6 +149,8 @@ async def run_round(loop: RunLoop) -> None:
         always_execute=loop.config.always_execute,
         stall=state.stall,
         waiting=state.waiting is not None,
+        step_condition=unmet_step,
+        goal=unmet_goal,
     )
     verdict = judge(decision, facts)
     speak = "\n\n".join(part for part in (decision.speak, visible) if part)
@@ -234,7 +257,14 @@ async def _tool_round(current: _Round, record: JsonObject, verdict: Verdict, too
         state.toolset = loop.toolset.state()
     elif outcome.success:
         batch.receipts.append(
-            ReceiptSpec(state.step_index, "tool_observation", tool.name, tool_call.digest, outcome.summary)
+            ReceiptSpec(
+                state.step_index,
+                "tool_observation",
+                tool.name,
+                tool_call.digest,
+                outcome.summary,
+                output=tool_output(outcome),
+            )
         )
     state.stall = next_stall(state.stall, tool_call.key, outcome)
     result = {

@@ -99,8 +99,14 @@ def _edited(loop: RunLoop, waiting: Waiting, resolution: Edit) -> JsonObject:
         ) from None
 
 
-async def apply(loop: RunLoop, resolution: Resolution, edited: JsonObject | None, by: str | None) -> None:
+async def apply(
+    loop: RunLoop, resolution: Resolution, edited: JsonObject | None, by: str | None, *, act: bool = True
+) -> None:
     """Commit ``resolution`` of the run's open interaction (checked with ``check``) and its consequences.
+
+    With ``act`` false, an approved write is only recorded as approved (``inflight``, no intent yet): the
+    process that advances the run next starts it (``_writes.recover``), so nothing runs where the run is
+    not advanced (a server that hands runs to workers).
 
     Raises:
         StaleInteraction: another resolution won the race; nothing changed.
@@ -123,9 +129,10 @@ async def apply(loop: RunLoop, resolution: Resolution, edited: JsonObject | None
     )
     if waiting.purpose == "consent" and not isinstance(resolution, Reject):
         arguments = edited if edited is not None else dict(waiting.arguments or {})
-        _start_write(loop, batch, waiting, arguments)
+        _start_write(loop, batch, waiting, arguments, record_intent=act)
         await loop.commit(batch)
-        await _writes.execute(loop)
+        if act:
+            await _writes.execute(loop)
         return
     if waiting.purpose == "consent":
         _declined(loop, batch, waiting, resolution)
@@ -136,7 +143,9 @@ async def apply(loop: RunLoop, resolution: Resolution, edited: JsonObject | None
     await loop.commit(batch)
 
 
-def _start_write(loop: RunLoop, batch: Batch, waiting: Waiting, arguments: JsonObject) -> None:
+def _start_write(
+    loop: RunLoop, batch: Batch, waiting: Waiting, arguments: JsonObject, *, record_intent: bool
+) -> None:
     name = waiting.tool or ""
     inflight = InflightWrite(
         key=waiting.interaction_id,
@@ -146,6 +155,8 @@ def _start_write(loop: RunLoop, batch: Batch, waiting: Waiting, arguments: JsonO
         step_index=waiting.step_index,
     )
     loop.state.inflight = inflight
+    if not record_intent:
+        return  # the intent and the tool_call commit where the write runs, right before it
     batch.intent = inflight
     step_id = str(waiting.step_index) if loop.state.plan else None
     batch.events.append(ToolCallEvent(call_id=inflight.key, tool=name, arguments=arguments, step_id=step_id))
@@ -187,11 +198,15 @@ def _answered(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolut
     text = resolution.text if isinstance(resolution, Answer) else ""
     summary = clip_summary(text, _REPLY_SUMMARY)
     if loop.state.phase == "execute":
-        batch.receipts.append(ReceiptSpec(waiting.step_index, "user_reply", "ask_user", "", summary))
+        batch.receipts.append(
+            ReceiptSpec(waiting.step_index, "user_reply", "ask_user", "", summary, output=text)
+        )
     if waiting.purpose != "outcome_unknown" or waiting.write_key is None:
         return
     unknown = clip_summary(f"outcome unknown; the user said: {text}", _REPLY_SUMMARY)
-    batch.write_done = WriteDone(waiting.write_key, waiting.step_index, False, unknown)
+    batch.write_done = WriteDone(
+        waiting.write_key, waiting.step_index, False, unknown, tool=waiting.tool or "", output=text
+    )
     outcome = ToolResult.failed(
         "outcome_unknown",
         "the write may or may not have happened",

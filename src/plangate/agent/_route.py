@@ -1,8 +1,10 @@
 """The route phase: one model call decides whether to reply directly, plan, or act without a plan.
 
 For: ``run_route``. An answer that cannot be read routes to ``plan`` (SPEC §4), and so does a model that
-fails: planning is the careful path, and the plan phase reports a model that keeps failing. The call does
-not consume a round of the budget. Not for: ``mode="plan"`` / ``"react"`` runs, which skip this phase.
+fails: planning is the careful path, and the plan phase reports a model that keeps failing. A run whose goal
+is a ``done_when`` condition does not take ``reply``: it acts, since only receipts can prove its goal. The
+call does not consume a round of the budget. Not for: ``mode="plan"`` / ``"react"`` runs, which skip this
+phase.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ async def run_route(loop: RunLoop) -> None:
             why = f"the model failed ({type(answer.failure).__name__})"
         event = StatusEvent(stage="route", code="plan", text=f"planning, since {why}")
         state.phase = "plan"
+    elif route.route == "reply" and loop.goal is not None:
+        # A direct reply proves nothing: a run whose goal is a condition on its evidence must act for it.
+        text = f"acting, since the goal {loop.goal.expression} needs evidence a direct reply cannot give"
+        event = StatusEvent(stage="route", code="execute", text=text)
+        state.phase = "execute"
     elif route.route == "reply":
         event = StatusEvent(stage="route", code="reply", text="answering directly")
         state.answer = route.reply

@@ -9,9 +9,9 @@ grows with the run: the conversation and the ReAct record live in the event log 
 (the phase modules) or building prompts (``_context.py``).
 
 Format version 1 is frozen by a JSON fixture in the tests; a snapshot of a newer version is refused with
-``SchemaVersionError``. Fields added to version 1 since (``memory``; ``context_budget`` and
-``context_reserve`` in the settings) are left out of the JSON form while they hold their defaults, so a run
-that never used them is stored exactly as before.
+``SchemaVersionError``. Fields added to version 1 since (``memory``; ``context_budget``,
+``context_reserve`` and ``done_when`` in the settings) are left out of the JSON form while they hold their
+defaults, so a run that never used them is stored exactly as before.
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ class AgentConfig(_Frozen):
     Attributes:
         model: the model's spec string (``Model.name``), to rebuild it with ``resolve_model``.
         tools: the names of the registry's tools when the run started.
+        done_when: the run's goal as a condition over its receipts, which the runtime checks after each one
+            (``receipts.any(tool == 'place' and success)``), or None: the model declares ``done``.
     """
 
     model: str
@@ -78,6 +80,7 @@ class AgentConfig(_Frozen):
     context_reserve: int = Field(
         default=CONTEXT_RESERVE, ge=0, exclude_if=lambda value: value == CONTEXT_RESERVE
     )
+    done_when: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @model_validator(mode="after")
     def _leaves_room(self) -> AgentConfig:

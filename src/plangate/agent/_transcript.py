@@ -5,23 +5,26 @@ event log, so a resumed run sees exactly what the model saw before. This is what
 the record grows with the run, so it lives in the append-only event log, never in the rewritten snapshot.
 Not for: rendering prompts (``_context.py``) or judging rounds (``_validate.py``).
 
-Where each part comes from: the user's prompt is the run's input; ``speak`` events are the assistant's
-visible turns; ``round`` / ``tool_call`` / ``tool_result`` events make the ReAct record; ``correction``
-events are hidden notes kept until a round passes or a plan is accepted; an ``interaction_resolved`` event
-adds the person's words (an answer, or the reason a plan was declined), read from the interaction's stored
-resolution; a planning pass that asked for another one (a ``status`` event, stage ``plan``, code
-``continue``) keeps its reason.
+Where each part comes from: the user's prompt is the run's input; ``speak`` events are the assistant's visible
+turns; ``round`` / ``tool_call`` / ``tool_result`` events make the ReAct record; ``correction`` events are
+hidden notes kept until a round passes or a plan is accepted; an ``interaction_resolved`` event adds the
+person's words (an answer, or the reason a plan was declined), read from the interaction's stored resolution;
+a planning pass that asked for another one (a ``status`` event, stage ``plan``, code ``continue``) keeps its
+reason. ``order`` keeps turns, records and completed plan steps in the order they happened, for a prompt that
+only ever grows at its end.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import JsonValue
 
+from plangate.conditions import ReceiptState
 from plangate.events import (
     CorrectionEvent,
     Event,
@@ -31,6 +34,7 @@ from plangate.events import (
     RoundEvent,
     SpeakEvent,
     StatusEvent,
+    StepAdvancedEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -83,6 +87,14 @@ class Act:
         return text
 
 
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """The plan moved to its next step, as the next prompt says it (claimed by the model, or proven by the
+    runtime)."""
+
+    text: str
+
+
 @dataclass
 class Transcript:
     """What the model is shown of the run's past, folded from events.
@@ -91,11 +103,16 @@ class Transcript:
         turns: the visible conversation, starting with the user's prompt.
         acts: the ReAct record, oldest first.
         corrections: hidden corrections since the last round that passed validation.
+        advances: the plan steps completed, in order (never folded: a plan has few).
+        order: turns, records and advances in the order they happened: ``("turn", i)``, ``("act", j)`` and
+            ``("advance", k)`` index ``turns``, ``acts`` and ``advances``.
     """
 
     turns: list[Turn]
     acts: list[Act] = field(default_factory=list)
     corrections: list[str] = field(default_factory=list)
+    advances: list[Advance] = field(default_factory=list)
+    order: list[tuple[Literal["turn", "act", "advance"], int]] = field(default_factory=list)
     _round: int | None = None
     _step: int | None = None
     _thought: str = ""
@@ -105,7 +122,7 @@ class Transcript:
     @classmethod
     def start(cls, prompt: str) -> Transcript:
         """A transcript holding only the user's prompt."""
-        return cls(turns=[Turn("user", prompt)])
+        return cls(turns=[Turn("user", prompt)], order=[("turn", 0)])
 
     @classmethod
     def fold(
@@ -126,20 +143,21 @@ class Transcript:
     def apply(self, event: Event, resolutions: Mapping[str, Mapping[str, object]]) -> None:
         """Take one committed event into account."""
         if isinstance(event, SpeakEvent):
-            self.turns.append(Turn("assistant", event.text))
+            self._turn("assistant", event.text)
         elif isinstance(event, RoundEvent):
             self._round, self._step = event.round, event.step_index
             self._thought = _text_of(event.decision.get("reason"))
             if all(event.validation.get(flag, True) is True for flag in _VALIDATION_FLAGS):
                 self.corrections.clear()
         elif isinstance(event, ToolCallEvent):
-            act = Act(self._round, self._step, self._thought, event.tool, dict(event.arguments))
+            act = self._act(self._round, self._thought, event.tool, dict(event.arguments))
             self._calls[event.call_id] = act
-            self.acts.append(act)
         elif isinstance(event, ToolResultEvent):
             self._result(event)
         elif isinstance(event, CorrectionEvent):
             self.corrections.append(event.message)
+        elif isinstance(event, StepAdvancedEvent):
+            self._advanced(event)
         elif isinstance(event, InteractionResolvedEvent):
             self.corrections.clear()
             self._resolved(event, resolutions.get(event.interaction_id, {}))
@@ -149,42 +167,103 @@ class Transcript:
         elif isinstance(event, StatusEvent) and (event.stage, event.code) == ("plan", "continue"):
             # A planner that asks for another pass keeps its reason in view, or the next pass repeats it.
             self.corrections.clear()
-            self.turns.append(Turn("assistant", f"(planning) {event.text}".strip()))
+            self._turn("assistant", f"(planning) {event.text}".strip())
+
+    def _advanced(self, event: StepAdvancedEvent) -> None:
+        done, now = event.from_index + 1, event.to_index + 1
+        if event.proof is not None:
+            text = f"Step {done} is complete, proven by the runtime: {event.proof.reason}. Now on step {now}."
+        else:
+            text = f"Step {done} is complete ({event.goal_check}). Now on step {now}."
+        self.order.append(("advance", len(self.advances)))
+        self.advances.append(Advance(text))
+
+    def _turn(self, role: str, text: str) -> None:
+        self.order.append(("turn", len(self.turns)))
+        self.turns.append(Turn(role, text))
+
+    def _act(self, round_: int | None, thought: str, tool: str, arguments: JsonObject | None) -> Act:
+        act = Act(round_, self._step, thought, tool, arguments)
+        self.order.append(("act", len(self.acts)))
+        self.acts.append(act)
+        return act
 
     def _result(self, event: ToolResultEvent) -> None:
         act = self._calls.pop(event.call_id, None)
         if act is None:
             # A declined consent request: nothing ran, so there was no tool_call event.
-            act = Act(None, self._step, "", event.tool, None)
-            self.acts.append(act)
+            act = self._act(None, "", event.tool, None)
         act.observation = _observation(event.observation, event.summary)
         act.success = event.success
         act._text = None
 
     def _resolved(self, event: InteractionResolvedEvent, resolution: Mapping[str, object]) -> None:
         if event.resolution == "answer":
-            self.turns.append(Turn("user", _text_of(resolution.get("text"))))
+            self._turn("user", _text_of(resolution.get("text")))
         elif event.kind == "plan_consent" and event.resolution == "reject":
             reason = _text_of(resolution.get("reason")) or "No reason given."
-            self.turns.append(Turn("user", f"I do not approve the plan\n{self._proposed}\n{reason}"))
+            self._turn("user", f"I do not approve the plan\n{self._proposed}\n{reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One receipt of the run, as the runtime keeps it: its plan step, its summary, and what a condition
+    reads of it."""
+
+    step_index: int
+    summary: str
+    state: ReceiptState
+
+
+def held(
+    step_index: int,
+    *,
+    tool: str,
+    source: str,
+    success: bool,
+    summary: str,
+    output: JsonValue,
+    planned: bool,
+) -> Held:
+    """A receipt as conditions see it: its step is the plan step's number (from 1), or None without a plan."""
+    step = step_index + 1 if planned else None
+    return Held(step_index, summary, ReceiptState(tool, success, step, source, output))
 
 
 class Evidence:
-    """Successful receipts per plan step: what ``next_plan`` and ``done`` need under a plan."""
+    """The run's receipts: how many successful ones each plan step has (what ``next_plan`` and ``done`` need
+    under a plan), and every receipt in order, for ``done_when`` conditions."""
 
-    def __init__(self, receipts: Iterable[Receipt] = ()) -> None:
+    def __init__(self, receipts: Iterable[Receipt] = (), *, planned: bool = False) -> None:
         self._proved: Counter[int] = Counter()
+        self.records: list[Held] = []
         for receipt in receipts:
-            self.add(receipt.step_index, receipt.success)
+            self.add(
+                held(
+                    receipt.step_index,
+                    tool=receipt.name,
+                    source=receipt.source,
+                    success=receipt.success,
+                    summary=receipt.summary,
+                    output=receipt.output,
+                    planned=planned,
+                )
+            )
 
-    def add(self, step_index: int, success: bool) -> None:
-        """Count one receipt bound to ``step_index``."""
-        if success:
-            self._proved[step_index] += 1
+    def add(self, record: Held) -> None:
+        """Take one committed receipt into account."""
+        self.records.append(record)
+        if record.state.success:
+            self._proved[record.step_index] += 1
 
     def count(self, step_index: int) -> int:
         """How many successful receipts are bound to ``step_index``."""
         return self._proved[step_index]
+
+
+def receipt_states(records: Sequence[Held], step_index: int | None = None) -> list[ReceiptState]:
+    """What a condition ranges over: every receipt, or those bound to plan step ``step_index``."""
+    return [r.state for r in records if step_index is None or r.step_index == step_index]
 
 
 def _observation(value: JsonValue, summary: str) -> str:
@@ -203,4 +282,4 @@ def _text_of(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-__all__ = ["Act", "Evidence", "Transcript", "Turn"]
+__all__ = ["Act", "Advance", "Evidence", "Held", "Transcript", "Turn", "held", "receipt_states"]

@@ -12,7 +12,9 @@ The rules (SPEC §3):
   question in ``speak``; arguments must fit the tool's schema. ``confirm`` on a read tool is downgraded to
   ``continue``; a write tool that needs consent becomes a consent request whatever the action said.
 - evidence: ``next_plan`` / ``done`` under a plan need a non-empty ``goal_check`` and at least one
-  successful receipt bound to the current step.
+  successful receipt bound to the current step. A step whose ``done_when`` is a condition, and a run whose
+  goal is one, are complete only when the runtime finds the condition holds (``_proof.py``): the model's
+  ``next_plan`` (or ``done``) for them is a correction with the condition's reason.
 - safety: no interaction open; the same call (tool and argument digest) a third round in a row with nothing
   new learned is a stall: a correction the first time, the end of the run (``stalled``) the next.
 """
@@ -44,6 +46,9 @@ class Facts:
         step_index: the current step (0-based).
         evidence: successful receipts bound to the current step.
         waiting: whether an interaction is open.
+        step_condition: the current step's ``done_when`` when it is a condition, and why it does not hold
+            (needed only to judge a ``next_plan`` or ``done``).
+        goal: the run's ``done_when`` condition, and why it does not hold (likewise).
     """
 
     plan_length: int | None
@@ -53,6 +58,8 @@ class Facts:
     always_execute: bool
     stall: Stall | None
     waiting: bool
+    step_condition: tuple[str, str] | None = None
+    goal: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +163,25 @@ def _tool_flow(decision: Decision, facts: Facts) -> tuple[_Check, RoundAct, Call
 
 
 def _evidence(decision: Decision, facts: Facts) -> _Check:
-    if decision.action not in ("next_plan", "done") or facts.plan_length is None:
+    if decision.action not in ("next_plan", "done"):
         return _Check()
     step = facts.step_index + 1
+    if facts.step_condition is not None:
+        condition, why = facts.step_condition
+        return _fail(
+            "not_proven",
+            f"step {step} is complete when its done_when holds, and the runtime checks that itself after "
+            f"every receipt: {condition} does not hold yet ({why}); keep working on it",
+        )
+    if decision.action == "done" and facts.goal is not None:
+        condition, why = facts.goal
+        return _fail(
+            "not_proven",
+            f"the request is complete when its goal holds, and the runtime checks that itself after every "
+            f"receipt: {condition} does not hold yet ({why}); keep working, or abort if it cannot be met",
+        )
+    if facts.plan_length is None:
+        return _Check()
     if not decision.goal_check:
         return _fail("no_goal_check", f"step {step} needs a goal_check: say why its done_when is met")
     if facts.evidence == 0:

@@ -4,7 +4,9 @@ For: the second half of the write protocol of SPEC §6. Before a write tool runs
 intent (key = the consent's interaction id, or ``<run>:<round>`` under ``always_execute``) together with
 ``state.inflight``; ``execute`` then runs exactly that call with the key as idempotency key and commits the
 receipt, clearing ``inflight``, in one transaction. If the process dies in between, the next ``advance``
-finds ``inflight`` set and calls ``recover``, which never re-runs the write blindly: the tool's
+finds ``inflight`` set and calls ``recover``, which never re-runs the write blindly (an ``inflight`` with no
+intent at all is a write approved by a process that leaves the running to another, never started: it
+starts): the tool's
 ``reconcile(key)`` says whether it happened (its earlier ``ToolResult``) or not (``None``: it runs now, under
 the same key); a tool without ``reconcile`` (or one whose ``reconcile`` fails) marks the step
 ``outcome_unknown`` and asks a person. A write that comes back cut off (``ToolResult.outcome_unknown``:
@@ -20,9 +22,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from plangate.agent._batch import Batch, Question, WriteDone, result_event
+from plangate.agent._batch import Batch, Question, WriteDone, result_event, tool_output
 from plangate.agent._state import InflightWrite
-from plangate.events import Event, InteractionTool, StatusEvent
+from plangate.events import Event, InteractionTool, StatusEvent, ToolCallEvent
 from plangate.tools import ToolResult
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ async def execute(loop: RunLoop) -> None:
     if inflight is None:
         return
     tool = loop.toolset.registry.get(inflight.tool)
+    loop.confirm_lease()  # a process that lost the run (frozen, taken over) never writes for it
     outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
     if outcome.outcome_unknown:
         why = outcome.error_message or "the call was cut off"
@@ -45,6 +48,16 @@ async def execute(loop: RunLoop) -> None:
     await finish(loop, inflight, outcome)
 
 
+async def start(loop: RunLoop, inflight: InflightWrite) -> None:
+    """Commit the intent of an approved write that has none yet (with its ``tool_call``), then run it."""
+    step_id = str(inflight.step_index) if loop.state.plan else None
+    call = ToolCallEvent(
+        call_id=inflight.key, tool=inflight.tool, arguments=inflight.arguments, step_id=step_id
+    )
+    await loop.commit(Batch([call], intent=inflight, status="running"))
+    await execute(loop)
+
+
 async def finish(
     loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None
 ) -> None:
@@ -52,7 +65,13 @@ async def finish(
     batch = batch if batch is not None else Batch()
     loop.state.inflight = None
     batch.write_done = WriteDone(
-        inflight.key, inflight.step_index, outcome.success, outcome.summary, outcome.model_dump(mode="json")
+        inflight.key,
+        inflight.step_index,
+        outcome.success,
+        outcome.summary,
+        outcome.model_dump(mode="json"),
+        tool=inflight.tool,
+        output=tool_output(outcome),
     )
     step_id = str(inflight.step_index) if loop.state.plan else None
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, step_id))
@@ -66,7 +85,12 @@ async def recover(loop: RunLoop) -> None:
     if inflight is None:
         return
     intent = loop.store.get_write_intent(inflight.key)
-    if intent is not None and intent.status == "done":
+    if intent is None:
+        # Approved where the run is not advanced (a server handing it to a worker): the intent commits
+        # before any call, so without one the call never started. It starts here, as it would have there.
+        await start(loop, inflight)
+        return
+    if intent.status == "done":
         # The receipt and the snapshot commit together, so this means the snapshot is behind the store.
         loop.state.inflight = None
         settled = StatusEvent(stage="execute", code="write_settled", text=f"{inflight.tool} done")
@@ -121,4 +145,4 @@ async def _ask_a_person(
     await loop.commit(batch)
 
 
-__all__ = ["execute", "finish", "recover"]
+__all__ = ["execute", "finish", "recover", "start"]

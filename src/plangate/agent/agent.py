@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Iterable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, TypeVar, get_args
 
 from plangate.agent import _interactions
@@ -28,11 +29,13 @@ from plangate.agent._stream import AgentStream
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.loop import RunLoop, load_loop
 from plangate.agent.result import Outcome, RunResult
+from plangate.conditions import ConditionSyntaxError, compile_done_when
+from plangate.conditions.errors import caret_lines
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
-from plangate.events import OutcomeEvent
+from plangate.events import JsonObject, OutcomeEvent
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.models import Model, resolve_model
-from plangate.store import TERMINAL_STATUSES, Store, open_store
+from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
 from plangate.tools import Tool, ToolRegistry, Toolset
 
 T = TypeVar("T")
@@ -62,8 +65,17 @@ class Agent:
             short); None: a tenth of the budget (8,000 of the default 80,000), as long as 1,000 tokens are
             left for the prompt.
         owner: who the runs belong to.
+        done_when: the goal as a condition over the run's evidence receipts, e.g.
+            ``"receipts.any(tool == 'place' and success)"`` (fields ``tool``, ``success``, ``step``,
+            ``source``, ``output.…``; ``receipts.any/all/count``). The runtime checks it after every receipt:
+            once it holds, the run is complete, with that receipt as its proof, and goes to deliver with no
+            model call to say so; until then the model cannot declare ``done``. None: the model declares it.
         tool_specs: where the tools came from (``module:attr``), recorded with each run for the command line
             to find them again; the runtime itself never imports anything from a stored run.
+        leases: hold each run's lease while advancing it (renewed meanwhile), and fence every commit by it:
+            a run another live holder advances is refused (``RunLeased``), and a process that lost the lease
+            (frozen past it, taken over) commits and writes nothing more. None: no lease is taken (one
+            process, one caller at a time).
 
     Example::
 
@@ -74,7 +86,8 @@ class Agent:
         print(result.answer)
 
     Raises:
-        ConfigError: an option has an invalid value, or the tools are not tools.
+        ConfigError: an option has an invalid value (``done_when`` that is not a condition over receipts,
+            with the column), or the tools are not tools.
     """
 
     def __init__(
@@ -92,6 +105,8 @@ class Agent:
         context_reserve: int | None = None,
         owner: str = "local",
         tool_specs: Iterable[str] = (),
+        leases: LeaseBook | None = None,
+        done_when: str | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigError(f"Agent max_rounds: expected an integer >= 1; found {max_rounds!r}")
@@ -102,6 +117,7 @@ class Agent:
                 f"Agent system_prompt: expected a string or None; found {type(system_prompt).__name__}"
             )
         reserve = _context_reserve(context_budget, context_reserve)
+        _check_done_when(done_when)
         self._model_spec = model
         self._resolved: Model | None = model if isinstance(model, Model) else None
         self.registry = _registry(tools)
@@ -115,6 +131,8 @@ class Agent:
         self.context_reserve = reserve
         self.owner = owner
         self.tool_specs = [str(spec) for spec in tool_specs]
+        self.leases = leases
+        self.done_when = done_when
 
     # -- starting runs ------------------------------------------------------------------------------------
 
@@ -132,7 +150,25 @@ class Agent:
         Raises:
             ConfigError: no model could be resolved, or the prompt is empty.
         """
-        return await self._start(prompt).advance()
+        loop = self._start(prompt)
+        async with self._lease(loop.run_id):
+            return await loop.advance()
+
+    def submit(self, prompt: str) -> str:
+        """Store a new run and its first commit (``queued``), without advancing it; returns its id.
+
+        For handing runs to workers: whoever advances the run next (``resume_async(run_id)``) starts it.
+
+        Raises:
+            ConfigError: no model could be resolved, or the prompt is empty.
+        """
+        loop = self._start(prompt)
+        if self.leases is None:
+            loop.begin(status="queued")
+        else:
+            with self.leases.held(loop.run_id):
+                loop.begin(status="queued")
+        return loop.run_id
 
     def stream(self, prompt: str) -> AgentStream:
         """Start a run and iterate over its events as they are committed (``async for``).
@@ -141,7 +177,12 @@ class Agent:
         stops the run after its last commit; ``resume`` continues it.
         """
         loop = self._start(prompt)
-        return AgentStream(self.store, loop.run_id, loop.advance)
+
+        async def advance() -> RunResult:
+            async with self._lease(loop.run_id):
+                return await loop.advance()
+
+        return AgentStream(self.store, loop.run_id, advance)
 
     # -- stored runs --------------------------------------------------------------------------------------
 
@@ -181,12 +222,41 @@ class Agent:
         """
         if (interaction_id is None) != (resolution is None):
             raise ConfigError("resume: pass both an interaction id and a resolution, or neither")
-        if interaction_id is None or resolution is None:
-            loop = self._load(run_id)
-            if loop.state.phase == "done" or loop.state.waiting is not None:
-                return loop.result()
-            _ = loop.model  # a model that cannot be rebuilt must fail before anything is written
+        async with self._lease(run_id):
+            if interaction_id is None or resolution is None:
+                loop = self._load(run_id)
+                if loop.state.phase == "done" or loop.state.waiting is not None:
+                    return loop.result()
+                _ = loop.model  # a model that cannot be rebuilt must fail before anything is written
+                return await loop.advance()
+            loop, edited = self._checked(run_id, interaction_id, resolution)
+            _ = loop.model
+            await _interactions.apply(loop, resolution, edited, by)
             return await loop.advance()
+
+    def resolve(
+        self, run_id: str, interaction_id: str, resolution: Resolution, *, by: str | None = None
+    ) -> None:
+        """Commit a resolution of the run's open interaction and nothing more (see ``resolve_async``)."""
+        _sync(self.resolve_async(run_id, interaction_id, resolution, by=by))
+
+    async def resolve_async(
+        self, run_id: str, interaction_id: str, resolution: Resolution, *, by: str | None = None
+    ) -> None:
+        """Commit a resolution of the run's open interaction, without advancing the run or running a tool.
+
+        For a process that hands runs to workers: an approved write is recorded as approved and runs where
+        the run is advanced next (``resume_async(run_id)``), exactly once. Refusals are those of
+        ``resume_async``; nothing changes when one is raised.
+        """
+        async with self._lease(run_id):
+            loop, edited = self._checked(run_id, interaction_id, resolution)
+            await _interactions.apply(loop, resolution, edited, by, act=False)
+
+    def _checked(
+        self, run_id: str, interaction_id: str, resolution: Resolution
+    ) -> tuple[RunLoop, JsonObject | None]:
+        """The run's loop and the validated arguments of an ``Edit``, once the resolution is known to fit."""
         interaction = self.store.get_interaction(interaction_id)
         if interaction.run_id != run_id:
             raise StaleInteraction(
@@ -194,10 +264,7 @@ class Agent:
                 f"{run_id!r}; nothing changed"
             )
         loop = self._load(run_id)
-        edited = _interactions.check(loop, interaction, resolution)
-        _ = loop.model
-        await _interactions.apply(loop, resolution, edited, by)
-        return await loop.advance()
+        return loop, _interactions.check(loop, interaction, resolution)
 
     def cancel(self, run_id: str, reason: str = "cancelled") -> RunResult:
         """Cancel a run that has not ended: its open interaction expires; it ends ``cancelled``.
@@ -269,6 +336,7 @@ class Agent:
             system_prompt=self.system_prompt,
             context_budget=self.context_budget,
             context_reserve=self.context_reserve,
+            done_when=self.done_when,
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
         run = self.store.create_run(
@@ -286,10 +354,26 @@ class Agent:
             transcript=Transcript.start(prompt),
             evidence=Evidence(),
             fresh=True,
+            leases=self.leases,
         )
 
     def _load(self, run_id: str) -> RunLoop:
-        return load_loop(self.store, run_id, self._model_for, self.registry)
+        return load_loop(self.store, run_id, self._model_for, self.registry, self.leases)
+
+    def _lease(self, run_id: str) -> AbstractAsyncContextManager[object]:
+        return nullcontext() if self.leases is None else self.leases.kept(run_id)
+
+
+def _check_done_when(done_when: object) -> None:
+    if done_when is None:
+        return
+    if not isinstance(done_when, str):
+        raise ConfigError(f"Agent done_when: expected a condition (a string) or None; found {done_when!r}")
+    try:
+        compile_done_when(done_when)
+    except ConditionSyntaxError as exc:
+        where = caret_lines(exc.expression, exc.position)
+        raise ConfigError(f"Agent done_when: {exc.message}\n{where}") from None
 
 
 def _context_reserve(budget: object, reserve: object) -> int:

@@ -1,11 +1,12 @@
 """The orchestrator of one agent run: which phase runs next, and the one commit each step of it makes.
 
-For: ``RunLoop``, which holds a run's state in memory, dispatches to the phase modules (``_route``,
-``_plan``, ``_execute``, ``_deliver``; ``_writes`` for a write between its intent and its receipt) until the
-run ends or waits on a person, and commits each step's events, receipts, interaction and snapshot in ONE
-transaction (``commit``). After each commit the same events are folded into the in-memory transcript, so
-the live run and a resumed one see the same past. Also ``load_loop``, which rebuilds a loop from the store
-with only the run id. Not for: the public API (``agent.py``) or any phase's logic.
+For: ``RunLoop``, which holds a run's state in memory, dispatches to the phase modules (``_route``, ``_plan``,
+``_execute``, ``_deliver``; ``_writes`` for a write between its intent and its receipt) until the run ends or
+waits on a person, and commits each step's events, receipts, interaction and snapshot in ONE transaction
+(``commit``). Before a batch with receipts is committed, ``_proof`` checks the ``done_when`` conditions they
+may prove (what a proof changes is committed with them). After each commit the same events are folded into the
+in-memory transcript, so the live run and a resumed one see the same past. Also ``load_loop``, which rebuilds
+a loop from the store with only the run id. Not for: the public API (``agent.py``) or any phase's logic.
 
 Suspending is not an exception: a phase that opens an interaction sets ``state.waiting`` and commits the
 ``waiting`` status, and ``advance`` returns. Nothing in the loop catches a failure of the store (a run whose
@@ -22,9 +23,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Literal
 
-from plangate.agent import _deliver, _execute, _plan, _route, _writes
+from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._compact import Meter, MeteredModel
 from plangate.agent._context import View, catalogue_text
@@ -32,10 +34,11 @@ from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exh
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.result import Outcome, RunResult
+from plangate.conditions import Condition
 from plangate.errors import ConfigError, InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
 from plangate.models import Model
-from plangate.store import Interaction, Store, Transaction
+from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
 Node = Callable[["RunLoop"], Coroutine[Any, Any, None]]
@@ -56,12 +59,16 @@ class RunLoop:
         config: the settings the run was started with.
         state: the state as last committed.
         transcript: the conversation and record, folded from the committed events.
-        evidence: the successful receipts per plan step.
+        evidence: the run's receipts (successful ones per plan step, and each as conditions read it).
         interaction: the open interaction, when the run waits on one.
         fresh: the run was just created and nothing of it is committed yet.
+        leases: the lease book of whoever advances the run; when given, every commit is fenced by the run's
+            lease (its generation), and a write is preceded by a renewal, so a process that lost the lease
+            commits and writes nothing more (``RunLeased``).
 
     Attributes:
         meter: counts prompt tokens for the context budget, calibrated by the model's reported usage.
+        goal: the run's ``done_when`` condition, if it has one.
     """
 
     def __init__(
@@ -78,8 +85,10 @@ class RunLoop:
         evidence: Evidence,
         interaction: Interaction | None = None,
         fresh: bool = False,
+        leases: LeaseBook | None = None,
     ) -> None:
         self.store = store
+        self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
         self._model: Model | None = MeteredModel(model, self.meter) if isinstance(model, Model) else None
@@ -94,6 +103,7 @@ class RunLoop:
         self.interaction = interaction
         self._fresh = fresh
         self._catalogue: tuple[tuple[str, ...], str] | None = None
+        self.goal: Condition | None = _proof.goal_condition(config.done_when)
 
     @property
     def model(self) -> Model:
@@ -110,7 +120,7 @@ class RunLoop:
         """Run phases until the run ends or waits on a person; returns where it stands."""
         if self._fresh:
             self._fresh = False
-            await self.commit(Batch([StatusEvent(stage=self.state.phase, code="started")], status="running"))
+            await self.commit(self._started(status="running"))
         failed = False
         while self.state.phase != "done" and self.state.waiting is None:
             stage = self.state.phase
@@ -125,6 +135,16 @@ class RunLoop:
                 failed = True
                 self._fail(stage, exc)
         return self.result()
+
+    def begin(self, *, status: Literal["queued", "running"]) -> None:
+        """The run's first commit (its ``started`` event and first snapshot), once, without advancing it
+        (for a caller that hands the run to a worker)."""
+        if self._fresh:
+            self._fresh = False
+            self._commit(self._started(status=status))
+
+    def _started(self, *, status: Literal["queued", "running"]) -> Batch:
+        return Batch([StatusEvent(stage=self.state.phase, code="started")], status=status)
 
     async def _step(self) -> None:
         if self.state.inflight is not None:
@@ -179,6 +199,8 @@ class RunLoop:
             rounds_used=state.rounds_used,
             evidence=self.evidence.count(state.step_index),
             memory=state.memory,
+            goal=self.goal,
+            step_condition=_proof.step_condition(state.plan, state.step_index),
         )
 
     def catalogue(self) -> str:
@@ -222,6 +244,9 @@ class RunLoop:
         Raises:
             StaleInteraction: the batch resolves an interaction someone else resolved first; nothing changed.
         """
+        # What a receipt proves goes into the same batch, decided here, on the loop's thread, like the rest
+        # of the state.
+        _proof.prove(self, batch)
         work = asyncio.ensure_future(asyncio.to_thread(self._commit, batch))
         try:
             return await asyncio.shield(work)
@@ -235,7 +260,7 @@ class RunLoop:
 
     def _commit(self, batch: Batch) -> list[Event]:
         state = self.state
-        with self.store.transaction(self.run_id) as tx:
+        with self._transaction() as tx:
             if batch.resolve is not None:
                 tx.resolve_interaction(*batch.resolve)
             if batch.intent is not None:
@@ -248,6 +273,7 @@ class RunLoop:
                     success=done.success,
                     summary=done.summary,
                     result=done.result,
+                    output=done.output,
                 )
             for receipt in batch.receipts:
                 tx.add_receipt(
@@ -257,6 +283,7 @@ class RunLoop:
                     arguments_digest=receipt.arguments_digest,
                     success=receipt.success,
                     summary=receipt.summary,
+                    output=receipt.output,
                 )
             for event in batch.events:
                 tx.append(event)
@@ -269,6 +296,16 @@ class RunLoop:
             stored = list(tx.events)
         self._after_commit(batch, stored)
         return stored
+
+    def _transaction(self) -> AbstractContextManager[Transaction]:
+        if self.leases is None:
+            return self.store.transaction(self.run_id)
+        return self.leases.transaction(self.run_id)
+
+    def confirm_lease(self) -> None:
+        """Before a write: renew the run's lease, refused (``RunLeased``) when this process lost it."""
+        if self.leases is not None:
+            self.leases.confirm(self.run_id)
 
     def _open(self, tx: Transaction, question: Question) -> None:
         step_id = str(question.step_index) if self.state.plan else None
@@ -296,10 +333,8 @@ class RunLoop:
         )
 
     def _after_commit(self, batch: Batch, stored: list[Event]) -> None:
-        for receipt in batch.receipts:
-            self.evidence.add(receipt.step_index, receipt.success)
-        if batch.write_done is not None:
-            self.evidence.add(batch.write_done.step_index, batch.write_done.success)
+        for record in _proof.receipts_of(batch, planned=bool(self.state.plan)):
+            self.evidence.add(record)
         resolutions: Mapping[str, Mapping[str, object]] = {}
         if batch.resolve is not None:
             resolutions = {batch.resolve[0]: batch.resolve[1]}
@@ -320,7 +355,11 @@ _NODES: dict[str, Node] = {
 
 
 def load_loop(
-    store: Store, run_id: str, model: Callable[[AgentConfig], Model], registry: ToolRegistry
+    store: Store,
+    run_id: str,
+    model: Callable[[AgentConfig], Model],
+    registry: ToolRegistry,
+    leases: LeaseBook | None = None,
 ) -> RunLoop:
     """Rebuild a run's loop from the store, with nothing but its id.
 
@@ -329,6 +368,7 @@ def load_loop(
         run_id: the run.
         model: gives the model for the run's settings (the agent's own, or one rebuilt from the spec).
         registry: the tools; every tool the run was started with must be in it.
+        leases: the lease book the loop's commits are fenced by (see ``RunLoop``).
 
     Raises:
         NotFoundError: no such run.
@@ -364,8 +404,9 @@ def load_loop(
         config=config,
         state=state,
         transcript=transcript,
-        evidence=Evidence(store.receipts(run_id)),
+        evidence=Evidence(store.receipts(run_id), planned=bool(state.plan)),
         interaction=interaction,
+        leases=leases,
     )
 
 

@@ -9,12 +9,10 @@ scripts. Not for: any run logic (``plangate.agent``).
 
 from __future__ import annotations
 
-import asyncio
 import json as jsonlib
 import sys
-from collections.abc import Coroutine
 from contextlib import nullcontext
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -174,6 +172,14 @@ def agent_command(
     detach: Annotated[
         bool, typer.Option("--detach", help="Leave the run waiting when a person is needed; don't ask here.")
     ] = False,
+    done_when: Annotated[
+        str | None,
+        typer.Option(
+            "--done-when",
+            help="The goal as a condition over the run's receipts, checked after each one, e.g. "
+            "\"receipts.any(tool == 'place' and success)\".",
+        ),
+    ] = None,
     interactive: Annotated[
         bool | None,
         typer.Option(
@@ -182,6 +188,14 @@ def agent_command(
     ] = None,
     store: StoreOpt = None,
     json: JsonOpt = False,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            "--broker",
+            help="The Redis URL of the workers' queue: the run is stored and handed to the workers "
+            "(plangate worker), and the command returns at once.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed."""
@@ -192,21 +206,50 @@ def agent_command(
     try:
         chosen_model = model_from(model)
         with project_tools(tools) as loaded:
+            opened = store_from(store)
             runner = Agent(
                 model=chosen_model,
                 tools=loaded.registry,
                 tool_specs=loaded.specs,
-                store=store_from(store),
+                store=opened,
                 max_rounds=max_rounds,
                 mode=chosen,
                 always_execute=always_execute,
+                leases=LeaseBook(opened),
+                done_when=done_when,
             )
+            if broker is not None:
+                _hand_over(runner, prompt, broker, json)
+                return
             with EventPrinter(runner.store) if not json else nullcontext():
                 result = drive(runner, runner.run(prompt), ask_here=ask_here)
     except UserError as exc:
         fail(str(exc))
         return
     report(result, json, command_hint(store, tools, model or chosen_model.name))
+
+
+def _hand_over(agent: Agent, prompt: str, broker: str, json: bool) -> None:
+    from plangate.cli._runs import queued
+    from plangate.cli._worker import queue_for
+
+    queue = queue_for(broker)
+    try:
+        run_id = agent.submit(prompt)
+        sent = queue.enqueue(run_id)
+    finally:
+        queue.close()
+    queued(run_id, sent, json)
+
+
+def record(
+    store: Store, interaction: Interaction, resolution: Resolution, *, tools: list[str] | None
+) -> None:
+    """Commit the resolution of an agent run's interaction and nothing more (a worker continues it)."""
+    # Only the answer is committed here: the worker runs the approved call, with its own tools.
+    with project_tools(tools) as loaded:
+        runner = Agent(tools=loaded.registry, store=store, leases=LeaseBook(store))
+        runner.resolve(interaction.run_id, interaction.id, resolution, by="cli")
 
 
 def resolve(
@@ -222,12 +265,13 @@ def resolve(
     """Resolve an agent run's interaction from the command line and continue the run here.
 
     The run's tools come from this command (``--tools``, ``plangate.toml``), never from what it stored.
+    Under the run's lease, fencing every commit: a run another live process advances is refused
+    (``RunLeased``), unchanged.
     """
     with project_tools(tools, run=(store, interaction.run_id)) as loaded:
-        runner = Agent(model=model, tools=loaded.registry, store=store)
+        runner = Agent(model=model, tools=loaded.registry, store=store, leases=LeaseBook(store))
         with EventPrinter(store) if not json else nullcontext():
-            work = runner.resume_async(interaction.run_id, interaction.id, resolution, by="cli")
-            result = asyncio.run(_leased(store, interaction.run_id, work))
+            result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
     report(result, json, command_hint(store_url, tools, model))
 
 
@@ -242,20 +286,10 @@ def resume(
 ) -> None:
     """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
     with project_tools(tools, run=(store, run_id)) as loaded:
-        runner = Agent(model=model, tools=loaded.registry, store=store)
+        runner = Agent(model=model, tools=loaded.registry, store=store, leases=LeaseBook(store))
         with EventPrinter(store) if not json else nullcontext():
-            result = asyncio.run(_leased(store, run_id, runner.resume_async(run_id)))
+            result = runner.resume(run_id)
     report(result, json, command_hint(store_url, tools, model))
-
-
-async def _leased(store: Store, run_id: str, work: Coroutine[Any, Any, RunResult]) -> RunResult:
-    """Advance an agent run holding its lease (renewed meanwhile): a run another live process advances is
-    refused (``RunLeased``), unchanged."""
-    try:
-        async with LeaseBook(store).kept(run_id):
-            return await work
-    finally:
-        work.close()  # not started when the lease was refused
 
 
 __all__ = [

@@ -36,6 +36,7 @@ from plangate.cli._loading import (
     step_model,
     store_from,
 )
+from plangate.cli._worker import BrokerOpt, queue_for
 from plangate.errors import InteractionError, NotFoundError, StaleInteraction, UserError
 from plangate.events import (
     Event,
@@ -286,10 +287,14 @@ def run_command(
             help="Print only the run's id (for scripts: run=$(plangate run NAME --detach -q)).",
         ),
     ] = False,
+    broker: BrokerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run a formula: live progress, and questions asked here when a person is needed (a write step asks
-    for consent to its exact call first, unless the step says consent = "auto" or --yes is given)."""
+    for consent to its exact call first, unless the step says consent = "auto" or --yes is given).
+
+    With --broker, the run is checked, stored and handed to the workers (`plangate worker`); the command
+    returns at once."""
     shown = not (json or quiet)
     try:
         with project_tools(tools) as loaded:
@@ -301,6 +306,9 @@ def run_command(
                 model=step_model(model),
             )
             plan = runner.plan(name, parse_vars(var))
+            if broker is not None:
+                _hand_over(runner, plan, broker, yes, json, quiet)
+                return
             if shown:
                 _say_step_model(plan, model)
             with _Progress(runner.store, [s.id for s in plan.steps]) if shown else nullcontext():
@@ -310,6 +318,34 @@ def run_command(
         fail(str(exc))
         return
     _report(result, json, _agent.command_hint(store, tools, model), quiet=quiet)
+
+
+def _hand_over(
+    runner: FormulaRunner, plan: Plan, broker: str, yes: bool, json: bool, quiet: bool = False
+) -> None:
+    """Store the run for the workers and enqueue it; nothing runs here."""
+    queue = queue_for(broker)
+    try:
+        run_id = runner.submit(plan, always_execute=yes)
+        sent = queue.enqueue(run_id)
+    finally:
+        queue.close()
+    if quiet:
+        print(run_id)
+        return
+    queued(run_id, sent, json)
+
+
+def queued(run_id: str, sent: bool, json: bool) -> None:
+    """Say that a run was handed to the workers (or will be, by their reaper, when the broker was down)."""
+    if json:
+        print_json({"run_id": run_id, "status": "queued", "enqueued": sent})
+        return
+    how = "handed to the workers"
+    if not sent:
+        how = "stored; the broker is unreachable, so the workers' reaper hands it on"
+    out.print(f"run [bold]{run_id}[/] queued: {how}")
+    out.print(f"  follow it with: {prog()} events {run_id} --follow")
 
 
 def _say_step_model(plan: Plan, model: str | None, pending: Mapping[str, StepRun] | None = None) -> None:
@@ -474,12 +510,16 @@ def _resolve(
     resume: bool,
     json: bool,
     model: str | None = None,
+    broker: str | None = None,
 ) -> None:
     try:
         opened = store_from(store)
         interaction = open_interaction(opened, target)
         interaction_id = interaction.id
         asking = opened.get_run(interaction.run_id)
+        if broker is not None:
+            _resolve_for_workers(opened, interaction, resolution, store, tools, broker, json)
+            return
         if asking.kind == "agent" and asking.parent_run_id is None:
             if not resume:
                 fail("--no-resume applies to formula runs; an agent run continues as soon as it is answered")
@@ -542,6 +582,38 @@ def _open_questions(store: Store, run_id: str) -> list[Interaction]:
         cursor = page.next_cursor
 
 
+def _resolve_for_workers(
+    opened: Store,
+    interaction: Interaction,
+    resolution: Approve | Reject | Answer,
+    store: str | None,
+    tools: list[str] | None,
+    broker: str,
+    json: bool,
+) -> None:
+    """Commit the answer (nothing runs here: an approved write runs on the worker) and enqueue the run."""
+    queue = queue_for(broker)
+    try:
+        run = opened.get_run(interaction.run_id)
+        if run.kind == "agent" and run.parent_run_id is None:
+            _agent.record(opened, interaction, resolution, tools=tools)
+            answered = run.id
+        else:
+            # Only the answer is committed here: the worker runs the steps, with its own tools.
+            with project_tools(tools) as loaded:
+                runner = FormulaRunner(opened, loaded.registry, tool_specs=loaded.specs)
+                answered = asyncio.run(runner.record_answer(interaction.id, resolution, by="cli"))
+        sent = queue.enqueue(answered)
+    finally:
+        queue.close()
+    if json:
+        print_json({"interaction_id": interaction.id, "run_id": answered, "enqueued": sent})
+        return
+    out.print(f"resolved {interaction.id}; run {answered} continues on a worker")
+    if not sent:
+        out.print("  (the broker is unreachable: the workers' reaper hands the run on)")
+
+
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue the run here afterwards.")]
 IdArg = Annotated[
     str,
@@ -568,10 +640,11 @@ def approve_command(
     resume: ResumeOpt = True,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    broker: BrokerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Approve an open interaction (a consent request or an approval gate)."""
-    _resolve(interaction, Approve(), store, tools, resume, json, model)
+    _resolve(interaction, Approve(), store, tools, resume, json, model, broker)
 
 
 def reject_command(
@@ -582,10 +655,11 @@ def reject_command(
     resume: ResumeOpt = True,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    broker: BrokerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Reject an open interaction, with a reason."""
-    _resolve(interaction, Reject(reason=reason), store, tools, resume, json, model)
+    _resolve(interaction, Reject(reason=reason), store, tools, resume, json, model, broker)
 
 
 def answer_command(
@@ -596,10 +670,11 @@ def answer_command(
     resume: ResumeOpt = True,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    broker: BrokerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Answer an open question."""
-    _resolve(interaction, Answer(text=text), store, tools, resume, json, model)
+    _resolve(interaction, Answer(text=text), store, tools, resume, json, model, broker)
 
 
 def complete_command(

@@ -57,6 +57,14 @@ def serve_command(
         typer.Option("--no-auth", help="Accept requests without a token, all as owner 'local' (dev only)."),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            "--broker",
+            help="The Redis URL of the workers' queue: runs are handed to `plangate worker` processes on "
+            "the same store instead of running in this process (same API, same events).",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools."""
@@ -68,6 +76,8 @@ def serve_command(
         fail('plangate serve needs the server extra: pip install "plangate[server]"')
         return
     try:
+        if broker is not None:
+            from plangate.workers import broker_url
         with project_tools(tools) as loaded:
             opened = store_from(store)
             try:
@@ -78,6 +88,7 @@ def serve_command(
                     search_paths=path or (),
                     tool_specs=loaded.specs,
                     model=model_from(model, of="model of agent runs"),
+                    broker=broker_url(broker) if broker is not None else None,
                 )
                 if no_auth:
                     exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"

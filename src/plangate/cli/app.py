@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _agent, _conditions, _formula, _runs, _serve
+from plangate.cli import _agent, _ask, _conditions, _formula, _runs, _serve, _worker
 from plangate.cli._console import err
 from plangate.cli._loading import ConfigOpt, start_invocation
 from plangate.errors import UserError
@@ -53,7 +53,9 @@ _conditions.register(app)
 _formula.register(app)
 _runs.register(app)
 _agent.register(app)
+_ask.register(app)
 _serve.register(app)
+_worker.register(app)
 
 
 def main() -> None:

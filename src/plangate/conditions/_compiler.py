@@ -128,6 +128,7 @@ _TESTS: dict[type[ast.Node], Callable[[Any], Test]] = {
 _VALUES: dict[type[ast.Node], Callable[[Any], Getter]] = {
     ast.Literal: operands.literal,
     ast.StepField: operands.step_field,
+    ast.ReceiptField: operands.receipt_field,
     ast.VarRef: operands.var_ref,
     ast.EnvRef: operands.env_ref,
     ast.StatusCount: operands.status_count,

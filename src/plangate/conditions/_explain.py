@@ -17,18 +17,21 @@ from plangate.conditions._runtime import (
     FLIPPED,
     MISSING,
     Focus,
+    Member,
     Unsatisfied,
     compare,
     count_status,
     field_value,
+    focus_receipt,
     focus_step,
     kind_of,
     members,
     named_step,
+    receipt_value,
     redacted_source,
     show,
 )
-from plangate.conditions.context import ConditionContext, default_env, env_lookup
+from plangate.conditions.context import ConditionContext, ReceiptState, default_env, env_lookup
 
 Fact = tuple[bool, str]
 Shown = tuple[object, str]
@@ -37,6 +40,7 @@ _NOUNS = {
     "children": ("child", "children"),
     "descendants": ("descendant", "descendants"),
     "steps": ("step", "steps"),
+    "receipts": ("receipt", "receipts"),
 }
 
 
@@ -95,6 +99,11 @@ def _field(node: ast.StepField, ctx: ConditionContext, focus: Focus) -> Shown:
     return value, show(value)
 
 
+def _receipt(node: ast.ReceiptField, ctx: ConditionContext, focus: Focus) -> Shown:
+    value = receipt_value(focus_receipt(focus), node.field, node.path)
+    return value, show(value)
+
+
 def _var(node: ast.VarRef, ctx: ConditionContext, focus: Focus) -> Shown:
     value = ctx.vars.get(node.name, MISSING)
     return value, show(value)
@@ -113,7 +122,7 @@ def _status_count(node: ast.StatusCount, ctx: ConditionContext, focus: Focus) ->
 def _count(node: ast.Aggregate, ctx: ConditionContext, focus: Focus) -> Shown:
     found = members(ctx, focus, node.scope, node.step)
     if not found:
-        return 0, f"0 ({'no steps' if node.scope == 'steps' else 'no children'})"
+        return 0, f"0 (no {'children' if node.scope in ('children', 'descendants') else node.scope})"
     total = sum(1 for member in found if why(node.predicate, ctx, member)[0])
     return total, f"{total} of {len(found)}"
 
@@ -174,27 +183,41 @@ def _aggregate(node: ast.Aggregate, ctx: ConditionContext, focus: Focus) -> Fact
         return _truthy(node, ctx, focus)
     found = members(ctx, focus, node.scope, node.step)
     if not found:
-        if node.scope == "steps":
-            return False, "no steps: the context has none"
-        parent = focus_step(ctx, focus) if node.step is None else named_step(ctx, node.step)
-        return False, f"no children: step '{parent.id}' has none"
+        return False, _empty(node, ctx, focus)
     noun, plural = _NOUNS[node.scope]
-    owner = "" if node.scope == "steps" else f" of '{_parent_id(node, ctx, focus)}'"
+    owner = "" if node.scope in ("steps", "receipts") else f" of '{_parent_id(node, ctx, focus)}'"
     predicate = redacted_source(node.predicate)
-    for member in found:
+    for number, member in enumerate(found, start=1):
         verdict, fact = why(node.predicate, ctx, member)
         if node.kind == "all" and not verdict:
-            return False, f"{noun} '{member.id}'{owner} does not satisfy {predicate}: {fact}"
+            return False, f"{noun} {_label(member, number)}{owner} does not satisfy {predicate}: {fact}"
         if node.kind == "any" and verdict:
-            return True, f"{noun} '{member.id}'{owner} satisfies {predicate}: {fact}"
+            return True, f"{noun} {_label(member, number)}{owner} satisfies {predicate}: {fact}"
     if len(found) == 1:
         # One member decided it: show why, as for a failing member of a larger set.
         verdict, fact = why(node.predicate, ctx, found[0])
         holds = "satisfies" if verdict else "does not satisfy"
-        return verdict, f"the only {noun}{owner}, '{found[0].id}', {holds} {predicate}: {fact}"
+        return verdict, f"the only {noun}{owner}, {_label(found[0], 1)}, {holds} {predicate}: {fact}"
     if node.kind == "all":
         return True, f"all {len(found)} {plural}{owner} satisfy {predicate}"
     return False, f"none of the {len(found)} {plural}{owner} satisfy {predicate}"
+
+
+def _empty(node: ast.Aggregate, ctx: ConditionContext, focus: Focus) -> str:
+    """Why an ``all`` or ``any`` over nothing is unsatisfied."""
+    if node.scope == "steps":
+        return "no steps: the context has none"
+    if node.scope == "receipts":
+        return "no receipts: the run has none yet"
+    parent = focus_step(ctx, focus) if node.step is None else named_step(ctx, node.step)
+    return f"no children: step '{parent.id}' has none"
+
+
+def _label(member: Member, number: int) -> str:
+    """How a reason names an element: a step by its id, a receipt by its place and what made it."""
+    if isinstance(member, ReceiptState):
+        return f"#{number} ({member.tool}, {member.source})"
+    return f"'{member.id}'"
 
 
 def _parent_id(node: ast.Aggregate, ctx: ConditionContext, focus: Focus) -> object:
@@ -309,6 +332,7 @@ _WHY: dict[type[ast.Node], Callable[[Any, ConditionContext, Focus], Fact]] = {
 _SHOW: dict[type[ast.Node], Callable[[Any, ConditionContext, Focus], Shown]] = {
     ast.Literal: _literal,
     ast.StepField: _field,
+    ast.ReceiptField: _receipt,
     ast.VarRef: _var,
     ast.EnvRef: _env,
     ast.StatusCount: _status_count,

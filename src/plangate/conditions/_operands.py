@@ -1,4 +1,5 @@
-"""Fast closures for the leaves and sets of the language: step fields, vars, env, literals, files, aggregates.
+"""Fast closures for the leaves and sets of the language: step and receipt fields, vars, env, literals, files,
+aggregates.
 
 Each builder returns a getter ``(ctx, focus) -> value`` or a test ``(ctx, focus) -> bool`` that reads the
 context and nothing else. Step fields compared with a constant get one fused closure (lookup and comparison
@@ -21,12 +22,14 @@ from plangate.conditions._runtime import (
     Test,
     Unsatisfied,
     count_status,
+    focus_receipt,
     focus_step,
     literal_test,
     lookup,
     members,
+    receipt_value,
 )
-from plangate.conditions.context import ConditionContext, StepState, env_lookup
+from plangate.conditions.context import ConditionContext, ReceiptState, StepState, env_lookup
 
 Extract = Callable[[StepState], object]
 
@@ -44,7 +47,7 @@ def step_field(node: ast.StepField) -> Getter:
     if step_id is None:
 
         def focused(ctx: ConditionContext, focus: Focus) -> object:
-            return extract(focus if focus is not None else focus_step(ctx, None))
+            return extract(focus if type(focus) is StepState else focus_step(ctx, focus))
 
         return focused
     missing = f"step '{step_id}' not found"
@@ -86,7 +89,7 @@ def field_test(node: ast.StepField, op: str, constant: object) -> Test:
         equal = op == "=="
         if step_id is None:
             return lambda ctx, focus: (
-                (read(focus if focus is not None else focus_step(ctx, None)) == constant) is equal
+                (read(focus if type(focus) is StepState else focus_step(ctx, focus)) == constant) is equal
             )
         missing = f"step '{step_id}' not found"
 
@@ -102,7 +105,9 @@ def field_test(node: ast.StepField, op: str, constant: object) -> Test:
         return _output_key_test(step_id, node.path, check)
     extract = _extractor(node.field, node.path)
     if step_id is None:
-        return lambda ctx, focus: check(extract(focus if focus is not None else focus_step(ctx, None)))
+        return lambda ctx, focus: check(
+            extract(focus if type(focus) is StepState else focus_step(ctx, focus))
+        )
     missing = f"step '{step_id}' not found"
 
     def named(ctx: ConditionContext, focus: Focus) -> bool:
@@ -120,7 +125,7 @@ def _output_key_test(step_id: str | None, path: tuple[str, ...], check: Callable
     if step_id is None:
 
         def focused_key(ctx: ConditionContext, focus: Focus) -> bool:
-            output = (focus if focus is not None else focus_step(ctx, None)).output
+            output = (focus if type(focus) is StepState else focus_step(ctx, focus)).output
             return check(output.get(key, MISSING) if output.__class__ is dict else lookup(output, path))
 
         return focused_key
@@ -134,6 +139,17 @@ def _output_key_test(step_id: str | None, path: tuple[str, ...], check: Callable
         return check(output.get(key, MISSING) if output.__class__ is dict else lookup(output, path))
 
     return named_key
+
+
+def receipt_field(node: ast.ReceiptField) -> Getter:
+    """``tool``, ``success``, ``step``, ``source``, ``output.a.b`` of the receipt in focus."""
+    field, path = node.field, node.path
+    if field != "output":
+        read = operator.attrgetter(field)
+        return lambda ctx, focus: read(focus if type(focus) is ReceiptState else focus_receipt(focus))
+    return lambda ctx, focus: receipt_value(
+        focus if type(focus) is ReceiptState else focus_receipt(focus), field, path
+    )
 
 
 def var_ref(node: ast.VarRef) -> Getter:
@@ -210,6 +226,7 @@ __all__ = [
     "field_test",
     "file_check",
     "literal",
+    "receipt_field",
     "some",
     "status_count",
     "step_field",

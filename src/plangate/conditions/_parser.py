@@ -10,6 +10,7 @@ Limits are enforced while parsing, before the recursion they guard can happen, s
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -38,6 +39,8 @@ MAX_DEPTH = 64
 MAX_NODES = 1000
 
 _FIELD_NAMES = "'status', 'id' or 'output'"
+_RECEIPT_NAMES = "tool, success, step, source or output"
+_RECEIPTS_HINT = "receipt fields are read inside receipts.any(...), receipts.all(...) or receipts.count(...)"
 _STEPS_WORDS = "all, any, count or a step status (" + ", ".join(ast.STATUSES) + ")"
 # The precedence table, loosest first: or < and < not < comparison < operand. Each level is one method
 # below; these map a level's operator tokens to what they build.
@@ -46,6 +49,7 @@ _COMPARISONS: dict[str, ast.CompareOp] = {op: op for op in ("==", "!=", "<", "<=
 _FIELDS: dict[str, ast.StepFieldName] = {"status": "status", "id": "id", "output": "output"}
 _KINDS: dict[str, ast.AggregateKind] = {"all": "all", "any": "any", "count": "count"}
 _SCOPES: dict[str, ast.AggregateScope] = {"children": "children", "descendants": "descendants"}
+_RECEIPT_FIELDS: dict[str, ast.ReceiptFieldName] = {name: name for name in ast.RECEIPT_FIELDS}
 # Tokens that may name an output key after a dot: names, and words the lexer took for keywords.
 _KEY_KINDS = frozenset({NAME, CONST, AND, OR, NOT})
 
@@ -80,7 +84,7 @@ def parse(expression: str) -> ast.Expr:
 
 
 class _Parser:
-    __slots__ = ("_depth", "_heights", "_nodes", "_pos", "_spaced", "_text", "_tokens")
+    __slots__ = ("_depth", "_heights", "_in_receipts", "_nodes", "_pos", "_spaced", "_text", "_tokens")
 
     def __init__(self, text: str) -> None:
         self._text = text
@@ -91,6 +95,9 @@ class _Parser:
         self._heights: dict[int, int] = {}  # id(node) -> height of its subtree; leaves are absent (1)
         # For the reference being read: where its names that came as separate tokens are, by index.
         self._spaced: dict[int, tuple[int, int]] | None = None
+        # Inside the predicate of ``receipts.…(p)`` (and not of a step set nested in it): bare names are the
+        # fields of the receipt being tested.
+        self._in_receipts = False
 
     def parse(self) -> ast.Expr:
         node = self._or()
@@ -187,6 +194,10 @@ class _Parser:
 
     def _name(self, token: Token) -> ast.Expr:
         parts = self._path(token)
+        if self._in_receipts:
+            found = self._receipt_name(token, parts)
+            if found is not None:
+                return found
         special = _NAMES.get(parts[0])
         if special is not None:
             return special(self, token, parts)
@@ -216,6 +227,46 @@ class _Parser:
         position = token.position + sum(len(name) + 1 for name in parts[:index])
         return position, position - 1
 
+    def _receipt_name(self, token: Token, parts: list[str]) -> ast.Expr | None:
+        """A name inside a receipts predicate: a field of the receipt, an error, or None for the usual
+        meaning (``vars.x``, ``env.X``, a named step's field, a nested set)."""
+        name = parts[0]
+        field = _RECEIPT_FIELDS.get(name)
+        if field is not None:
+            if field != "output":
+                self._end_of_path(token, parts, 1)
+                return self._leaf(ast.ReceiptField(field, position=token.position))
+            keys = tuple(parts[1:])
+            if len(keys) > MAX_DEPTH:
+                self._too_deep(self._where(token, parts, 1 + MAX_DEPTH)[0])
+            if self._tokens[self._pos].kind == DOT:
+                self._fail(f"an output key after '{parts[-1]}.'", self._tokens[self._pos + 1])
+            return self._leaf(ast.ReceiptField("output", keys, position=token.position))
+        if len(parts) == 1 and name not in _OWN_MEANING:
+            close = difflib.get_close_matches(name, ast.RECEIPT_FIELDS, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else ""
+            if name == "status":
+                hint = "a receipt says how its call went in 'success'"
+            raise ConditionSyntaxError(
+                self._text,
+                token.position,
+                f"a receipt field ({_RECEIPT_NAMES})",
+                describe(name),
+                hint=hint,
+                message=f"unknown receipt field {describe(name)} at column {token.position + 1}; expected "
+                f"{_RECEIPT_NAMES}" + (f" ({hint})" if hint else ""),
+            )
+        return None
+
+    def _receipts(self, token: Token, parts: list[str]) -> ast.Expr:
+        word = self._part(parts, 1, "all, any or count")
+        self._end_of_path(token, parts, 2)
+        kind = _KINDS.get(word)
+        if kind is None:
+            where = self._where(token, parts, 1)[0]
+            self._fail_at(where, "all, any or count after 'receipts.'", describe(word))
+        return self._aggregate("receipts", None, kind, token)
+
     def _focus_field(self, token: Token, parts: list[str]) -> ast.Expr:
         # ``status``, ``id`` and ``output...`` on their own: fields of the step in focus.
         field = _FIELDS[parts[0]]
@@ -225,6 +276,8 @@ class _Parser:
         return self._step_field(None, token, parts)
 
     def _step_field(self, step: str | None, token: Token, parts: list[str]) -> ast.Expr:
+        if len(parts) == 1 and parts[0] in _RECEIPT_FIELDS:
+            self._fail(f"'.' and {_FIELD_NAMES} after '{parts[0]}'", self._tokens[self._pos], _RECEIPTS_HINT)
         name = parts[1] if len(parts) > 1 else self._part(parts, 1, _FIELD_NAMES)
         field = _FIELDS.get(name)
         if field is None:
@@ -284,6 +337,9 @@ class _Parser:
         parent = self._tokens[self._pos]
         if parent.kind != NAME or "." in parent.text:
             self._fail(f"a step id after '{name}('", parent)
+        if parent.text == "step" and self._in_receipts:
+            hint = "inside a receipts predicate the element in focus is a receipt, not a step"
+            self._fail(f"a step id after '{name}('", parent, hint)
         self._pos += 1
         self._expect(RPAREN, "')' after '{}({}'", name, parent.text)
         self._expect(DOT, "'.all(', '.any(' or '.count(' after '{}({})'", name, parent.text)
@@ -317,10 +373,12 @@ class _Parser:
     ) -> ast.Expr:
         opening = self._expect(LPAREN, "'(' after '{}'", kind)
         self._enter(opening)
+        outer, self._in_receipts = self._in_receipts, scope == "receipts"
         predicate = self._or()
         if self._tokens[self._pos].kind != RPAREN:
             hint = f"the '{kind}(' at column {opening.position + 1} is not closed"
             self._fail("')'", self._tokens[self._pos], hint)
+        self._in_receipts = outer
         self._pos += 1
         self._depth -= 1
         node = ast.Aggregate(kind, scope, step, predicate, position=start.position)
@@ -422,6 +480,10 @@ _NAMES: dict[str, _NameHandler] = {
     "steps": _Parser._steps,
     "children": _Parser._scoped,
     "descendants": _Parser._scoped,
+    "receipts": _Parser._receipts,
 }
+
+# Names that keep their meaning inside a receipts predicate (``status`` and ``id`` belong to steps only).
+_OWN_MEANING = frozenset(_NAMES) - {"status", "id"}
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "MAX_NODES", "parse"]

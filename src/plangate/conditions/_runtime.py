@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any, Final, TypeAlias
 
 from plangate.conditions import ast
-from plangate.conditions.context import ConditionContext, StepState
+from plangate.conditions.context import ConditionContext, ReceiptState, StepState
 
 
 class _Missing:
@@ -57,8 +57,11 @@ class Unsatisfied(Exception):  # a verdict carried out of nested closures, not a
         self.reason = reason
 
 
-# The step a bare ``status`` refers to: an aggregate's element, or ``None`` for the current step.
-Focus: TypeAlias = StepState | None
+# What a bare ``status`` (or, inside ``receipts.…(p)``, a bare ``tool``) refers to: an aggregate's element,
+# or ``None`` for the current step. The parser never lets a step field meet a receipt in focus, or the
+# other way round.
+Focus: TypeAlias = StepState | ReceiptState | None
+Member: TypeAlias = StepState | ReceiptState
 Getter: TypeAlias = Callable[[ConditionContext, Focus], object]
 Test: TypeAlias = Callable[[ConditionContext, Focus], bool]
 
@@ -199,10 +202,12 @@ def named_step(ctx: ConditionContext, step_id: str) -> StepState:
     return step
 
 
-def focus_step(ctx: ConditionContext, focus: StepState | None) -> StepState:
+def focus_step(ctx: ConditionContext, focus: Focus) -> StepState:
     """The step a bare ``status`` means: the aggregate element being tested, else the current step."""
-    if focus is not None:
+    if isinstance(focus, StepState):
         return focus
+    if focus is not None:
+        raise Unsatisfied("a receipt has no status or id: its fields are tool, success, step, source, output")
     current = ctx.current_step
     if current is None:
         raise Unsatisfied("there is no current step to read status, id or output from")
@@ -263,10 +268,28 @@ def field_value(step: StepState, field: str, path: tuple[str, ...]) -> object:
     return lookup(output, path)
 
 
-def members(ctx: ConditionContext, focus: Focus, scope: str, step_id: str | None) -> Sequence[StepState]:
-    """The steps an aggregate ranges over: a parent's children or descendants, or every step."""
+def focus_receipt(focus: Focus) -> ReceiptState:
+    """The receipt being tested inside ``receipts.…(p)``."""
+    if isinstance(focus, ReceiptState):
+        return focus
+    raise Unsatisfied("there is no receipt in focus: receipt fields are read inside receipts.any/all/count")
+
+
+def receipt_value(receipt: ReceiptState, field: str, path: tuple[str, ...]) -> object:
+    """``tool``, ``success``, ``step``, ``source``, or the output (``path`` below it) of ``receipt``."""
+    if field == "output":
+        output = receipt.output
+        return output if not path else lookup(output, path)
+    value: object = getattr(receipt, field)
+    return value
+
+
+def members(ctx: ConditionContext, focus: Focus, scope: str, step_id: str | None) -> Sequence[Member]:
+    """What an aggregate ranges over: a parent's children or descendants, every step, or the receipts."""
     if scope == "steps":
         return list(ctx.steps.values())
+    if scope == "receipts":
+        return ctx.receipts
     parent = focus_step(ctx, focus) if step_id is None else named_step(ctx, step_id)
     if scope == "children":
         return parent.children
@@ -372,6 +395,7 @@ __all__ = [
     "ORDERING",
     "Focus",
     "Getter",
+    "Member",
     "Test",
     "Unsatisfied",
     "compare",
@@ -379,6 +403,7 @@ __all__ = [
     "descendants",
     "equal",
     "field_value",
+    "focus_receipt",
     "focus_step",
     "kind_of",
     "literal_test",
@@ -386,6 +411,7 @@ __all__ = [
     "members",
     "named_step",
     "orderable",
+    "receipt_value",
     "redacted_source",
     "show",
     "show_int",

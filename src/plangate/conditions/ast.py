@@ -20,10 +20,14 @@ from typing import Literal as TypingLiteral
 Scalar = str | int | float | bool | None
 CompareOp = TypingLiteral["==", "!=", "<", "<=", ">", ">="]
 StepFieldName = TypingLiteral["status", "id", "output"]
+ReceiptFieldName = TypingLiteral["tool", "success", "step", "source", "output"]
 AggregateKind = TypingLiteral["all", "any", "count"]
-AggregateScope = TypingLiteral["children", "descendants", "steps"]
+AggregateScope = TypingLiteral["children", "descendants", "steps", "receipts"]
 
 STATUSES = ("pending", "ready", "running", "waiting", "complete", "failed", "skipped", "cancelled")
+RECEIPT_FIELDS: tuple[ReceiptFieldName, ...] = ("tool", "success", "step", "source", "output")
+"""What a receipt offers inside ``receipts.any(...)``, ``receipts.all(...)`` and ``receipts.count(...)``."""
+RECEIPT_SOURCES = ("tool_observation", "write_receipt", "user_reply")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,24 @@ class StepField(Node):
 
 
 @dataclass(frozen=True, slots=True, init=False)
+class ReceiptField(Node):
+    """A field of the receipt being tested inside a ``receipts`` aggregate: ``tool``, ``output.placed``.
+
+    Attributes:
+        field: ``tool``, ``success``, ``step``, ``source`` or ``output``.
+        path: for ``output``, the keys below it; empty for the whole output (and for the other fields).
+    """
+
+    field: ReceiptFieldName
+    path: tuple[str, ...] = ()
+
+    def __init__(self, field: ReceiptFieldName, path: tuple[str, ...] = (), *, position: int = 0) -> None:
+        _receipt_field(self, field)
+        _receipt_path(self, path)
+        _position(self, position)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class VarRef(Node):
     """``vars.NAME``: a formula variable."""
 
@@ -119,16 +141,17 @@ class StatusCount(Node):
 
 @dataclass(frozen=True, slots=True, init=False)
 class Aggregate(Node):
-    """``children(x).all(p)``, ``descendants(x).any(p)``, ``steps.count(p)``.
+    """``children(x).all(p)``, ``descendants(x).any(p)``, ``steps.count(p)``, ``receipts.any(p)``.
 
     ``count`` is a number; its threshold is the other side of the enclosing ``Compare``, a separate node.
 
     Attributes:
         kind: ``all``, ``any`` or ``count``.
-        scope: ``children``, ``descendants`` or ``steps`` (every step of the context).
+        scope: ``children``, ``descendants``, ``steps`` (every step of the context) or ``receipts`` (the
+            run's evidence receipts).
         step: the parent step id for ``children``/``descendants`` (``None``: the step in focus); ``None`` for
-            ``steps``.
-        predicate: tested against each element, which becomes the step in focus.
+            ``steps`` and ``receipts``.
+        predicate: tested against each element, which becomes the step (or the receipt) in focus.
     """
 
     kind: AggregateKind
@@ -208,6 +231,7 @@ def _setter(cls: type[Node], name: str) -> Callable[[Node, object], None]:
 _position = _setter(Node, "position")
 _literal_value = _setter(Literal, "value")
 _field_step, _field_field, _field_path = (_setter(StepField, name) for name in ("step", "field", "path"))
+_receipt_field, _receipt_path = (_setter(ReceiptField, name) for name in ("field", "path"))
 _var_name = _setter(VarRef, "name")
 _env_name = _setter(EnvRef, "name")
 _file_path = _setter(FileExists, "path")
@@ -220,7 +244,20 @@ _not_operand = _setter(Not, "operand")
 _and_operands = _setter(And, "operands")
 _or_operands = _setter(Or, "operands")
 
-Expr = Literal | StepField | VarRef | EnvRef | FileExists | StatusCount | Aggregate | Compare | Not | And | Or
+Expr = (
+    Literal
+    | StepField
+    | ReceiptField
+    | VarRef
+    | EnvRef
+    | FileExists
+    | StatusCount
+    | Aggregate
+    | Compare
+    | Not
+    | And
+    | Or
+)
 
 # Binding strength, for putting back only the parentheses that matter.
 _PRECEDENCE: dict[type[Node], int] = {Or: 1, And: 2, Not: 3, Compare: 4}
@@ -256,6 +293,21 @@ def references(node: Node) -> tuple[str, ...]:
         if isinstance(item, StepField | Aggregate) and item.step is not None:
             seen.setdefault(item.step, None)
     return tuple(seen)
+
+
+def reads_receipts(node: Node) -> bool:
+    """Whether ``node`` ranges over the run's receipts somewhere (``receipts.any(...)`` and the like)."""
+    return any(isinstance(item, Aggregate) and item.scope == "receipts" for item in walk(node))
+
+
+def step_readers(node: Node) -> tuple[Expr, ...]:
+    """The parts of ``node`` that read step states (fields, step sets, status counts), in order."""
+    return tuple(
+        item
+        for item in walk(node)
+        if isinstance(item, StepField | StatusCount)
+        or (isinstance(item, Aggregate) and item.scope != "receipts")
+    )
 
 
 def format_scalar(value: Scalar) -> str:
@@ -326,6 +378,8 @@ def to_source(node: Node) -> str:
         return format_scalar(node.value)
     if isinstance(node, StepField):
         return _field_source(node)
+    if isinstance(node, ReceiptField):
+        return ".".join((node.field, *node.path))
     if isinstance(node, VarRef):
         return f"vars.{node.name}"
     if isinstance(node, EnvRef):
@@ -348,9 +402,9 @@ def to_source(node: Node) -> str:
 
 
 def scope_source(node: Aggregate) -> str:
-    """The set an aggregate ranges over, as written: ``children(tests)``, ``steps``."""
-    if node.scope == "steps":
-        return "steps"
+    """The set an aggregate ranges over, as written: ``children(tests)``, ``steps``, ``receipts``."""
+    if node.scope in ("steps", "receipts"):
+        return node.scope
     return f"{node.scope}({node.step if node.step is not None else 'step'})"
 
 
@@ -396,6 +450,8 @@ def _dump_parts(node: Node) -> tuple[str, tuple[Node, ...]]:
     if isinstance(node, StepField):
         step = node.step if node.step is not None else "<focus>"
         return f"(field {' '.join([step, node.field, *node.path])})", ()
+    if isinstance(node, ReceiptField):
+        return f"(receipt {' '.join([node.field, *node.path])})", ()
     if isinstance(node, VarRef):
         return f"(var {node.name})", ()
     if isinstance(node, EnvRef):
@@ -405,7 +461,10 @@ def _dump_parts(node: Node) -> tuple[str, tuple[Node, ...]]:
     if isinstance(node, StatusCount):
         return f"(status-count {node.status})", ()
     if isinstance(node, Aggregate):
-        scope = "(steps)" if node.scope == "steps" else f"({node.scope} {node.step or '<focus>'})"
+        if node.scope in ("steps", "receipts"):
+            scope = f"({node.scope})"
+        else:
+            scope = f"({node.scope} {node.step or '<focus>'})"
         return f"{node.kind} {scope}", (node.predicate,)
     if isinstance(node, Compare):
         return node.op, (node.left, node.right)
@@ -415,6 +474,8 @@ def _dump_parts(node: Node) -> tuple[str, tuple[Node, ...]]:
 
 
 __all__ = [
+    "RECEIPT_FIELDS",
+    "RECEIPT_SOURCES",
     "STATUSES",
     "Aggregate",
     "AggregateKind",
@@ -429,6 +490,8 @@ __all__ = [
     "Node",
     "Not",
     "Or",
+    "ReceiptField",
+    "ReceiptFieldName",
     "Scalar",
     "StatusCount",
     "StepField",
@@ -438,7 +501,9 @@ __all__ = [
     "dump",
     "format_scalar",
     "quote",
+    "reads_receipts",
     "references",
+    "step_readers",
     "to_source",
     "walk",
 ]

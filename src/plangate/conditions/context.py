@@ -1,4 +1,4 @@
-"""What a condition is evaluated against: step states, variables, the environment and a file root.
+"""What a condition is evaluated against: step states, receipts, variables, the environment and a file root.
 
 Plain data only. Building a context from a running formula is the formula engine's job; reading it is the
 compiler's. The one piece of policy here is the default environment: the process environment filtered through
@@ -35,6 +35,27 @@ class StepState:
 
 
 @dataclass(frozen=True, slots=True)
+class ReceiptState:
+    """One evidence receipt of a run as a condition sees it, inside ``receipts.any(...)`` and its siblings.
+
+    Attributes:
+        tool: the tool that produced it (``ask_user`` for a person's answer).
+        success: whether the call achieved what it was asked to do.
+        step: the number of the plan step it is bound to (1 for the first), or ``None`` in a run without a
+            plan.
+        source: ``tool_observation`` (a read), ``write_receipt`` (an executed write) or ``user_reply``.
+        output: what the tool returned (its JSON data, else its observation text; a person's answer);
+            ``output.a.b`` walks it like a step's output.
+    """
+
+    tool: str
+    success: bool
+    step: int | None
+    source: str
+    output: object = None
+
+
+@dataclass(frozen=True, slots=True)
 class ConditionContext:
     """Everything an expression may read.
 
@@ -44,6 +65,7 @@ class ConditionContext:
         vars: formula variables, for ``vars.X`` and ``{{X}}`` in ``file.exists``.
         env: the environment ``env.X`` reads; ``None`` means ``default_env()``.
         root: the directory ``file.exists`` is confined to; ``None`` makes every ``file.exists`` unsatisfied.
+        receipts: the run's evidence receipts, oldest first, for ``receipts.any/all/count``.
     """
 
     steps: Mapping[str, StepState] = field(default_factory=dict)
@@ -51,6 +73,7 @@ class ConditionContext:
     vars: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] | None = None
     root: Path | None = None
+    receipts: Sequence[ReceiptState] = ()
 
 
 def env_allow_list() -> frozenset[str]:
@@ -84,6 +107,7 @@ __all__ = [
     "DEFAULT_ENV_ALLOW",
     "ENV_ALLOW_VARIABLE",
     "ConditionContext",
+    "ReceiptState",
     "StepState",
     "default_env",
     "env_allow_list",

@@ -98,6 +98,34 @@ class StepStartedEvent(BaseEvent):
     content: str
 
 
+class ProofReceipt(BaseModel):
+    """The receipt that made a ``done_when`` condition hold.
+
+    Attributes:
+        number: its place among the run's receipts, from 1 (as a condition's reason names it: ``#3``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int
+    tool: str
+    source: str
+    step_index: int
+    success: bool
+    summary: str
+
+
+class Proof(BaseModel):
+    """Why the runtime, not the model, declared a plan step complete: its ``done_when`` condition held after
+    a receipt, which is the proof."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    condition: str
+    reason: str
+    receipt: ProofReceipt
+
+
 class StepAdvancedEvent(BaseEvent):
     """An agent moved from one plan step to the next, with the reason the old one is done."""
 
@@ -105,6 +133,9 @@ class StepAdvancedEvent(BaseEvent):
     from_index: int
     to_index: int
     goal_check: str
+    proof: Proof | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Set when the step's ``done_when`` condition held (the runtime advanced, no model claimed it); left out
+    of the JSON form otherwise, so events written before the field existed keep their exact form."""
 
 
 class ToolCallEvent(BaseEvent):
@@ -161,6 +192,25 @@ class CorrectionEvent(BaseEvent):
     message: str
 
 
+class TokenUsage(BaseModel):
+    """What the provider counted for one model call.
+
+    Attributes:
+        input_tokens: prompt tokens, cached ones included.
+        output_tokens: generated tokens.
+        cached_input_tokens: prompt tokens the provider read from its prefix cache instead of processing
+            them again (None: it reported no such count).
+        cache_write_tokens: prompt tokens written to the cache for later calls (Anthropic), or None.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
 class RoundEvent(BaseEvent):
     """One execute round: the decision the model declared, how the runtime judged it, and what it did."""
 
@@ -172,6 +222,9 @@ class RoundEvent(BaseEvent):
     result: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
     """What the round did (the action taken, the tool, its arguments, success and summary); left out of the
     JSON form when absent, so events written before the field existed keep their exact form."""
+    usage: TokenUsage | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The tokens of the round's model call as its provider counted them (cached ones too), when it did;
+    left out of the JSON form otherwise."""
 
 
 class OutcomeEvent(BaseEvent):
@@ -186,18 +239,26 @@ class OutcomeEvent(BaseEvent):
 
 
 class OpEvent(BaseEvent):
-    """One operation a copilot applied while building a formula."""
+    """One operation a copilot applied while building a formula (``op`` names it: ``plan``, ``look``,
+    ``add_step``, ``update_step``, ``remove_step``, ``done``, ``reply``, ``ask``, ``final``)."""
 
     type: Literal["op"] = "op"
     op: JsonObject
+    attempt: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Which attempt of the turn built it (1, then 2 for a retry); left out when absent, so events written
+    before the field existed keep their exact form."""
 
 
 class ReviewEvent(BaseEvent):
-    """The review of a copilot attempt: its signals and the verdict drawn from them."""
+    """The review of a copilot attempt: its signals, their worst severity and the verdict drawn from them."""
 
     type: Literal["review"] = "review"
     signals: list[JsonObject]
     verdict: str
+    severity: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """``ok``, ``degraded`` or ``broken``: the worst of the signals (left out when absent)."""
+    attempt: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Which attempt of the turn it reviews (left out when absent)."""
 
 
 class HeartbeatEvent(BaseEvent):

@@ -27,7 +27,7 @@ from plangate.formulas.plan import AgentExecutor, PlanStep
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.models import Model
-from plangate.store import TERMINAL_STATUSES, Interaction, RunKind, RunRecord, RunStatus, Store
+from plangate.store import TERMINAL_STATUSES, Interaction, LeaseBook, RunKind, RunRecord, RunStatus, Store
 from plangate.tools import ToolRegistry
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ class AgentSetup:
         owner: who the agent run belongs to (the formula run's owner).
         max_rounds: the agent's round budget.
         mode: how the agent starts (``auto``: route first; ``plan``; ``react``).
+        done_when: the step's goal as a condition over the agent's receipts, which the agent runtime checks
+            after each one (the step completes with the proof), or None.
     """
 
     tools: ToolRegistry
@@ -59,6 +61,7 @@ class AgentSetup:
     owner: str
     max_rounds: int = DEFAULT_MAX_ROUNDS
     mode: Literal["auto", "plan", "react"] = "auto"
+    done_when: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,12 +108,26 @@ class StepAgent(Protocol):
         """End the agent run ``cancelled``; its open interaction expires."""
         ...
 
+    async def record(
+        self, run_id: str, setup: AgentSetup, interaction_id: str, resolution: Resolution, *, by: str | None
+    ) -> None:
+        """Commit ``resolution`` of the run's open interaction and nothing more: no tool runs, the run is
+        not advanced (whoever advances it next does)."""
+        ...
+
 
 class RuntimeStepAgent:
-    """``StepAgent`` on ``plangate.agent.Agent``, over the formula runner's store."""
+    """``StepAgent`` on ``plangate.agent.Agent``, over the formula runner's store.
 
-    def __init__(self, store: Store) -> None:
+    Args:
+        store: the formula runner's store.
+        leases: the formula runner's lease book: an agent run holds its own lease under the same holder,
+            and its commits are fenced by it.
+    """
+
+    def __init__(self, store: Store, leases: LeaseBook | None = None) -> None:
         self.store = store
+        self.leases = leases
         # One model object per spec (and per agent run started here) for this runner's life: a scripted
         # model goes on where it was when its agent resumes in this process, instead of from its start.
         self._models: dict[str, Model] = {}
@@ -141,6 +158,8 @@ class RuntimeStepAgent:
             max_rounds=setup.max_rounds,
             mode=setup.mode,
             owner=setup.owner,
+            leases=self.leases,
+            done_when=setup.done_when,
         )
         return self._view(await agent.run_async(prompt))
 
@@ -156,13 +175,23 @@ class RuntimeStepAgent:
         from plangate.agent import Agent
 
         model = self._model(setup.model, run_id)
-        agent = Agent(model=model, tools=setup.tools, store=self.store, owner=setup.owner)
+        agent = Agent(model=model, tools=setup.tools, store=self.store, owner=setup.owner, leases=self.leases)
         return self._view(await agent.resume_async(run_id, interaction_id, resolution, by=by))
 
     def cancel(self, run_id: str, reason: str) -> None:
         from plangate.agent import Agent
 
         Agent(store=self.store).cancel(run_id, reason)
+
+    async def record(
+        self, run_id: str, setup: AgentSetup, interaction_id: str, resolution: Resolution, *, by: str | None
+    ) -> None:
+        from plangate.agent import Agent
+
+        agent = Agent(
+            model=setup.model, tools=setup.tools, store=self.store, owner=setup.owner, leases=self.leases
+        )
+        await agent.resolve_async(run_id, interaction_id, resolution, by=by)
 
     def _view(self, result: AgentRunResult) -> AgentRunView:
         outcome = result.outcome
@@ -291,6 +320,7 @@ class AgentSteps:
             owner=owner,
             max_rounds=executor.max_rounds if executor.max_rounds is not None else DEFAULT_MAX_ROUNDS,
             mode=executor.mode,
+            done_when=executor.done_when,
         )
 
     async def run(
@@ -363,8 +393,11 @@ class AgentSteps:
         interaction_id: str,
         resolution: Resolution,
         by: str | None,
+        *,
+        advance: bool = True,
     ) -> None:
-        """Apply a person's answer to the open interaction of a step's agent, and advance the agent.
+        """Apply a person's answer to the open interaction of a step's agent, and advance the agent (with
+        ``advance`` false, only commit the answer: whoever advances the formula run next continues it).
 
         Raises:
             InteractionError: ``plan_step`` is not an agent step.
@@ -375,6 +408,9 @@ class AgentSteps:
                 f"agent run {child.id!r} belongs to no agent step of formula run {child.parent_run_id!r}"
             )
         setup = self.setup(plan_step.executor, child.owner)
+        if not advance:
+            await self.agents.record(child.id, setup, interaction_id, resolution, by=by)
+            return
         await self.agents.resume(child.id, setup, interaction_id, resolution, by=by)
 
     def cancel_children(self, run_id: str, reason: str) -> None:

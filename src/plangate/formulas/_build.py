@@ -272,6 +272,9 @@ class Builder:
                 max_rounds=step.agent.max_rounds,
                 model=step.agent.model,
                 mode=step.agent.mode,
+                done_when=None
+                if step.agent.done_when is None
+                else self.text(step.agent.done_when, scope, f"{path}.agent.done_when", escape=False),
             )
         if step.llm is not None:
             return LlmExecutor(

@@ -3,14 +3,16 @@
 For: the executor's bookkeeping and its durable form. The snapshot holds the plan and the step states as of
 ``Snapshot.seq``; the ``step_state`` events committed after it (each in the same transaction as the
 transition it records) are folded on top, so a resumed run sees exactly what was committed and a
-transition never rewrites the whole state. Not for: deciding what runs next (``_scheduler.py``).
+transition never rewrites the whole state. ``condition_steps`` is what gates read: a live view that each
+transition keeps current, so evaluating a condition costs what it reads, not the size of the plan. Not for:
+deciding what runs next (``_scheduler.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from pydantic import JsonValue
 
@@ -87,6 +89,108 @@ class _Outputs(Mapping[str, Mapping[str, JsonValue]]):
         return sum(1 for step in self._steps.values() if step.status == "complete")
 
 
+class _Children(Sequence[StepState]):
+    """A step's children as its ``StepState`` lists them: looked up when read, so a child's transition never
+    makes its parent (and the parent's parent) be built again."""
+
+    __slots__ = ("_ids", "_steps")
+
+    def __init__(self, ids: tuple[str, ...], steps: ConditionSteps) -> None:
+        self._ids = ids
+        self._steps = steps
+
+    @overload
+    def __getitem__(self, index: int) -> StepState: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[StepState]: ...
+
+    def __getitem__(self, index: int | slice) -> StepState | Sequence[StepState]:
+        if isinstance(index, slice):
+            return [self._steps[i] for i in self._ids[index]]
+        return self._steps[self._ids[index]]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class ConditionSteps(Mapping[str, StepState]):
+    """Every step of the plan as conditions see it, children nested (``RunState.condition_steps``).
+
+    Each ``StepState`` is built when first read and kept until its step's next transition (``changed``), so
+    a gate's evaluation costs the steps it reads. Iteration follows the order a full build would give
+    (within each top-level step, children before their parent), which ``steps.*`` reasons list.
+    """
+
+    __slots__ = ("_built", "_children", "_order", "_plan", "_state")
+
+    def __init__(self, state: RunState) -> None:
+        self._state = state
+        self._plan = state.plan
+        self._built: dict[str, StepState] = {}
+        self._children: dict[str, tuple[str, ...]] = {}
+        self._order: tuple[str, ...] | None = None
+
+    def changed(self, step_id: str) -> None:
+        """The step moved on: its state is built again when next read."""
+        self._built.pop(step_id, None)
+
+    def _current(self) -> Plan:
+        plan = self._state.plan
+        if plan is not self._plan:  # an until-loop grew it: new steps, and new children for old ones
+            self._plan = plan
+            self._built.clear()
+            self._children.clear()
+            self._order = None
+        return plan
+
+    def _kids(self, step_id: str) -> tuple[str, ...]:
+        kids = self._children.get(step_id)
+        if kids is None:
+            index = self._plan.index
+            kids = self._children[step_id] = tuple(c for c in index[step_id].children if c in index)
+        return kids
+
+    def __getitem__(self, step_id: str) -> StepState:
+        plan = self._current()
+        found = self._built.get(step_id)
+        if found is None:
+            if step_id not in plan.index:
+                raise KeyError(step_id)
+            run = self._state.steps[step_id]
+            found = StepState(
+                id=step_id,
+                status=run.status,
+                output=run.output or {},
+                children=_Children(self._kids(step_id), self),
+            )
+            self._built[step_id] = found
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        self._current()
+        if self._order is None:
+            order: dict[str, None] = {}
+
+            def visit(step_id: str) -> None:
+                if step_id in order:
+                    return
+                for child in self._kids(step_id):
+                    visit(child)
+                order[step_id] = None
+
+            for step in self._plan.steps:
+                visit(step.id)
+            self._order = tuple(order)
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._current().index)
+
+    def __contains__(self, step_id: object) -> bool:
+        return step_id in self._current().index
+
+
 @dataclass
 class RunState:
     """A formula run in memory: its plan, its steps' states and its until-loop progress."""
@@ -96,6 +200,7 @@ class RunState:
     iterations: dict[str, int] = field(default_factory=dict)
     seq: int = 0
     _plan_cache: tuple[Plan, JsonValue] | None = field(default=None, repr=False, compare=False)
+    _conditions: ConditionSteps | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def new(cls, plan: Plan) -> RunState:
@@ -144,6 +249,8 @@ class RunState:
         if event.output is not None:
             step.output = dict(event.output)
         step.wait = dict(event.wait) if event.wait else {}
+        if self._conditions is not None:
+            self._conditions.changed(event.step_id)
 
     # -- views --------------------------------------------------------------------------------------------
 
@@ -154,27 +261,14 @@ class RunState:
         """
         return _Outputs(self.steps)
 
-    def condition_steps(self) -> dict[str, StepState]:
-        """Every step as the condition language sees it, children nested."""
-        built: dict[str, StepState] = {}
+    def condition_steps(self) -> Mapping[str, StepState]:
+        """Every step as the condition language sees it, children nested.
 
-        def build(step_id: str) -> StepState:
-            if step_id in built:
-                return built[step_id]
-            plan_step = self.plan.index[step_id]
-            run = self.steps[step_id]
-            state = StepState(
-                id=step_id,
-                status=run.status,
-                output=run.output or {},
-                children=[build(c) for c in plan_step.children if c in self.plan.index],
-            )
-            built[step_id] = state
-            return state
-
-        for step in self.plan.steps:
-            build(step.id)
-        return built
+        A live view, not a copy: kept current by ``apply`` (and rebuilt lazily when the plan grows).
+        """
+        if self._conditions is None:
+            self._conditions = ConditionSteps(self)
+        return self._conditions
 
 
-__all__ = ["SNAPSHOT_VERSION", "TERMINAL", "RunState", "StepRun"]
+__all__ = ["SNAPSHOT_VERSION", "TERMINAL", "ConditionSteps", "RunState", "StepRun"]

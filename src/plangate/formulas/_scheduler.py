@@ -1,29 +1,35 @@
 """The scheduling loop of one formula run: readiness, gates, people, concurrency, retries, loops.
 
 For: advancing one run until it ends or nothing can move without a person. Each pass gathers the
-transitions it decided (step states, gate reasons, interactions opened) and commits them in ONE
-transaction before starting any work they allow; a step's work runs only after its ``running`` state is
-committed. Readiness is incremental (a step becomes a candidate when its last need completes), so a pass
-costs what changed, not the size of the plan. Not for: what an executor does (``_executors.py``,
-``_writes.py``) or the public API (``runtime.py``).
+transitions it decided (step states, gate reasons, interactions opened), for every step whose work ended
+since the last pass, and commits them in ONE transaction before starting any work they allow; a step's work
+runs only after its ``running`` state is committed. A pass costs what changed, not the size of the plan:
+a step becomes a candidate when its last need completes; a held gate is looked at again when a step its
+condition reads moves on (``PlanGraph.gates_reading``) or time falls due (``Wakeups``); conditions read
+step states that each transition keeps current (``RunState.condition_steps``); and a snapshot (the size of
+the plan) is written after at least four events per step, so its cost per event stays flat. Not for: what
+a step's work does (``_work.py``, ``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). It
+reads the runner through ``RunHost`` and its phases read the run through ``RunContext`` (``_runcontext.py``),
+so imports go one way: ``runtime`` → this module → the phases.
 
 A person's answer reaches a live scheduler through ``answer`` (it commits between two passes, so the
 scheduler's state never goes stale and no running step is interrupted), and a sub-run answered while it
 was suspended is continued through ``poke`` on its parent: only the branch that waited moves on. Every
-commit checks that this process still holds the run's lease and that nobody ended the run meanwhile.
+commit is fenced by the run's lease (its generation) and checks that nobody ended the run meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
 
 from pydantic import JsonValue
 
-from plangate.conditions import ConditionContext, compile_condition
-from plangate.errors import InteractionError, RunLeased
+from plangate.conditions import ConditionContext, StepState, compile_condition
+from plangate.errors import InteractionError
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -32,24 +38,16 @@ from plangate.events import (
     StatusEvent,
     StepStateEvent,
     StepStatus,
-    ToolCallEvent,
-    ToolResultEvent,
 )
 from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import Resolution, answer_step, commit_answer
-from plangate.formulas._executors import (
-    StepOutcome,
-    fan_out,
-    fanout_ids,
-    run_llm,
-    run_subformula,
-    run_tool,
-    subformula_run_id,
-)
+from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, outcome_event, stored
+from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
+from plangate.formulas._work import step_work
 from plangate.formulas.plan import (
     AgentExecutor,
     FormulaExecutor,
@@ -61,16 +59,14 @@ from plangate.formulas.plan import (
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
-from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Transaction
+from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
-if TYPE_CHECKING:
-    from plangate.formulas.runtime import FormulaRunner
-
-_Op = Callable[[Transaction], None]
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
 #: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
+#: A snapshot is written after at least this many events per step of the plan (and ``checkpoint_every``).
+_EVENTS_PER_STEP_PER_SNAPSHOT = 4
 
 
 class _RunEnded(Exception):
@@ -85,29 +81,30 @@ _Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
 
 
 class Scheduler:
-    """Advances one run; create one per ``start`` / ``resume`` call."""
+    """Advances one run; create one per ``start`` / ``resume`` call. It is the phases' ``RunContext``."""
 
-    def __init__(self, runner: FormulaRunner, run: RunRecord, state: RunState) -> None:
-        self.runner = runner
+    def __init__(self, host: RunHost, run: RunRecord, state: RunState) -> None:
+        self.host = host
         self.run_id = run_id = run.id
         self.state = state
         self.owner = run.owner
         # recorded when the run started (``--yes``), and inherited by its sub-runs
         self.always_execute = run.input.get("always_execute") is True
         self.graph = PlanGraph(state.plan)
+        self.wakeups = _gates.Wakeups(self.graph, host.clock, host.poll_interval)
         self.unmet: dict[str, int] = {}
         self.candidates: dict[str, None] = {}
         self.unfinished: set[str] = set()
         self.waiting: set[str] = set()
         self.queued: dict[str, None] = {}  # ready steps waiting for a free slot, in arrival order
         self.tasks: dict[asyncio.Task[StepOutcome], str] = {}
-        self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | fanout | subrun)
-        self.ops: list[_Op] = []
+        self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | write | fanout | subrun | settle)
+        self.starting = 0  # how many of them take a slot
+        self.ops: list[CommitOp] = []
         self.plan_changed = False
         self.since_checkpoint = 0
         self.gate_reasons: dict[str, str] = {}
-        self.gated = [s.id for s in state.plan.steps if s.gate is not None and s.gate.condition]
-        self.open_interaction = bool(runner.store.list_interactions(status="open", run_id=run_id))
+        self.open_interaction = bool(host.store.list_interactions(status="open", run_id=run_id))
         self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
@@ -132,10 +129,11 @@ class Scheduler:
                 if self.tasks:
                     await self._wait_tasks()
                     continue
-                delay = self._next_wake()
+                delay = self.wakeups.next_wake(bool(self.tasks))
                 if delay is None:
                     return self._suspend()
                 await self._sleep(delay)
+                self.candidates.update(dict.fromkeys(self.wakeups.due()))
         except _RunEnded as ended:
             self._stop(InteractionError(f"run {self.run_id!r} ended ({ended.status}); nothing changed"))
             return ended.status, f"{ended.status} while it ran"
@@ -187,13 +185,13 @@ class Scheduler:
         for run in list(self.state.steps.values()):
             kind = run.wait.get("kind")
             if run.status == "running" and kind == "write":
-                self.to_launch.append((run.id, "settle"))  # its intent is committed: reconcile, never re-run
+                self.launch(run.id, "settle")  # its intent is committed: reconcile, never re-run
             elif run.status == "running" and kind == "subrun":
-                self.to_launch.append((run.id, "subrun"))  # its sub-run's id is committed: adopt it
+                self.launch(run.id, "subrun")  # its sub-run's id is committed: adopt it
             elif run.status == "running" and not self._is_container(run.id):
                 self.transition(run, "ready", "interrupted before it finished; running it again")
             elif run.status == "waiting" and kind in {"subrun", "fanout"}:
-                self.to_launch.append((run.id, str(kind)))
+                self.launch(run.id, str(kind))
             elif run.status in {"running", "waiting"} and kind == "children":
                 self._check_container(run.id)
 
@@ -205,16 +203,46 @@ class Scheduler:
             return "failed", failed_steps_message(failed)
         return "completed", f"all {len(self.state.steps)} steps finished"
 
-    # -- committing ---------------------------------------------------------------------------------------
+    # -- the run's context, as the phases see it ----------------------------------------------------------
 
-    def emit(self, event: StepStateEvent | GateEvent | StatusEvent | ToolCallEvent | ToolResultEvent) -> None:
+    @property
+    def store(self) -> Store:
+        return self.host.store
+
+    def now(self) -> float:
+        return self.host.clock()
+
+    def on_commit(self, op: CommitOp) -> None:
+        self.ops.append(op)
+
+    def launch(self, step_id: str, what: str) -> None:
+        self.to_launch.append((step_id, what))
+        if what in {"work", "write"}:  # takes a slot (a fan-out or sub-run waits on runs of its own)
+            self.starting += 1
+
+    def emit(self, event: RunEvent) -> None:
         self.ops.append(lambda tx: self._append(tx, event))
         if isinstance(event, StepStateEvent):
-            self.state.apply(event)
-            self._track(event.step_id)
+            self._applied(event)
+
+    def _applied(self, event: StepStateEvent) -> None:
+        """Apply a step's transition in memory (it commits with the pass); look again at what it concerns."""
+        before = self.state.steps.get(event.step_id)
+        moved = before is None or before.status != event.status or event.output is not None
+        self.state.apply(event)
+        self._track(event.step_id)
+        if moved:
+            self._look_again(event.step_id)
+
+    def _look_again(self, step_id: str) -> None:
+        """The held gates whose condition reads ``step_id`` get a new look (only those: not every gate)."""
+        for gated in self.graph.gates_reading(step_id):
+            run = self.state.steps[gated]
+            if run.status == "waiting" and run.wait.get("kind") == "gate":
+                self.candidates[gated] = None
 
     def _track(self, step_id: str) -> None:
-        """Keep the unfinished and waiting sets current, so each pass costs what changed."""
+        """Keep the unfinished and waiting sets and the wake-ups current, so each pass costs what changed."""
         run = self.state.steps[step_id]
         if run.terminal:
             self.unfinished.discard(step_id)
@@ -224,6 +252,9 @@ class Scheduler:
             self.waiting.add(step_id)
         else:
             self.waiting.discard(step_id)
+        self.wakeups.track(run)
+
+    # -- committing ---------------------------------------------------------------------------------------
 
     def _append(self, tx: Transaction, event: Any) -> None:
         tx.append(event)
@@ -241,14 +272,17 @@ class Scheduler:
         if not self.ops and not checkpoint and not self.plan_changed:
             return
         self.since_checkpoint += len(self.ops)
-        snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= self.runner.checkpoint_every
-        with self._transaction() as tx:
+        # a snapshot costs the size of the plan: after as many events as four per step, its cost per event
+        # stays flat however large the plan, and a resume folds no more events than that
+        every = max(self.host.checkpoint_every, _EVENTS_PER_STEP_PER_SNAPSHOT * len(self.state.steps))
+        snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
+        with self._transaction() as (tx, run):
             for op in self.ops:
                 op(tx)
-            if status is not None and (tx.run.status != status or outcome is not None):
+            if status is not None and (run.status != status or outcome is not None):
                 tx.set_status(status, outcome=outcome)
             if snapshot:
-                self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
+                self.state.seq = tx.events[-1].seq if tx.events else run.last_seq
                 tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
         self.ops.clear()
         if snapshot:
@@ -256,19 +290,14 @@ class Scheduler:
             self.plan_changed = False
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Transaction]:
-        """A transaction on the run, refused when another holder took the run's lease or the run ended."""
-        with self.runner.store.transaction(self.run_id) as tx:
-            if not self.runner.leases.holds(tx.run):
-                raise RunLeased(
-                    f"run {self.run_id!r}: this process lost the run's lease to {tx.run.lease_owner}; it "
-                    "stops advancing it, nothing more was committed",
-                    run_id=self.run_id,
-                    holder=tx.run.lease_owner,
-                )
-            if tx.run.status in TERMINAL_STATUSES:
-                raise _RunEnded(tx.run.status)
-            yield tx
+    def _transaction(self) -> Iterator[tuple[Transaction, RunRecord]]:
+        """A transaction on the run, with the run as it began, refused when another holder took the run's
+        lease (fenced by the lease's generation) or the run ended."""
+        with self.host.leases.transaction(self.run_id) as tx:
+            run = tx.run  # read once: each read parses the row again
+            if run.status in TERMINAL_STATUSES:
+                raise _RunEnded(run.status)
+            yield tx, run
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
@@ -345,10 +374,6 @@ class Scheduler:
             for watcher in self.graph.watchers.get(parent, ()):
                 self.candidates[watcher] = None
         self.gate_reasons.pop(step_id, None)
-        # a gate may name any step: every gate that is holding a step gets a new look
-        for sid in self.gated:
-            if self.state.steps[sid].status == "waiting" and self.state.steps[sid].wait.get("kind") == "gate":
-                self.candidates[sid] = None
 
     # -- readiness ----------------------------------------------------------------------------------------
 
@@ -371,7 +396,7 @@ class Scheduler:
             return
         if not _gates.gate_open(self, step, run):
             return
-        if self._running_count() >= self.runner.concurrency:
+        if self._running_count() >= self.host.concurrency:
             if run.status != "ready" or run.reason != _NO_SLOT:
                 # an approval already given stays with the step while it waits for a slot
                 kept = run.wait if run.wait.get("approved") else None
@@ -383,16 +408,16 @@ class Scheduler:
         self._start(step, run)
 
     def _running_count(self) -> int:
-        return len(self.tasks) + sum(1 for _, what in self.to_launch if what in {"work", "write"})
+        return len(self.tasks) + self.starting
 
-    def context(self, current: str | None, extra: dict[str, Any] | None = None) -> ConditionContext:
+    def context(self, current: str | None, extra: Mapping[str, StepState] | None = None) -> ConditionContext:
         steps = self.state.condition_steps()
-        if extra:
-            steps.update(extra)
+        if extra:  # a loop's ``until``: its body ids name the iteration just finished
+            steps = {**steps, **extra}
         # typed, so that ``vars.n > 2`` compares numbers (cook evaluates its conditions the same way)
         variables = cast(Mapping[str, str], self.state.plan.vars)
         return ConditionContext(
-            steps=steps, current_step=current, vars=variables, env=self.runner.env, root=self.runner.root
+            steps=steps, current_step=current, vars=variables, env=self.host.env, root=self.host.root
         )
 
     # -- starting work ------------------------------------------------------------------------------------
@@ -421,7 +446,7 @@ class Scheduler:
             self.transition(run, "failed", f"{executor.type} steps cannot run here", attempt=run.attempt + 1)
             return
         if isinstance(executor, ToolExecutor):
-            tool = _writes.write_tool(executor, self.runner.tools)
+            tool = _writes.write_tool(executor, self.host.tools)
             if tool is not None:
                 _writes.start(self, step, run, executor, tool)
                 return
@@ -430,7 +455,7 @@ class Scheduler:
             # the sub-run's id commits with this state, before the sub-run exists: a restart adopts it
             wait = {"kind": "subrun", "run_ids": [subformula_run_id(self.run_id, step.id, run.attempt + 1)]}
         self.transition(run, "running", "", attempt=run.attempt + 1, wait=wait)
-        self.to_launch.append((step.id, "work"))
+        self.launch(step.id, "work")
 
     def ask(
         self,
@@ -468,8 +493,7 @@ class Scheduler:
             attempt=run.attempt if attempt is None else attempt,
             wait=wait,
         )
-        self.state.apply(placeholder)
-        self._track(step.id)
+        self._applied(placeholder)
 
         def open_it(tx: Transaction) -> None:
             interaction = tx.open_interaction(interaction_kind, text, tool=tool, step_id=step.id)
@@ -501,70 +525,28 @@ class Scheduler:
 
     def _launch(self) -> None:
         for step_id, what in self.to_launch:
-            task = asyncio.ensure_future(self._work(step_id, what))
+            step = self.graph.steps[step_id]
+            work = step_work(self.host, self.run_id, self.owner, self.always_execute, self.state, step, what)
+            task = asyncio.ensure_future(work)
             self.tasks[task] = step_id
         self.to_launch.clear()
-
-    async def _work(self, step_id: str, what: str) -> StepOutcome:
-        step = self.graph.steps[step_id]
-        run = self.state.steps[step_id]
-        plan = self.state.plan
-        existing = [r for r in run.wait.get("run_ids", []) or [] if isinstance(r, str)]  # type: ignore[union-attr]
-        sub = self._sub_runner()
-        if what == "fanout":
-            ids = fanout_ids(self.run_id, step, run.attempt, run.output or {}, existing)
-            return await fan_out(step, dict(run.output or {}), sub, ids)
-        if what == "write":
-            tool = self.runner.tools.get(str(run.wait.get("tool")))
-            arguments = run.wait.get("arguments")
-            assert isinstance(arguments, dict)
-            return await _writes.run_write(tool, arguments, str(run.wait.get("key")), step.timeout)
-        if what == "settle":
-            return await _writes.settle(self.runner.store, self.runner.tools, run.wait, step.timeout)
-        executor = step.executor
-        outputs = self.state.outputs()
-        if isinstance(executor, FormulaExecutor):
-            child = existing[0] if existing else subformula_run_id(self.run_id, step_id, max(run.attempt, 1))
-            work = run_subformula(step, executor, sub, plan.vars, outputs, child)
-        elif isinstance(executor, AgentExecutor):
-            agents = self.runner.agent_steps
-            work = agents.run(step, executor, self.run_id, self.owner, plan.vars, outputs, existing)
-        elif isinstance(executor, LlmExecutor):
-            work = run_llm(step, executor, self.runner.model, plan.vars, outputs)
-        else:
-            assert isinstance(executor, ToolExecutor)
-            work = run_tool(step, executor, self.runner.tools, plan.vars, outputs)
-        if step.timeout is None:
-            return await work
-        try:
-            return await asyncio.wait_for(work, step.timeout)
-        except TimeoutError:
-            return StepOutcome("failed", reason=f"timed out after {step.timeout}s", run_ids=existing)
-
-    def _sub_runner(self) -> Any:
-        async def sub(
-            formula: str, vars: dict[str, JsonValue], run_id: str
-        ) -> tuple[str, str, dict[str, JsonValue]]:
-            return await self.runner.sub_run(
-                self.run_id, self.owner, formula, vars, run_id, always_execute=self.always_execute
-            )
-
-        return sub
+        self.starting = 0
 
     # -- finishing work -----------------------------------------------------------------------------------
 
     async def _wait_tasks(self) -> None:
-        delay = self._next_wake()
+        delay = self.wakeups.next_wake(bool(self.tasks))
         waiting: set[asyncio.Future[Any]] = {*self.tasks, self._waker()}
         done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        # every step whose work ended meanwhile: their transitions commit together, in the next pass
         for task in [t for t in self.tasks if t in done]:
             step_id = self.tasks.pop(task)
             exc = task.exception()
             outcome = StepOutcome("failed", reason=f"internal error: {exc}") if exc else task.result()
             self._finished(step_id, outcome)
-        free = self.runner.concurrency - self._running_count()
-        for step_id in list(self.queued)[: max(free, 0)]:
-            self.candidates[step_id] = None
+        free = self.host.concurrency - self._running_count()
+        self.candidates.update(dict.fromkeys(itertools.islice(self.queued, max(free, 0))))
+        self.candidates.update(dict.fromkeys(self.wakeups.due()))
 
     def _finished(self, step_id: str, outcome: StepOutcome) -> None:
         run = self.state.steps[step_id]
@@ -593,7 +575,7 @@ class Scheduler:
                 wait={"kind": kind, "run_ids": ids},
             )
             if poked:  # a sub-run was answered while this task ran: look at it again now
-                self.to_launch.append((step_id, kind))
+                self.launch(step_id, kind)
             return
         if outcome.status == "failed":
             self._end_sub_runs(step, run, outcome, f"step {step_id!r} of run {self.run_id!r} failed")
@@ -614,7 +596,7 @@ class Scheduler:
                 output=outcome.output,
                 wait={"kind": "fanout", "run_ids": fanned},
             )
-            self.to_launch.append((step_id, "fanout"))
+            self.launch(step_id, "fanout")
             return
         self._end_sub_runs(
             step, run, outcome, f"step {step_id!r} of run {self.run_id!r} completed without it"
@@ -634,11 +616,7 @@ class Scheduler:
             return
         recorded = run.wait.get("run_ids")
         ids = [r for r in (recorded if isinstance(recorded, list) else outcome.run_ids) if isinstance(r, str)]
-        self.runner.end_sub_runs(ids, reason)
-
-    def position(self, step_id: str) -> int:
-        """The step's place in the plan (what its receipts are bound to)."""
-        return list(self.graph.steps).index(step_id)
+        self.host.end_sub_runs(ids, reason)
 
     # -- people, from outside -----------------------------------------------------------------------------
 
@@ -669,7 +647,7 @@ class Scheduler:
             if run.status != "waiting" or kind not in {"subrun", "fanout"}:
                 return False
             if (step_id, kind) not in self.to_launch:
-                self.to_launch.append((step_id, str(kind)))
+                self.launch(step_id, str(kind))
         self.wake.set()
         return True
 
@@ -705,16 +683,15 @@ class Scheduler:
         )
         answered = None
         if step is not None:
-            answered = answer_step(step, resolution, self.runner.tools, self.position(step.id))
-        with self._transaction() as tx:
+            answered = answer_step(step, resolution, self.host.tools, self.graph.position[step.id])
+        with self._transaction() as (tx, _):
             commit_answer(tx, interaction, resolution, by, answered)
         self.open_interaction = False
         self.candidates.update(dict.fromkeys(self.asking_later))
         self.asking_later.clear()
         if answered is not None:
             event = answered.event
-            self.state.apply(event)
-            self._track(event.step_id)
+            self._applied(event)
             self._after(event.step_id, event.status)
             if event.status == "ready":
                 self.candidates[event.step_id] = None
@@ -784,7 +761,6 @@ class Scheduler:
         ]
         self.state.plan = Plan.from_dict(data)
         self.graph.add(new_steps)
-        self.gated.extend(s.id for s in new_steps if s.gate is not None and s.gate.condition)
         for step in new_steps:
             self.state.steps.setdefault(step.id, StepRun(step.id))
             self._track(step.id)
@@ -793,31 +769,8 @@ class Scheduler:
                 self._skip(step.id, self._blocked_reason(step))
             elif self.unmet[step.id] == 0:
                 self.candidates[step.id] = None
+            self._look_again(step.id)  # what an aggregate over the loop (or over every step) ranges over grew
         self.plan_changed = True
-
-    # -- waking up ----------------------------------------------------------------------------------------
-
-    def _next_wake(self) -> float | None:
-        now = self.runner.clock()
-        deadlines = []
-        polling = False
-        for step_id in self.waiting:
-            run = self.state.steps[step_id]
-            kind = run.wait.get("kind")
-            for key in ("until", "deadline"):
-                value = run.wait.get(key)
-                if isinstance(value, int | float):
-                    deadlines.append(value)
-            if kind == "gate":
-                polling = True  # a condition may read files or the environment: look again now and then
-        if not deadlines and not polling:
-            return None
-        for step_id in self.waiting:
-            if self.state.steps[step_id].wait.get("kind") in {"gate", "timer"}:
-                self.candidates[step_id] = None
-        if not deadlines:
-            return self.runner.poll_interval if self.tasks else None
-        return max(0.0, min(min(deadlines) - now, self.runner.poll_interval))
 
     @staticmethod
     def _blocked_reason(step: PlanStep) -> str:

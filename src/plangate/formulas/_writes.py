@@ -19,21 +19,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
 from plangate.errors import PlangateError
 from plangate.events import InteractionTool, StatusEvent, ToolCallEvent, ToolResultEvent
 from plangate.formulas._executors import StepOutcome, WriteReport, tool_outcome
+from plangate.formulas._runcontext import RunContext
 from plangate.formulas._runstate import StepRun
 from plangate.formulas.plan import PlanStep, ToolExecutor
 from plangate.formulas.templates import render_runtime
 from plangate.store import Store, Transaction
 from plangate.tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, digest_json
-
-if TYPE_CHECKING:
-    from plangate.formulas._scheduler import Scheduler
 
 #: How a write step got its consent, as its ``running`` state records it.
 BY_PERSON = "person"
@@ -50,7 +47,7 @@ _REASONS = {
 # -- the scheduler's write phase ----------------------------------------------------------------------------
 
 
-def start(scheduler: Scheduler, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Tool) -> None:
+def start(run_ctx: RunContext, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Tool) -> None:
     """Ask for consent to the exact call; or, consented (or needing none), commit its intent with the
     step's ``running`` state and launch the call."""
     wait = run.wait
@@ -59,22 +56,22 @@ def start(scheduler: Scheduler, step: PlanStep, run: StepRun, executor: ToolExec
         arguments, digest, how = wait.get("arguments"), str(wait.get("digest")), BY_PERSON
         interaction_id = str(wait.get("interaction_id"))
     else:
-        state = scheduler.state
+        state = run_ctx.state
         prepared = prepare(step, executor, tool, state.plan.vars, state.outputs())
         if isinstance(prepared, str):
-            scheduler.transition(run, "failed", prepared, attempt=run.attempt + 1)
+            run_ctx.transition(run, "failed", prepared, attempt=run.attempt + 1)
             return
         arguments, digest = prepared
-        if executor.consent != "auto" and not scheduler.always_execute:
+        if executor.consent != "auto" and not run_ctx.always_execute:
             asked = InteractionTool(name=tool.name, arguments=arguments, arguments_digest=digest)
             details: dict[str, JsonValue] = {"tool": tool.name, "arguments": arguments, "digest": digest}
             prompt = consent_prompt(tool, arguments, step)
-            scheduler.ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
+            run_ctx.ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
             return
         how = BY_STEP if executor.consent == "auto" else BY_RUN
     assert isinstance(arguments, dict)
     attempt = run.attempt + 1
-    key = intent_key(scheduler.run_id, step.id, attempt, interaction_id, scheduler.runner.store)
+    key = intent_key(run_ctx.run_id, step.id, attempt, interaction_id, run_ctx.store)
     running: dict[str, JsonValue] = {
         "kind": "write",
         "key": key,
@@ -85,34 +82,34 @@ def start(scheduler: Scheduler, step: PlanStep, run: StepRun, executor: ToolExec
     }
     if interaction_id is not None:
         running["interaction_id"] = interaction_id
-    scheduler.transition(run, "running", _REASONS[how], attempt=attempt, wait=running)
+    run_ctx.transition(run, "running", _REASONS[how], attempt=attempt, wait=running)
     name = tool.name
 
     def promise(tx: Transaction) -> None:
         tx.record_write_intent(key, name, digest)
 
-    scheduler.ops.append(promise)
-    scheduler.emit(ToolCallEvent(call_id=key, tool=name, arguments=arguments, step_id=step.id))
-    scheduler.to_launch.append((step.id, "write"))
+    run_ctx.on_commit(promise)
+    run_ctx.emit(ToolCallEvent(call_id=key, tool=name, arguments=arguments, step_id=step.id))
+    run_ctx.launch(step.id, "write")
 
 
-def settled(scheduler: Scheduler, step: PlanStep, outcome: StepOutcome) -> None:
+def settled(run_ctx: RunContext, step: PlanStep, outcome: StepOutcome) -> None:
     """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
     report = outcome.write
     assert report is not None
     if report.note is not None:
-        scheduler.emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
+        run_ctx.emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
     result = report.result
     if result is None or report.recorded:
         return
-    key, index, payload = report.key, scheduler.position(step.id), result.model_dump(mode="json")
+    key, index, payload = report.key, run_ctx.graph.position[step.id], result.model_dump(mode="json")
     success, summary = result.success, result.summary
 
     def receipt(tx: Transaction) -> None:
         tx.complete_write_intent(key, step_index=index, success=success, summary=summary, result=payload)
 
-    scheduler.ops.append(receipt)
-    scheduler.emit(
+    run_ctx.on_commit(receipt)
+    run_ctx.emit(
         ToolResultEvent(
             call_id=key,
             tool=report.tool,
@@ -136,12 +133,12 @@ def retry_wait(run: StepRun) -> dict[str, JsonValue] | None:
     return {"kind": "consent", "approved": True, **{k: wait.get(k) for k in keys}}
 
 
-def ask_unknown(scheduler: Scheduler, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
+def ask_unknown(run_ctx: RunContext, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
     """Ask a person whether a write happened; its intent stays open until they say."""
     kept = {k: details.get(k) for k in ("key", "tool", "arguments", "digest", "why")}
     arguments = kept["arguments"] if isinstance(kept["arguments"], dict) else {}
     prompt = unknown_prompt(str(kept["tool"]), arguments, str(kept["why"]))
-    scheduler.ask(step, run, "approval", prompt, wait_kind="outcome_unknown", details=kept)
+    run_ctx.ask(step, run, "approval", prompt, wait_kind="outcome_unknown", details=kept)
 
 
 # -- the call and its settling ------------------------------------------------------------------------------

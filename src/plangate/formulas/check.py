@@ -5,7 +5,12 @@ Issue codes (``error`` unless marked):
 ==========================  ==================================================================================
 ``unknown-need``            a step needs a step that does not exist
 ``cycle``                   steps need each other in a loop (a parent also waits for its children)
-``condition-syntax``        a gate or ``until`` condition does not parse
+``condition-syntax``        a gate or ``until`` condition, or an agent's ``done_when``, does not parse (an
+                            unknown receipt field among the reasons), or a ``done_when`` reads formula steps
+                            or no receipts
+``condition-receipts``      a gate or ``until`` condition reads receipts, which only an agent's
+                            ``done_when`` has
+``done-when-tool``          (warning) an agent's ``done_when`` names a tool the step does not give its agent
 ``unknown-step``            a condition, ``waits_for`` or ``{{steps.<id>...}}`` names no existing step
 ``output-not-needed``       (warning) a step reads another's output without needing it, directly or not
 ``missing-var``             a required var has no value
@@ -35,7 +40,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from plangate.conditions import ConditionSyntaxError, compile_condition
+from plangate.conditions import ConditionSyntaxError, compile_condition, compile_done_when, named_tools
+from plangate.conditions.ast import reads_receipts
 from plangate.errors import FormulaError
 from plangate.formulas._cycles import find_cycles
 from plangate.formulas._executors import schema_problem
@@ -157,6 +163,8 @@ def _step_issues(step: PlanStep, known: Mapping[str, PlanStep], tools: Collectio
         issues.append(
             Issue(level="error", code="unsupported-executor", path=f"{at}.{executor.type}", message=message)
         )
+    if isinstance(executor, AgentExecutor) and executor.done_when is not None:
+        issues.extend(_done_when_issues(executor, f"{at}.agent.done_when"))
     if isinstance(executor, LlmExecutor) and executor.output_schema is not None:
         problem = schema_problem(executor.output_schema)
         if problem is not None:
@@ -221,6 +229,28 @@ def _ref_issues(step: PlanStep, known: Mapping[str, PlanStep]) -> list[Issue]:
     return issues
 
 
+def _done_when_issues(executor: AgentExecutor, path: str) -> list[Issue]:
+    text = executor.done_when or ""
+    try:
+        condition = compile_done_when(text)
+    except ConditionSyntaxError as exc:
+        return [
+            Issue(level="error", code="condition-syntax", path=path, message=f"{exc.message} in {text!r}")
+        ]
+    given = ", ".join(executor.tools) or "none"
+    return [
+        Issue(
+            level="warning",
+            code="done-when-tool",
+            path=path,
+            message=f"done_when names the tool {name!r}, which the step does not give its agent (its tools: "
+            f"{given}){suggest(name, executor.tools)}: no receipt of it can make the condition hold",
+        )
+        for name in named_tools(condition)
+        if name not in executor.tools and name != "ask_user"
+    ]
+
+
 def _condition_issues(text: str, path: str, known: Collection[str]) -> list[Issue]:
     try:
         condition = compile_condition(text)
@@ -228,6 +258,13 @@ def _condition_issues(text: str, path: str, known: Collection[str]) -> list[Issu
         return [
             Issue(level="error", code="condition-syntax", path=path, message=f"{exc.message} in {text!r}")
         ]
+    if reads_receipts(condition.ast):
+        kind = "until" if path.endswith(".until") else "gate"
+        message = (
+            f"receipts are an agent's evidence, read by its done_when; a formula's {kind} condition has none "
+            f"to read, so it could never hold, in {text!r}"
+        )
+        return [Issue(level="error", code="condition-receipts", path=path, message=message)]
     return [
         _unknown("unknown-step", path, "the condition names", ref, known)
         for ref in condition.references

@@ -48,6 +48,8 @@ class AgentExecutor(_PlanModel):
     model: str | None = None
     mode: Literal["auto", "plan", "react"] = Field(default="auto", exclude_if=lambda value: value == "auto")
     """Left out of the stored form when ``auto``, so plans stored before the field existed keep their form."""
+    done_when: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The agent's goal as a condition over its receipts (left out of the stored form when there is none)."""
 
 
 class LlmExecutor(_PlanModel):

@@ -79,7 +79,9 @@ class RunResult:
     run_id: str
     status: RunStatus
     reason: str
-    steps: dict[str, StepView] = field(default_factory=dict)
+    # left out of the repr: a 10,000-step run's would print every step (and ``asyncio.run`` formats the
+    # result of the task it ran when it puts back the SIGINT handler)
+    steps: dict[str, StepView] = field(default_factory=dict, repr=False)
     interaction: Interaction | None = None
 
     @property
@@ -114,6 +116,11 @@ class FormulaRunner:
             with the model its agent recorded.
         agent_runner: what runs the agents of agent steps; by default the agent runtime
             (``plangate.agent``), imported only when an agent step runs.
+        concurrency: how many steps work at once, at most.
+        poll_interval: how often, in seconds, a gate that reads files or the environment is looked at again
+            while other work runs (a gate on steps is looked at when one of them moves on).
+        checkpoint_every: the fewest events between two snapshots of the run; a plan of more than a quarter
+            as many steps waits four events per step (a snapshot costs the size of the plan).
 
     Example::
 
@@ -157,11 +164,11 @@ class FormulaRunner:
         # where the tools came from (``module:attr``), kept with the run so another process can resume it
         self.tool_specs = list(tool_specs)
         self.model = model
-        self.agent_steps = AgentSteps(
-            self, agent_runner if agent_runner is not None else RuntimeStepAgent(store)
-        )
         # whoever advances a run holds its lease; one book per runner, counted per run
         self.leases = LeaseBook(store, holder=lease_holder, ttl=lease_ttl)
+        self.agent_steps = AgentSteps(
+            self, agent_runner if agent_runner is not None else RuntimeStepAgent(store, self.leases)
+        )
         self._live: dict[str, Scheduler] = {}
 
     # -- planning -----------------------------------------------------------------------------------------
@@ -211,6 +218,35 @@ class FormulaRunner:
             run_id: the new run's id (a sub-run's, committed by its parent first); random when None.
         """
         plan = self.plan(formula, vars)
+        run_input = self._input(plan, always_execute)
+        run = self.store.create_run(
+            "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
+        )
+        return await self._advance(run.id, plan)
+
+    def submit(
+        self,
+        formula: FormulaSource,
+        vars: Mapping[str, object] | None = None,
+        *,
+        owner: str = "local",
+        always_execute: bool = False,
+    ) -> str:
+        """Check and store a formula run with its first commit (``queued``), without advancing it.
+
+        For handing runs to workers: whoever resumes the run next (``resume``) starts its steps. Returns
+        the run's id.
+
+        Raises:
+            FormulaError: the formula does not pass check; nothing was stored.
+        """
+        plan = self.plan(formula, vars)
+        run = self.store.create_run("formula", plan.formula, self._input(plan, always_execute), owner=owner)
+        with self.leases.held(run.id):
+            self._first_commit(run, plan, status="queued")
+        return run.id
+
+    def _input(self, plan: Plan, always_execute: bool) -> dict[str, object]:
         run_input: dict[str, object] = {
             "formula": plan.formula,
             "vars": dict(plan.vars),
@@ -218,10 +254,7 @@ class FormulaRunner:
         }
         if always_execute:
             run_input["always_execute"] = True
-        run = self.store.create_run(
-            "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
-        )
-        return await self._advance(run.id, plan)
+        return run_input
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a run from its last committed transition (after a restart, or once a person answered).
@@ -263,13 +296,15 @@ class FormulaRunner:
                     return self._result(run_id, state, run.status, self._ended_reason(state, run.status))
             scheduler = Scheduler(self, self.store.get_run(run_id), state)
             self._live[run_id] = scheduler
+            # a submitted run that nobody started yet has nothing to recover: it starts
+            resumed = plan is None and run.status != "queued"
             try:
-                status, reason = await scheduler.run(resumed=plan is None)
+                status, reason = await scheduler.run(resumed=resumed)
             finally:
                 del self._live[run_id]
         return self._result(run_id, state, status, reason)
 
-    def _first_commit(self, run: RunRecord, plan: Plan) -> RunState:
+    def _first_commit(self, run: RunRecord, plan: Plan, status: RunStatus = "running") -> RunState:
         """The run's first transition: started, its plan and step states as its first snapshot."""
         state = RunState.new(plan)
         with self._transaction(run.id) as tx:
@@ -279,7 +314,7 @@ class FormulaRunner:
                     "write steps run without asking a person: the run was started with always_execute (--yes)"
                 )
                 tx.append(StatusEvent(stage="run", code="always_execute", text=text))
-            tx.set_status("running")
+            tx.set_status(status)
             tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
             state.seq = tx.events[-1].seq
         return state
@@ -288,13 +323,7 @@ class FormulaRunner:
     def _transaction(self, run_id: str) -> Iterator[Transaction]:
         """A transaction on a run whose lease this runner holds (checked inside it: a lease lost since is
         refused, and nothing commits)."""
-        with self.store.transaction(run_id) as tx:
-            if not self.leases.holds(tx.run):
-                raise RunLeased(
-                    f"run {run_id!r} is leased by {tx.run.lease_owner}, not by this process; nothing changed",
-                    run_id=run_id,
-                    holder=tx.run.lease_owner,
-                )
+        with self.leases.transaction(run_id) as tx:
             yield tx
 
     @contextlib.contextmanager
@@ -429,8 +458,43 @@ class FormulaRunner:
         whether the run continues by itself)."""
         return (await self.answer(interaction_id, resolution, by=by, owner=owner)).run_id
 
+    async def record_answer(
+        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
+    ) -> str:
+        """Commit a person's answer and nothing more, for runs that another process advances (a worker).
+
+        No step, tool or agent runs here: an approved write, of a formula step or of an agent step's
+        agent, runs where the run is advanced next. Returns the id of the run answered (the run to hand to
+        a worker, which advances it through its root).
+
+        Raises:
+            NotFoundError: no such interaction (for this owner).
+            StaleInteraction: it was already resolved; nothing changed.
+            InteractionError: the resolution does not fit; nothing changed.
+            RunLeased: a live process advances the run now; nothing changed (answer once it waits).
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run = self.store.get_run(interaction.run_id)
+        if run.kind == "agent":
+            await self._resolve_agent(run, interaction_id, resolution, by, advance=False)
+        else:
+            self._resolve_step(interaction, resolution, by)
+        return run.id
+
+    def root_of(self, run_id: str) -> str:
+        """The id of the run at the top of ``run_id``'s parents (itself when it has none)."""
+        while (parent := self.store.get_run(run_id).parent_run_id) is not None:
+            run_id = parent
+        return run_id
+
     async def _resolve_agent(
-        self, child: RunRecord, interaction_id: str, resolution: Resolution, by: str | None
+        self,
+        child: RunRecord,
+        interaction_id: str,
+        resolution: Resolution,
+        by: str | None,
+        *,
+        advance: bool = True,
     ) -> str:
         parent_id = child.parent_run_id
         parent = self.store.get_run(parent_id) if parent_id is not None else None
@@ -442,6 +506,10 @@ class FormulaRunner:
         step_id = step_of_child(parent.id, child.id)
         plan = self.load(parent.id).plan
         step = plan.index.get(step_id) if step_id is not None else None
+        if not advance:
+            with self._holding(parent.id):  # the agent's answer commits while nobody advances its formula
+                await self.agent_steps.resolve(child, step, interaction_id, resolution, by, advance=False)
+            return parent.id
         await self.agent_steps.resolve(child, step, interaction_id, resolution, by)
         return parent.id
 

@@ -119,10 +119,12 @@ class ToolSpec(StrictModel):
 
 
 class AgentSpec(StrictModel):
-    """``agent = {prompt, tools, max_rounds, model, mode}``: an agent run with its own tools.
+    """``agent = {prompt, tools, max_rounds, model, mode, done_when}``: an agent run with its own tools.
 
     ``mode`` is the agent's: ``auto`` (route first: reply, plan or act), ``plan`` (always plan) or ``react``
-    (act step by step without a plan).
+    (act step by step without a plan). ``done_when`` is the step's goal as a condition over the agent's
+    receipts (``receipts.any(tool == 'place' and success)``): the runtime completes the step, with the
+    receipt that proves it, as soon as it holds.
     """
 
     prompt: str
@@ -130,6 +132,7 @@ class AgentSpec(StrictModel):
     max_rounds: Annotated[int, Field(gt=0)] | None = None
     model: str | None = None
     mode: Literal["auto", "plan", "react"] = "auto"
+    done_when: str | None = None
 
 
 class LlmSpec(StrictModel):

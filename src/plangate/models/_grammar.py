@@ -17,8 +17,11 @@ small model write something the decoders refuse:
   holds one key (a grammar cannot keep two keys apart, and the decoders refuse a repeated one).
 
 The converter reads the portable subset the schema module documents (``type``, ``enum``, ``properties``,
-``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems`` and ``pattern: "\\S"``
-(at least one character that is not whitespace). Objects are written with their properties in order: every
+``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern: "\\S"``
+(at least one character that is not whitespace) and ``pattern: DATE_BOUND`` (a year, a month or a day:
+``2025``, ``2025-03``, ``2025-03-14``). A root of the form ``{"x-lines": [schema, ...]}`` is a sequence of
+lines, one JSON text per schema, each ended by a newline: what a stream of newline-delimited JSON (the
+copilot's ops) must look like. Objects are written with their properties in order: every
 one when the node has no ``required`` list, else the required ones followed by any of the others; a closed
 object without properties is ``{}``.
 
@@ -42,7 +45,13 @@ from plangate.errors import ConfigError
 _Node = dict[str, Any]
 
 NOT_BLANK = r"\S"
-"""The one ``pattern`` the converter understands: at least one character that is not whitespace."""
+"""A ``pattern`` the converter understands: at least one character that is not whitespace."""
+
+DATE_BOUND = r"^[0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?$"
+"""A ``pattern`` the converter understands: a year, a year and month, or a day (``2025``, ``2025-03``)."""
+
+LINES = "x-lines"
+"""The key of a root schema that is a sequence of newline-ended JSON lines, one per listed schema."""
 
 # What Python's str.strip() removes beyond ASCII controls and space: a first character from this set would
 # let a required text trim to nothing.
@@ -179,8 +188,10 @@ def _visit(node: Mapping[str, Any], hint: str, b: _Builder) -> str:
         return _array(items, node, hint, b)
     if kind == "string":
         pattern = node.get("pattern")
+        if pattern == DATE_BOUND:
+            return b.rule("date-bound", '"\\"" [0-9]{4} ("-" [0-9]{2} ("-" [0-9]{2})?)? "\\""')
         if pattern not in (None, NOT_BLANK):
-            raise ConfigError(f"{hint}: unsupported pattern {pattern!r} (only {NOT_BLANK!r})")
+            raise ConfigError(f"{hint}: unsupported pattern {pattern!r} (only {NOT_BLANK!r} or DATE_BOUND)")
         return b.text(
             hint,
             min_length=int(node.get("minLength", 0)),
@@ -270,6 +281,12 @@ def schema_to_gbnf(schema: Mapping[str, object], limits: GrammarLimits | None = 
         ConfigError: the schema uses something outside the subset, or allows no value at all.
     """
     builder = _Builder(limits or GrammarLimits())
+    lines = schema.get(LINES)
+    if isinstance(lines, list):
+        if not lines:
+            raise ConfigError(f"{LINES}: expected at least one line schema")
+        rules = [_visit(line, f"line-{index + 1}", builder) for index, line in enumerate(lines)]
+        return builder.grammar(" ".join(f'{rule} "\\n"' for rule in rules))
     root = _visit(schema, "value", builder)
     return builder.grammar(root)
 
@@ -563,4 +580,12 @@ def grammar_schema(
     return dict(schema)
 
 
-__all__ = ["NOT_BLANK", "GrammarLimits", "grammar_schema", "schema_to_gbnf", "tool_arguments_schema"]
+__all__ = [
+    "DATE_BOUND",
+    "LINES",
+    "NOT_BLANK",
+    "GrammarLimits",
+    "grammar_schema",
+    "schema_to_gbnf",
+    "tool_arguments_schema",
+]

@@ -2,9 +2,12 @@
 
 Leading system messages become the separate ``system`` prompt; a system message later in the conversation
 (a correction, a state block) is sent as a user turn, since the Messages API has no other place for it, and
-consecutive turns of one role are joined. Structured output travels on the tagged wire by default; with
-``wire="json"`` (or a request asking for json) the schema becomes a tool the model is forced to call, and
-the tool's streamed input is the JSON text. Thinking deltas become reasoning deltas.
+consecutive turns of one role are joined. Messages the runtime marks as the end of a stable prefix
+(``Message.cache_point``: the system rules and tool catalogue, the conversation before the state block) get
+a ``cache_control`` breakpoint, so Anthropic's prompt cache serves that prefix to the next round; the
+cached token counts it reports come back in ``Usage``. Structured output travels on the tagged wire by
+default; with ``wire="json"`` (or a request asking for json) the schema becomes a tool the model is forced
+to call, and the tool's streamed input is the JSON text. Thinking deltas become reasoning deltas.
 
 Requests time out after ``timeout`` seconds without a byte from the server (default
 ``$PLANGATE_MODEL_TIMEOUT``, else 120 s) and a timeout is not retried; connection failures, 429, 529 and
@@ -60,38 +63,69 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     import httpx2
     from anthropic import AsyncStream
-    from anthropic.types import MessageParam, RawMessageStreamEvent, ToolChoiceParam, ToolParam
+    from anthropic.types import (
+        CacheControlEphemeralParam,
+        MessageParam,
+        RawMessageStreamEvent,
+        TextBlockParam,
+        ToolChoiceParam,
+        ToolParam,
+    )
 
 DEFAULT_MAX_TOKENS = 4096
 """The Messages API requires a limit; this one applies when a request sets none."""
 
 
-def split_messages(messages: Sequence[Message]) -> tuple[str, list[MessageParam]]:
+def split_messages(messages: Sequence[Message]) -> tuple[str | list[TextBlockParam], list[MessageParam]]:
     """Split a conversation into the system prompt and the Messages API's turns.
 
     Leading system messages form the system prompt; later ones are sent as user turns; consecutive turns of
-    one role are joined with a blank line.
+    one role are joined with a blank line. A message (or one of its ``blocks``) marked ``cache_point`` ends
+    with a ``cache_control`` breakpoint (Anthropic caches the prompt up to it, and a later call that starts
+    the same way reads it back): a turn with a breakpoint is then sent as one text block per part, so that
+    the breakpoint falls exactly there and the parts an earlier call cached end on block boundaries again
+    (where Anthropic looks for earlier cache entries). Without any cache point the system prompt and every
+    turn are plain strings, joined.
     """
-    system: list[str] = []
-    turns: list[tuple[Literal["user", "assistant"], str]] = []
+    system: list[_Block] = []
+    turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
     leading = True
     for message in messages:
+        blocks = list(message.blocks) or [(message.content, message.cache_point)]
         if message.role == "system" and leading:
-            system.append(message.content)
+            system.extend(blocks)
             continue
         leading = False
         role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
         if turns and turns[-1][0] == role:
-            turns[-1] = (role, f"{turns[-1][1]}\n\n{message.content}")
+            turns[-1][1].extend(blocks)
         else:
-            turns.append((role, message.content))
+            turns.append((role, blocks))
     params: list[MessageParam] = []
-    for role, content in turns:
+    for role, blocks in turns:
         if role == "assistant":
-            params.append({"role": "assistant", "content": content})
+            params.append({"role": "assistant", "content": _content(blocks)})
         else:
-            params.append({"role": "user", "content": content})
-    return "\n\n".join(system), params
+            params.append({"role": "user", "content": _content(blocks)})
+    return _content(system), params
+
+
+# The text of one message, and whether a cache breakpoint ends it.
+_Block = tuple[str, bool]
+_BREAKPOINT: CacheControlEphemeralParam = {"type": "ephemeral"}
+
+
+def _content(blocks: list[_Block]) -> str | list[TextBlockParam]:
+    """Joined text, or one text block per part when a breakpoint ends one of them."""
+    if not any(cached for _, cached in blocks):
+        return "\n\n".join(text for text, _ in blocks)
+    content: list[TextBlockParam] = []
+    for text, cached in blocks:
+        if cached:
+            content.append({"type": "text", "text": text, "cache_control": _BREAKPOINT})
+        else:
+            content.append({"type": "text", "text": text})
+    return content
 
 
 class AnthropicModel:
@@ -213,7 +247,7 @@ class AnthropicModel:
                         if chunk is not None:
                             yield chunk
                 if usage.seen:
-                    yield Usage(usage.input_tokens, usage.output_tokens)
+                    yield usage.total()
             except anthropic.AnthropicError as exc:
                 raise self._error(exc) from None
 
@@ -258,12 +292,19 @@ class AnthropicModel:
 
 
 class _UsageCounter:
-    """Turns stream events into chunks, keeping the token counts that arrive in pieces."""
+    """Turns stream events into chunks, keeping the token counts that arrive in pieces.
+
+    Anthropic counts a prompt in three parts: ``input_tokens`` (not cached), ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens``; ``Usage.input_tokens`` is their sum, the whole prompt, as other
+    providers count it (the runtime's context meter compares it with the prompt it sent).
+    """
 
     def __init__(self) -> None:
         self.seen = False
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cache_read: int | None = None
+        self.cache_write: int | None = None
 
     def read(self, event: RawMessageStreamEvent) -> ModelChunk | None:
         if isinstance(event, RawContentBlockDeltaEvent):
@@ -276,15 +317,29 @@ class _UsageCounter:
                 return ReasoningDelta(delta.thinking) if delta.thinking else None
         elif isinstance(event, RawMessageStartEvent):
             self.seen = True
-            self.input_tokens = event.message.usage.input_tokens
-            self.output_tokens = event.message.usage.output_tokens
+            usage = event.message.usage
+            self.input_tokens = usage.input_tokens
+            self.output_tokens = usage.output_tokens
+            self._cache(usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
         elif isinstance(event, RawMessageDeltaEvent):
             # message_delta carries cumulative counts, not increments.
             self.seen = True
             self.output_tokens = event.usage.output_tokens
             if event.usage.input_tokens is not None:
                 self.input_tokens = event.usage.input_tokens
+            self._cache(event.usage.cache_read_input_tokens, event.usage.cache_creation_input_tokens)
         return None
+
+    def _cache(self, read: int | None, write: int | None) -> None:
+        if read is not None:
+            self.cache_read = read
+        if write is not None:
+            self.cache_write = write
+
+    def total(self) -> Usage:
+        prompt = self.input_tokens + (self.cache_read or 0) + (self.cache_write or 0)
+        read, write = self.cache_read, self.cache_write
+        return Usage(prompt, self.output_tokens, cached_input_tokens=read, cache_write_tokens=write)
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "split_messages"]

@@ -9,7 +9,7 @@ decision out of the text (``plangate.decisions``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import JsonValue
@@ -31,10 +31,18 @@ class Message:
     Attributes:
         role: ``system``, ``user`` or ``assistant``.
         content: the text.
+        cache_point: the conversation up to the end of this message is meant to stay the same in the calls
+            that follow (the runtime's prompts grow at their end): providers that cache prompt prefixes on
+            request put a cache breakpoint here (Anthropic ``cache_control``); the others ignore it.
+        blocks: for a message joined from several parts, the parts (``content`` is them joined by a blank
+            line), each with its own ``cache_point``: a provider that caches by blocks sends them apart, so
+            that the end of a part the last call cached is a block boundary again. Empty: one part.
     """
 
     role: Role
     content: str
+    cache_point: bool = field(default=False, kw_only=True)
+    blocks: tuple[tuple[str, bool], ...] = field(default=(), kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +105,38 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens counted by the provider. Several ``Usage`` chunks in one stream add up."""
+    """Tokens counted by the provider. Several ``Usage`` chunks in one stream add up.
+
+    Attributes:
+        input_tokens: prompt tokens, those read from a cache included (whatever the provider's own split).
+        output_tokens: generated tokens.
+        cached_input_tokens: prompt tokens read from the provider's prefix cache (OpenAI
+            ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``, the local model's
+            reused context) instead of processed again; None when the provider reports no such count.
+        cache_write_tokens: prompt tokens written to the cache for later calls (Anthropic
+            ``cache_creation_input_tokens``), or None.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     kind: Literal["usage"] = "usage"
+    cached_input_tokens: int | None = field(default=None, kw_only=True)
+    cache_write_tokens: int | None = field(default=None, kw_only=True)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            cached_input_tokens=_plus(self.cached_input_tokens, other.cached_input_tokens),
+            cache_write_tokens=_plus(self.cache_write_tokens, other.cache_write_tokens),
+        )
+
+
+def _plus(left: int | None, right: int | None) -> int | None:
+    """A sum of counts where None means "not reported" (and stays so only when neither side reported)."""
+    if left is None and right is None:
+        return None
+    return (left or 0) + (right or 0)
 
 
 ModelChunk = TextDelta | ReasoningDelta | Usage

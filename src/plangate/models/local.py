@@ -12,7 +12,10 @@ output always closes well within the token limit. A 135M model is no planner: th
 shape, not good judgement.
 
 The model is loaded once per process (per file and settings) and shared by every ``LocalModel``; llama.cpp
-contexts are not thread-safe, so one generation runs at a time behind a lock. Generation runs in a worker
+contexts are not thread-safe, so one generation runs at a time behind a lock. The context keeps the tokens of
+the last call, and a prompt that starts the same way is evaluated only from where it differs: the runtime's
+prompts grow at their end, so each round reuses the last one's; ``Usage.cached_input_tokens`` says how many
+prompt tokens were reused, read from llama.cpp's counters. Generation runs in a worker
 thread and its chunks cross an asyncio queue, so the event loop stays free while the model works.
 
 What it is for: an offline default model for demos, tests and machines without an API key. What it is not
@@ -394,6 +397,7 @@ class _Job:
         temperature = request.temperature if request.temperature is not None else model.temperature
         stops = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or ""]
         finish: str | None = None
+        evaluated_before = _prompt_tokens_evaluated(llama)
         try:
             parts = llama.create_completion(
                 prompt=prompt,
@@ -415,7 +419,16 @@ class _Job:
             raise ModelProviderError(f"{name}: llama.cpp failed: {exc}", provider=name) from None
         # Neither the closing call nor the end-of-turn token (sampled, but not output) is an output token.
         output = max(self.calls - 1 - (finish == "stop"), 0)
-        yield Usage(input_tokens=len(prompt), output_tokens=output)
+        evaluated = _prompt_tokens_evaluated(llama) - evaluated_before
+        # llama.cpp keeps the context of the last call and evaluates only the prompt's tokens after the prefix
+        # they share; it counts a prompt batch of one token as a generated one, so 0 here means at most one.
+        cached = len(prompt) - max(evaluated, 1) if 0 <= evaluated <= len(prompt) else None
+        yield Usage(input_tokens=len(prompt), output_tokens=output, cached_input_tokens=cached)
+
+
+def _prompt_tokens_evaluated(llama: llama_cpp.Llama) -> int:
+    """How many prompt tokens llama.cpp has evaluated in this context so far (its performance counter)."""
+    return int(llama_cpp.llama_perf_context(llama.ctx).n_p_eval)
 
 
 def _messages(messages: Sequence[Message]) -> list[ChatCompletionRequestMessage]:

@@ -21,8 +21,9 @@ format and turns negotiation off: ``OpenAIModel(..., format="json_object")``, th
 Requests time out after ``timeout`` seconds without a byte from the server (default
 ``$PLANGATE_MODEL_TIMEOUT``, else 120 s); a timeout is not retried. Connection failures, 429 and 5xx are
 retried ``max_retries`` times by the provider itself (the SDK's own retries are off, so a refused format
-never burns them). Usage comes from the final chunk (``stream_options.include_usage``); reasoning deltas
-from ``reasoning_content`` (or ``reasoning``) where the server sends them.
+never burns them). Usage comes from the final chunk (``stream_options.include_usage``), with the prompt tokens
+OpenAI's automatic prefix cache served (``prompt_tokens_details.cached_tokens``); reasoning deltas from
+``reasoning_content`` (or ``reasoning``) where the server sends them.
 
 What it is for: one provider behind the ``Model`` protocol. What it is not for: prompts, retries of a bad
 decision, or tool calling through the provider's own tools API (the decision protocol carries tool calls).
@@ -476,7 +477,12 @@ def _chunk_items(chunk: ChatCompletionChunk) -> list[ModelChunk]:
         if delta.content:
             items.append(TextDelta(delta.content))
     if chunk.usage is not None:
-        items.append(Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens))
+        # OpenAI caches long prompt prefixes by itself; it says how much of the prompt came from the cache.
+        details = chunk.usage.prompt_tokens_details
+        cached = details.cached_tokens if details is not None else None
+        items.append(
+            Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, cached_input_tokens=cached)
+        )
     return items
 
 

@@ -15,7 +15,7 @@ from plangate.errors import ConfigError
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.models import Model
 from plangate.server.schemas import AgentRunRequest
-from plangate.store import Store
+from plangate.store import LeaseBook, Store
 from plangate.tools import ToolRegistry
 
 Resolution = Approve | Reject | Answer | Edit
@@ -29,12 +29,21 @@ class AgentRuns:
         tools: every tool the server offers; a run gets the ones its request names (all by default).
         model: the model of runs whose request names none: a ``Model``, a spec string, or None for
             ``$PLANGATE_MODEL`` and the runtime's default.
+        leases: the server's lease book: each run holds its lease while it is advanced here, and every
+            commit is fenced by it.
     """
 
-    def __init__(self, store: Store, tools: ToolRegistry, model: Model | str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        tools: ToolRegistry,
+        model: Model | str | None = None,
+        leases: LeaseBook | None = None,
+    ) -> None:
         self.store = store
         self.tools = tools
         self.model = model
+        self.leases = leases
 
     def start(self, request: AgentRunRequest, owner: str) -> AgentStream:
         """Create the run (stored as ``queued``) and return its stream; iterating it advances the run.
@@ -42,7 +51,22 @@ class AgentRuns:
         Raises:
             ConfigError: an unknown tool name, or a model that cannot be resolved.
         """
-        agent = Agent(
+        return self._new(request, owner).stream(request.prompt)
+
+    def submit(self, request: AgentRunRequest, owner: str) -> str:
+        """Store the run with its first commit (``queued``) for a worker to advance; returns its id.
+
+        Raises:
+            ConfigError: an unknown tool name, or a model that cannot be resolved.
+        """
+        return self._new(request, owner).submit(request.prompt)
+
+    async def record(self, run_id: str, interaction_id: str, resolution: Resolution, *, by: str) -> None:
+        """Commit a resolution of the run's interaction and nothing more (a worker continues the run)."""
+        await self._for(run_id).resolve_async(run_id, interaction_id, resolution, by=by)
+
+    def _new(self, request: AgentRunRequest, owner: str) -> Agent:
+        return Agent(
             model=request.model if request.model is not None else self.model,
             tools=self._subset(request.tools),
             store=self.store,
@@ -51,8 +75,8 @@ class AgentRuns:
             always_execute=request.always_execute,
             plan_consent=request.plan_consent,
             owner=owner,
+            leases=self.leases,
         )
-        return agent.stream(request.prompt)
 
     def resume(
         self,
@@ -76,10 +100,14 @@ class AgentRuns:
             config = AgentConfig.model_validate(run.input.get("agent"))
         except ValueError:
             # Not readable as settings: let the runtime report the run's input in its own words.
-            return Agent(model=self.model, tools=self.tools, store=self.store)
+            return Agent(model=self.model, tools=self.tools, store=self.store, leases=self.leases)
         known = [name for name in config.tools if name in self.tools]
         return Agent(
-            model=self._model_of(config.model), tools=self._subset(known), store=self.store, owner=run.owner
+            model=self._model_of(config.model),
+            tools=self._subset(known),
+            store=self.store,
+            owner=run.owner,
+            leases=self.leases,
         )
 
     def _model_of(self, spec: str) -> Model | str | None:

@@ -60,6 +60,7 @@ def create_app(
     heartbeat: float = 5.0,
     max_body: int = MAX_BODY,
     recover: bool = True,
+    broker: str | None = None,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -77,11 +78,21 @@ def create_app(
         heartbeat: seconds between two ``heartbeat`` messages on every event stream.
         max_body: the largest request body accepted, in bytes (larger: 413).
         recover: at start-up, resume the runs a stopped process left unfinished.
+        broker: the Redis URL of the workers' queue: runs are stored and handed to workers (``plangate
+            worker``), which advance them; answers are committed here and the run handed on again. None:
+            runs are advanced in this process (the default). Same API, same events either way.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
     runner = FormulaRunner(store, registry, search_paths=paths, root=root, tool_specs=tool_specs, model=model)
-    supervisor = RunSupervisor(store, runner, AgentRuns(store, registry, model))
+    agents = AgentRuns(store, registry, model, runner.leases)
+    supervisor: RunSupervisor
+    if broker is None:
+        supervisor = RunSupervisor(store, runner, agents)
+    else:
+        from plangate.server._queued import QueuedRuns
+
+        supervisor = QueuedRuns(store, runner, agents, broker)
     services = Services(
         store=store,
         tools=registry,

@@ -132,6 +132,13 @@ class RunSupervisor:
         run = self.store.get_run(root)
         if run.status in TERMINAL_STATUSES:
             return
+        if run.kind == "ask":
+            # A copilot turn cut off by a stopped process is ended, not continued: its attempts so far and a
+            # failed last one are stored whole, with its run's outcome.
+            from plangate.copilot import Copilot
+
+            Copilot(store=self.store).recover(root)
+            return
         coroutine: Coroutine[Any, Any, Any]
         if run.kind == "agent":
             coroutine = self._leased(root, self.agents.resume(root))

@@ -1,5 +1,5 @@
-"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases) and of
-small versioned documents that outlive a run.
+"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases), of
+small versioned documents that outlive a run, and of copilot conversations and their turns.
 
 For: everything that must survive a restart, behind the ``Store`` protocol (SQLite by default, PostgreSQL
 for many processes and machines: ``open_store("postgresql://…")``).
@@ -25,7 +25,10 @@ from __future__ import annotations
 from plangate.store._sqlite_schema import SCHEMA_VERSION
 from plangate.store.base import (
     TERMINAL_STATUSES,
+    AttemptRecord,
     Commit,
+    Conversation,
+    ConversationPage,
     Document,
     DocumentConflict,
     Interaction,
@@ -43,6 +46,8 @@ from plangate.store.base import (
     Subscriber,
     Token,
     Transaction,
+    TurnRecord,
+    TurnStatus,
     WriteIntent,
     WriteIntentConflict,
     WriteIntentStatus,
@@ -58,7 +63,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "STORE_ENV",
     "TERMINAL_STATUSES",
+    "AttemptRecord",
     "Commit",
+    "Conversation",
+    "ConversationPage",
     "Document",
     "DocumentConflict",
     "Interaction",
@@ -78,6 +86,8 @@ __all__ = [
     "Subscriber",
     "Token",
     "Transaction",
+    "TurnRecord",
+    "TurnStatus",
     "WriteIntent",
     "WriteIntentConflict",
     "WriteIntentStatus",

@@ -105,6 +105,18 @@ def json_object(value: object, where: str) -> str:
         ) from None
 
 
+def json_value(value: object, where: str) -> str:
+    """``value`` (any JSON value: an object, an array, a string, ...) encoded as compact JSON text."""
+    try:
+        return _ENCODER.encode(value)
+    except RecursionError:
+        raise ConfigError(f"{where}: expected JSON data; found a structure that contains itself") from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{where}: expected JSON data (objects, arrays, strings, finite numbers, booleans, null); {exc}"
+        ) from None
+
+
 def cursor_position(cursor: str) -> int:
     """The listing position a cursor from ``RunPage.next_cursor`` stands for."""
     if isinstance(cursor, str) and cursor.startswith("p") and cursor[1:].isdigit():

@@ -123,6 +123,55 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 4: the lease's generation, one more each time the lease changes hands, which fences commits.
     ("ALTER TABLE runs ADD COLUMN lease_generation bigint NOT NULL DEFAULT 0",),
+    # 5: what a receipt's call returned (the tool's JSON data or observation, a person's answer), or NULL
+    # (nothing recorded, as for every receipt written before), for done_when conditions on receipts.
+    ("ALTER TABLE receipts ADD COLUMN output json",),
+    # 6: copilot conversations, their turns (one per ask run, written whole when it ends) and each turn's
+    # attempts (the first try and its retry).
+    (
+        """CREATE TABLE conversations (
+            pos bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            owner text NOT NULL,
+            title text NOT NULL,
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL
+        )""",
+        "CREATE INDEX conversations_by_owner ON conversations (owner, updated_at)",
+        """CREATE TABLE turns (
+            pos bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            conversation_id text NOT NULL REFERENCES conversations (id),
+            run_id text NOT NULL UNIQUE REFERENCES runs (id),
+            owner text NOT NULL,
+            question text NOT NULL,
+            status text NOT NULL CHECK (status IN ('failed', 'cancelled', 'unusable', 'partial', 'done')),
+            reason text NOT NULL,
+            answer text NOT NULL,
+            result json NOT NULL,
+            formula json,
+            source text NOT NULL,
+            model text NOT NULL,
+            created_at double precision NOT NULL,
+            finished_at double precision NOT NULL
+        )""",
+        "CREATE INDEX turns_by_conversation ON turns (conversation_id, pos)",
+        """CREATE TABLE attempts (
+            turn_id text NOT NULL REFERENCES turns (id),
+            n integer NOT NULL CHECK (n >= 1),
+            status text NOT NULL CHECK (status IN ('failed', 'cancelled', 'unusable', 'partial', 'done')),
+            reason text NOT NULL,
+            review json NOT NULL,
+            formula json,
+            run_id text REFERENCES runs (id),
+            answer text NOT NULL,
+            result json NOT NULL,
+            issues json NOT NULL,
+            started_at double precision NOT NULL,
+            finished_at double precision NOT NULL,
+            PRIMARY KEY (turn_id, n)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

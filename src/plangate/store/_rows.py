@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from plangate.errors import StoreError
 from plangate.events import Event, EventFormatError, InteractionTool, JsonObject, event_from_parts
@@ -24,7 +24,7 @@ INTERACTION_COLUMNS = (
     "id, run_id, kind, status, prompt, tool_name, tool_arguments, tool_arguments_digest, step_id, "
     "created_at, resolved_at, resolved_by, resolution"
 )
-RECEIPT_COLUMNS = "run_id, step_index, source, name, arguments_digest, success, summary, at"
+RECEIPT_COLUMNS = "run_id, step_index, source, name, arguments_digest, success, summary, at, output"
 WRITE_INTENT_COLUMNS = "key, run_id, tool, arguments_digest, status, result, created_at, completed_at"
 EVENT_COLUMNS = "run_id, seq, type, payload, at"
 DOCUMENT_COLUMNS = "namespace, key, value, version, updated_at"
@@ -98,6 +98,7 @@ def receipt(row: Row) -> Receipt:
         success=bool(row["success"]),
         summary=row["summary"],
         at=row["at"],
+        output=_value(row["output"]),
     )
 
 
@@ -162,6 +163,16 @@ def _object(text: str | None) -> JsonObject | None:
         ) from None
     if not isinstance(value, dict):
         raise StoreError(f"expected a JSON object in a store column; found {type(value).__name__}")
+    return value
+
+
+def _value(text: str | None) -> JsonValue:
+    if text is None:
+        return None
+    try:
+        value: JsonValue = json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"expected JSON in a store column; found text that is not JSON: {exc}") from None
     return value
 
 

@@ -119,6 +119,55 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 4: the lease's generation, one more each time the lease changes hands, which fences commits.
     ("ALTER TABLE runs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0",),
+    # 5: what a receipt's call returned (the tool's JSON data or observation, a person's answer), as JSON text
+    # (NULL: nothing recorded, as for every receipt written before), for done_when conditions on receipts.
+    ("ALTER TABLE receipts ADD COLUMN output TEXT",),
+    # 6: copilot conversations, their turns (one per ask run, written whole when it ends) and each turn's
+    # attempts (the first try and its retry).
+    (
+        """CREATE TABLE conversations (
+            pos INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,
+            title TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        "CREATE INDEX conversations_by_owner ON conversations (owner, updated_at)",
+        """CREATE TABLE turns (
+            pos INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            conversation_id TEXT NOT NULL REFERENCES conversations (id),
+            run_id TEXT NOT NULL UNIQUE REFERENCES runs (id),
+            owner TEXT NOT NULL,
+            question TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('failed', 'cancelled', 'unusable', 'partial', 'done')),
+            reason TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            result TEXT NOT NULL,
+            formula TEXT,
+            source TEXT NOT NULL,
+            model TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            finished_at REAL NOT NULL
+        )""",
+        "CREATE INDEX turns_by_conversation ON turns (conversation_id, pos)",
+        """CREATE TABLE attempts (
+            turn_id TEXT NOT NULL REFERENCES turns (id),
+            n INTEGER NOT NULL CHECK (n >= 1),
+            status TEXT NOT NULL CHECK (status IN ('failed', 'cancelled', 'unusable', 'partial', 'done')),
+            reason TEXT NOT NULL,
+            review TEXT NOT NULL,
+            formula TEXT,
+            run_id TEXT REFERENCES runs (id),
+            answer TEXT NOT NULL,
+            result TEXT NOT NULL,
+            issues TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            finished_at REAL NOT NULL,
+            PRIMARY KEY (turn_id, n)
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
 
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
@@ -20,6 +21,7 @@ from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, 
 from plangate.store import _checks as check
 from plangate.store import _documents as documents
 from plangate.store import _rows as rows
+from plangate.store import _turns as turns
 from plangate.store._sql import Db
 from plangate.store.base import (
     Commit,
@@ -29,6 +31,7 @@ from plangate.store.base import (
     ReceiptSource,
     RunRecord,
     RunStatus,
+    TurnRecord,
     WriteIntent,
     WriteIntentConflict,
 )
@@ -118,8 +121,9 @@ class StoreTransaction:
         arguments_digest: str,
         success: bool,
         summary: str,
+        output: JsonValue = None,
     ) -> Receipt:
-        """Record evidence bound to plan step ``step_index``."""
+        """Record evidence bound to plan step ``step_index``; ``output`` is what its call returned."""
         self._check_open()
         check.integer(step_index, "add_receipt: step_index", minimum=0)
         check.choice(source, check.RECEIPT_SOURCES, "add_receipt: source")
@@ -128,6 +132,7 @@ class StoreTransaction:
         check.text(summary, "add_receipt: summary")
         if not isinstance(success, bool):
             raise ConfigError(f"add_receipt: success: expected True or False; found {success!r}")
+        output_json = None if output is None else check.json_value(output, "add_receipt: output")
         receipt = Receipt(
             run_id=self._run_id,
             step_index=step_index,
@@ -137,10 +142,21 @@ class StoreTransaction:
             success=success,
             summary=summary,
             at=self._clock(),
+            output=output,
         )
         self._db.run(
-            f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (self._run_id, step_index, source, name, arguments_digest, success, summary, receipt.at),
+            f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self._run_id,
+                step_index,
+                source,
+                name,
+                arguments_digest,
+                success,
+                summary,
+                receipt.at,
+                output_json,
+            ),
         )
         self._dirty = True
         return receipt
@@ -281,8 +297,10 @@ class StoreTransaction:
         success: bool,
         summary: str,
         result: Mapping[str, object] | None = None,
+        output: JsonValue = None,
     ) -> Receipt:
-        """Mark the write keyed ``key`` done and record its ``write_receipt``, which is returned.
+        """Mark the write keyed ``key`` done and record its ``write_receipt`` (with ``output``), which is
+        returned.
 
         Raises:
             NotFoundError: this run has no write intent with that key.
@@ -311,7 +329,15 @@ class StoreTransaction:
             arguments_digest=intent.arguments_digest,
             success=success,
             summary=summary,
+            output=output,
         )
+
+    def record_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Store a finished copilot turn and its attempts with this transaction's other changes."""
+        self._check_open()
+        stored = turns.record_turn(self._db, self._run_id, turn)
+        self._dirty = True
+        return stored
 
     def get_document(self, namespace: str, key: str) -> Document | None:
         """The document as this transaction sees it (its own writes included), or None."""

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import Event, InteractionKind, InteractionTool, JsonObject
@@ -28,6 +28,8 @@ RunStatus = Literal[
 InteractionStatus = Literal["open", "resolved", "expired"]
 ReceiptSource = Literal["tool_observation", "write_receipt", "user_reply"]
 WriteIntentStatus = Literal["intent", "done"]
+TurnStatus = Literal["failed", "cancelled", "unusable", "partial", "done"]
+"""How a copilot turn (and each of its attempts) ended; see ``plangate.copilot``."""
 
 TERMINAL_STATUSES: frozenset[RunStatus] = frozenset(
     {"completed", "failed", "aborted", "exhausted", "cancelled"}
@@ -121,7 +123,13 @@ class Interaction(_Record):
 
 
 class Receipt(_Record):
-    """Evidence that something happened during a plan step (a read, an executed write, a user reply)."""
+    """Evidence that something happened during a plan step (a read, an executed write, a user reply).
+
+    Attributes:
+        name: the tool that produced it (``ask_user`` for a person's answer).
+        output: what the call returned: the tool's JSON data, else its observation text; a person's answer;
+            None where nothing was recorded (receipts written before schema version 4).
+    """
 
     run_id: str
     step_index: int
@@ -131,6 +139,7 @@ class Receipt(_Record):
     success: bool
     summary: str
     at: float
+    output: JsonValue = None
 
 
 class Document(_Record):
@@ -172,6 +181,85 @@ class Token(_Record):
     name: str
     created_at: float
     revoked_at: float | None
+
+
+class Conversation(_Record):
+    """A thread of copilot turns that belong together (later turns see the earlier ones as history).
+
+    Attributes:
+        id: ``conv_…``, random.
+        title: the first question, clipped; may be empty.
+        turns: how many turns it holds.
+        updated_at: when its last turn was stored (its creation time before that).
+    """
+
+    id: str
+    owner: str
+    title: str
+    turns: int
+    created_at: float
+    updated_at: float
+
+
+class ConversationPage(_Record):
+    """One page of ``list_conversations``, most recently updated first; ``next_cursor`` for the next."""
+
+    items: list[Conversation]
+    next_cursor: str | None
+
+
+class AttemptRecord(_Record):
+    """One attempt of a turn, as stored: how it ended, why, what the review found, what it built and ran.
+
+    Attributes:
+        n: 1 for the first attempt, 2 for the retry.
+        review: ``{severity, verdict, signals: [{kind, detail, severity}], note}``.
+        formula: the formula it built (its JSON form), or None.
+        run_id: the formula run it started, or None.
+        result: ``{columns, rows}``: the rows its answer is based on.
+        issues: the check's issues left when it was final (``{level, code, path, message}``).
+    """
+
+    n: int
+    status: TurnStatus
+    reason: str
+    review: JsonObject
+    formula: JsonObject | None
+    run_id: str | None
+    answer: str
+    result: JsonObject
+    issues: list[JsonObject]
+    started_at: float
+    finished_at: float
+
+
+class TurnRecord(_Record):
+    """A finished copilot turn with all its attempts; stored whole, in one transaction, or not at all.
+
+    Attributes:
+        id: ``turn_…``.
+        run_id: the ``ask`` run that carried it (its events are the turn's ops, review and outcome).
+        result: ``{columns, rows}``: the rows the answer is based on (empty lists when none).
+        formula: the formula of the attempt the turn's answer comes from, or None.
+        source: the data source the question was about.
+        model: the spec of the model that generated the formula.
+    """
+
+    id: str
+    conversation_id: str
+    run_id: str
+    owner: str
+    question: str
+    status: TurnStatus
+    reason: str
+    answer: str
+    result: JsonObject
+    formula: JsonObject | None
+    source: str
+    model: str
+    created_at: float
+    finished_at: float
+    attempts: list[AttemptRecord]
 
 
 class WriteIntent(_Record):
@@ -325,8 +413,10 @@ class Transaction(Protocol):
         arguments_digest: str,
         success: bool,
         summary: str,
+        output: JsonValue = None,
     ) -> Receipt:
-        """Record evidence bound to plan step ``step_index``."""
+        """Record evidence bound to plan step ``step_index``; ``output`` (any JSON value) is what its call
+        returned."""
         ...
 
     def open_interaction(
@@ -375,14 +465,27 @@ class Transaction(Protocol):
         success: bool,
         summary: str,
         result: Mapping[str, object] | None = None,
+        output: JsonValue = None,
     ) -> Receipt:
-        """Mark the write keyed ``key`` done and record its ``write_receipt`` (returned)."""
+        """Mark the write keyed ``key`` done and record its ``write_receipt`` with ``output`` (returned)."""
+        ...
+
+    def record_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Store a finished copilot turn and its attempts with the run's other changes (its outcome).
+
+        The turn's ``run_id`` must be this transaction's run; its conversation must exist, and its
+        ``updated_at`` moves on to the turn's ``finished_at`` (never back).
+
+        Raises:
+            ConfigError: another run's turn, a turn id stored already, or attempts not numbered 1, 2, ...
+            NotFoundError: no such conversation.
+        """
         ...
 
 
 class Store(Protocol):
     """A durable home for runs, their event logs, snapshots, interactions, receipts, write intents,
-    small versioned documents and the hashes of bearer tokens.
+    small versioned documents, the hashes of bearer tokens, and copilot conversations and turns.
 
     Methods raise ``NotFoundError`` for an unknown run or interaction id (also when ``owner`` is given and
     the record belongs to someone else), ``ConfigError`` for a bad argument and ``StoreError`` when the
@@ -555,6 +658,46 @@ class Store(Protocol):
 
         Raises:
             NotFoundError: no token has that id.
+        """
+        ...
+
+    # -- conversations and turns ----------------------------------------------------------------------------
+
+    def create_conversation(
+        self, *, owner: str = "local", title: str = "", conversation_id: str | None = None
+    ) -> Conversation:
+        """Start a conversation; its id is random (``conv_…``) unless ``conversation_id`` is given.
+
+        Raises:
+            ConfigError: a bad argument, or a conversation with that id exists already.
+        """
+        ...
+
+    def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
+        """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
+        ...
+
+    def list_conversations(
+        self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> ConversationPage:
+        """Conversations, most recently updated first, one page of at most ``limit``."""
+        ...
+
+    def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
+        """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
+        ...
+
+    def find_turn(self, run_id: str) -> TurnRecord | None:
+        """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
+        ...
+
+    def list_turns(
+        self, conversation_id: str, *, owner: str | None = None, last: int | None = None
+    ) -> list[TurnRecord]:
+        """The conversation's turns, oldest first; only the ``last`` ones when given.
+
+        Raises:
+            NotFoundError: no such conversation (for this owner).
         """
         ...
 

@@ -55,12 +55,15 @@ from plangate.store import _documents as documents
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
 from plangate.store import _tokens as tokens
+from plangate.store import _turns as turns
 from plangate.store._pg_listen import Listener
 from plangate.store._pg_schema import migrate
 from plangate.store._pg_sql import PostgresDb, Translated, connection_lost, explain, safe_url
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
+    Conversation,
+    ConversationPage,
     Document,
     Interaction,
     InteractionStatus,
@@ -73,6 +76,7 @@ from plangate.store.base import (
     Snapshot,
     Subscriber,
     Token,
+    TurnRecord,
     WriteIntent,
 )
 
@@ -498,6 +502,52 @@ class PostgresStore:
         """
         with self._writing("revoke_token") as db:
             return tokens.revoke(db, self._clock, token_id, self._where)
+
+    # -- conversations and turns ----------------------------------------------------------------------------
+
+    def create_conversation(
+        self, *, owner: str = "local", title: str = "", conversation_id: str | None = None
+    ) -> Conversation:
+        """Start a conversation; its id is random (``conv_…``) unless ``conversation_id`` is given.
+
+        Raises:
+            ConfigError: a bad argument, or a conversation with that id exists already.
+        """
+        with self._writing("create_conversation") as db:
+            return turns.create_conversation(db, self._clock, owner, title, conversation_id, self._where)
+
+    def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
+        """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
+        with self._reading("get_conversation") as db:
+            return turns.get_conversation(db, conversation_id, owner, self._where)
+
+    def list_conversations(
+        self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> ConversationPage:
+        """Conversations, most recently updated first, one page of at most ``limit`` (1..1000)."""
+        with self._reading("list_conversations") as db:
+            return turns.list_conversations(db, owner, limit, cursor)
+
+    def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
+        """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
+        with self._writing("get_turn") as db:  # one snapshot for the turn and its attempts
+            return turns.get_turn(db, turn_id, owner, self._where)
+
+    def find_turn(self, run_id: str) -> TurnRecord | None:
+        """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
+        with self._writing("find_turn") as db:
+            return turns.find_turn(db, run_id)
+
+    def list_turns(
+        self, conversation_id: str, *, owner: str | None = None, last: int | None = None
+    ) -> list[TurnRecord]:
+        """The conversation's turns, oldest first; only the ``last`` ones when given.
+
+        Raises:
+            NotFoundError: no such conversation (for this owner).
+        """
+        with self._writing("list_turns") as db:
+            return turns.list_turns(db, conversation_id, owner, last, self._where)
 
     # -- leases -------------------------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """Holding a run's lease while advancing it: take it, keep it renewed, give it back.
 
-For: ``LeaseBook``, which the formula runner, the server and the CLI use so that two processes never advance
-one run. Whoever advances a run holds its lease (``kept``, renewed in the background, or ``held`` for one
-short commit); every commit of an advancing process checks that it still holds it (``holds``), so a process
-that lost its lease (frozen past its expiry, then taken over) never commits again. Not for: the lease
-columns themselves (the store's ``acquire_lease`` / ``renew_lease`` / ``release_lease``).
+For: ``LeaseBook``, which the formula runner, the agent runtime, the server, the CLI and the workers use so
+that two processes never advance one run. Whoever advances a run holds its lease (``kept``, renewed in the
+background, or ``held`` for one short commit); every commit of an advancing process is fenced by the lease's
+generation (``transaction``), and a write is preceded by a renewal (``confirm``), so a process that lost its
+lease (frozen past its expiry, cut off, taken over) never commits or writes again. Not for: the lease rows
+themselves (the store's ``take_lease`` / ``extend_lease`` / ``release_lease``).
 
 A holder is named ``<host>:<pid>:<boot>:<token>``. A lease whose holder is a process of this machine that no
 longer exists (killed, crashed) is taken over at once instead of after its expiry: ``plangate resume`` right
@@ -25,7 +26,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from plangate.errors import RunLeased, StoreError
-from plangate.store.base import RunRecord, Store
+from plangate.store.base import Lease, LeaseLost, RunRecord, Store, Transaction
 
 logger = logging.getLogger("plangate.store")
 
@@ -84,10 +85,13 @@ def _zombie(pid: int) -> bool:
 
 
 class LeaseBook:
-    """The leases one holder (a process, or one runner in it) holds, counted per run.
+    """The leases one holder (a process, or one runner in it) holds, counted per run, fencing its commits.
 
     Taking a lease the book already holds only counts up, and giving it back releases it only when the count
     falls to zero: the commit that answers a question can run while the same process advances the run.
+    Each lease held is kept as the store returned it (``fence``), generation included: every commit made
+    through ``transaction`` is fenced by it, so once the lease was lost (expired while this process was
+    frozen, released by a cancel, taken over) nothing more commits, even if the same lease is free again.
 
     Args:
         store: where the leases live.
@@ -100,12 +104,78 @@ class LeaseBook:
         self.holder = holder if holder is not None else new_holder()
         self.ttl = ttl
         self._counts: dict[str, int] = {}
+        self._leases: dict[str, Lease] = {}
+        self._lost: set[str] = set()
+        # Holders whose lease on a run expired and was taken by this book: whatever else they hold belongs
+        # to the same stopped work (a sub-run of the run taken over), and is taken over at once too.
+        self._superseded: set[str] = set()
         self._renewers: dict[str, asyncio.Task[None]] = {}
         self._lock = threading.Lock()  # a commit answering from a worker thread counts with the loop's work
 
     def holds(self, run: RunRecord) -> bool:
-        """Whether ``run`` (as read inside a transaction) is leased by this book's holder."""
-        return run.lease_owner == self.holder
+        """Whether ``run`` (as read inside a transaction) is leased by this book's holder, as this book
+        took it."""
+        held = self._leases.get(run.id)
+        return held is not None and run.lease_owner == self.holder
+
+    def fence(self, run_id: str) -> Lease:
+        """The lease this book holds on the run, to fence a transaction with.
+
+        Raises:
+            RunLeased: the book does not hold it, or lost it; nothing may be committed for the run here.
+        """
+        with self._lock:
+            held = self._leases.get(run_id)
+            lost = run_id in self._lost
+        if held is None:
+            why = "lost the run's lease" if lost else "does not hold the run's lease"
+            raise RunLeased(
+                f"run {run_id!r}: this process {why}; it stops advancing it, nothing more was committed",
+                run_id=run_id,
+                holder=None,
+            )
+        return held
+
+    @contextlib.contextmanager
+    def transaction(self, run_id: str) -> Iterator[Transaction]:
+        """A transaction on the run fenced by the lease this book holds (see ``Store.transaction``).
+
+        Raises:
+            RunLeased: the lease is not held here, or is no longer current (``LeaseLost`` underneath):
+                nothing was written.
+        """
+        fence = self.fence(run_id)
+        try:
+            with self.store.transaction(run_id, fence=fence) as tx:
+                yield tx
+        except LeaseLost as exc:
+            self._mark_lost(run_id)
+            holder = exc.current.holder if exc.current is not None else None
+            raise RunLeased(
+                f"run {run_id!r}: this process lost the run's lease (generation {fence.generation}) to "
+                f"{holder or 'nobody'}; it stops advancing it, nothing more was committed",
+                run_id=run_id,
+                holder=holder,
+            ) from exc
+
+    def confirm(self, run_id: str) -> None:
+        """Renew the lease now, before doing what cannot be undone (a write): refused if it was lost.
+
+        Raises:
+            RunLeased: the lease is not held here any more; the caller must not act for the run.
+        """
+        fence = self.fence(run_id)
+        try:
+            renewed = self.store.extend_lease(fence, self.ttl)
+        except LeaseLost as exc:
+            self._mark_lost(run_id)
+            raise RunLeased(
+                f"run {run_id!r}: this process lost the run's lease (generation {fence.generation}); "
+                "nothing more is done for it here",
+                run_id=run_id,
+                holder=exc.current.holder if exc.current is not None else None,
+            ) from exc
+        self._keep(run_id, renewed)
 
     def take(self, run_id: str) -> None:
         """Hold the run's lease (count up when already held).
@@ -117,7 +187,8 @@ class LeaseBook:
         with self._lock:
             count = self._counts.get(run_id, 0)
             if count == 0:
-                self._acquire(run_id)
+                self._leases[run_id] = self._acquire(run_id)
+                self._lost.discard(run_id)
             self._counts[run_id] = count + 1
 
     def give_back(self, run_id: str) -> None:
@@ -128,9 +199,12 @@ class LeaseBook:
                 self._counts[run_id] = count
                 return
             self._counts.pop(run_id, None)
+            held = self._leases.pop(run_id, None)
             renewer = self._renewers.pop(run_id, None)
             if renewer is not None:
                 renewer.cancel()
+            if held is None:
+                return
             try:
                 self.store.release_lease(run_id, self.holder)
             except StoreError as exc:  # a closed store: the lease lapses at its expiry
@@ -156,37 +230,63 @@ class LeaseBook:
         finally:
             self.give_back(run_id)
 
-    def _acquire(self, run_id: str) -> None:
+    def _keep(self, run_id: str, lease: Lease) -> None:
+        with self._lock:
+            if run_id in self._leases:
+                self._leases[run_id] = lease
+
+    def _mark_lost(self, run_id: str) -> None:
+        with self._lock:
+            if self._leases.pop(run_id, None) is not None:
+                self._lost.add(run_id)
+
+    def _acquire(self, run_id: str) -> Lease:
         store = self.store
-        if store.acquire_lease(run_id, self.holder, self.ttl):
-            return
-        run = store.get_run(run_id)
-        if run.lease_owner is not None and holder_is_gone(run.lease_owner):
-            # Its process is gone: release in its name, then take it as anyone could (a rival doing the
-            # same at the same moment loses at acquire_lease, which is a compare-and-set).
-            store.release_lease(run_id, run.lease_owner)
-            logger.info("took over the lease of run %s from %s, which stopped", run_id, run.lease_owner)
-            if store.acquire_lease(run_id, self.holder, self.ttl):
-                return
-            run = store.get_run(run_id)
-        raise RunLeased(_leased_message(run), run_id=run_id, holder=run.lease_owner)
+        before = store.get_lease(run_id)
+        lease = store.take_lease(run_id, self.holder, self.ttl)
+        if lease is not None:
+            if before is not None and before.holder != self.holder:
+                self._superseded.add(before.holder)  # its lease expired: its work stopped, or must
+            return lease
+        current = store.get_lease(run_id)
+        if current is not None and (current.holder in self._superseded or holder_is_gone(current.holder)):
+            # Its process is gone, or it lost the run above this one to this book: release in its name,
+            # then take it as anyone could (a rival doing the same at the same moment loses at take_lease,
+            # which is a compare-and-set; the released holder's commits are refused by their generation).
+            store.release_lease(run_id, current.holder)
+            logger.info("took over the lease of run %s from %s, which stopped", run_id, current.holder)
+            lease = store.take_lease(run_id, self.holder, self.ttl)
+            if lease is not None:
+                self._superseded.add(current.holder)
+                return lease
+        raise RunLeased(_leased_message(store.get_run(run_id)), run_id=run_id, holder=_holder(store, run_id))
 
     async def _renew(self, run_id: str) -> None:
-        store, holder = self.store, self.holder
         while True:
             await asyncio.sleep(self.ttl / 3)
+            with self._lock:
+                held = self._leases.get(run_id)
+            if held is None:
+                return
             try:
-                # renew_lease refuses a lease that expired even if nobody took it (a long pause): then it
-                # is taken again, which fails only if another holder has it now.
-                if store.renew_lease(run_id, holder, self.ttl) or store.acquire_lease(
-                    run_id, holder, self.ttl
-                ):
-                    continue
+                self._keep(run_id, self.store.extend_lease(held, self.ttl))
+            except LeaseLost as exc:
+                # Never taken again: someone may have advanced the run meanwhile, so what this process
+                # holds in memory is stale. Its next commit is refused; the holder now continues the run.
+                self._mark_lost(run_id)
+                holder = exc.current.holder if exc.current is not None else "nobody"
+                logger.warning("lost the lease of run %s (now %s); stopping", run_id, holder)
+                return
             except StoreError as exc:
                 logger.warning("could not renew the lease of run %s: %s", run_id, exc)
-                return
-            logger.warning("lost the lease of run %s to %s", run_id, store.get_run(run_id).lease_owner)
-            return
+                # A store that is down for a moment (a restarted server) is tried again at the next beat;
+                # the lease lapses at its expiry if it stays down, and the fence then refuses every commit.
+                continue
+
+
+def _holder(store: Store, run_id: str) -> str | None:
+    current = store.get_lease(run_id)
+    return current.holder if current is not None else None
 
 
 def _leased_message(run: RunRecord) -> str:

@@ -34,12 +34,15 @@ from plangate.store import _documents as documents
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
 from plangate.store import _tokens as tokens
+from plangate.store import _turns as turns
 from plangate.store._sql import SQLiteDb
 from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
+    Conversation,
+    ConversationPage,
     Document,
     Interaction,
     InteractionStatus,
@@ -52,6 +55,7 @@ from plangate.store.base import (
     Snapshot,
     Subscriber,
     Token,
+    TurnRecord,
     WriteIntent,
 )
 
@@ -448,6 +452,55 @@ class SQLiteStore:
         """
         with self._writing("revoke_token") as conn:
             return tokens.revoke(self._db(conn, "revoke_token"), self._clock, token_id, self._where)
+
+    # -- conversations and turns ----------------------------------------------------------------------------
+
+    def create_conversation(
+        self, *, owner: str = "local", title: str = "", conversation_id: str | None = None
+    ) -> Conversation:
+        """Start a conversation; its id is random (``conv_…``) unless ``conversation_id`` is given.
+
+        Raises:
+            ConfigError: a bad argument, or a conversation with that id exists already.
+        """
+        with self._writing("create_conversation") as conn:
+            db = self._db(conn, "create_conversation")
+            return turns.create_conversation(db, self._clock, owner, title, conversation_id, self._where)
+
+    def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
+        """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
+        with self._reading("get_conversation") as conn:
+            db = self._db(conn, "get_conversation")
+            return turns.get_conversation(db, conversation_id, owner, self._where)
+
+    def list_conversations(
+        self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> ConversationPage:
+        """Conversations, most recently updated first, one page of at most ``limit`` (1..1000)."""
+        with self._reading("list_conversations") as conn:
+            return turns.list_conversations(self._db(conn, "list_conversations"), owner, limit, cursor)
+
+    def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
+        """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
+        with self._reading("get_turn") as conn:
+            return turns.get_turn(self._db(conn, "get_turn"), turn_id, owner, self._where)
+
+    def find_turn(self, run_id: str) -> TurnRecord | None:
+        """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
+        with self._reading("find_turn") as conn:
+            return turns.find_turn(self._db(conn, "find_turn"), run_id)
+
+    def list_turns(
+        self, conversation_id: str, *, owner: str | None = None, last: int | None = None
+    ) -> list[TurnRecord]:
+        """The conversation's turns, oldest first; only the ``last`` ones when given.
+
+        Raises:
+            NotFoundError: no such conversation (for this owner).
+        """
+        with self._reading("list_turns") as conn:
+            db = self._db(conn, "list_turns")
+            return turns.list_turns(db, conversation_id, owner, last, self._where)
 
     # -- leases -------------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The built-in ``data`` toolkit: named data sources, read-only SQL and the ``db_schema``/``db_query`` tools.
+"""The built-in ``data`` toolkit: named data sources, read-only SQL, structured queries and the
+``db_schema`` / ``db_query`` / ``db_aggregate`` tools.
 
 Example::
 
@@ -9,6 +10,16 @@ Example::
 
 from __future__ import annotations
 
+from plangate.tools.data.aggregate import (
+    AggregateError,
+    AggregateQuery,
+    CompiledQuery,
+    aggregate_parameters,
+    compile_aggregate,
+    parse_aggregate,
+    source_parameters,
+)
+from plangate.tools.data.periods import DateRange, Period, date_ranges, period_between
 from plangate.tools.data.results import (
     ColumnInfo,
     DataSourceError,
@@ -21,21 +32,33 @@ from plangate.tools.data.results import (
     TableInfo,
 )
 from plangate.tools.data.sources import DataSource, DataSources, register_shop, shop_db_path
-from plangate.tools.data.toolkit import data_tools
+from plangate.tools.data.toolkit import aggregate_tool, data_tools
 
 __all__ = [
+    "AggregateError",
+    "AggregateQuery",
     "ColumnInfo",
+    "CompiledQuery",
     "DataSource",
     "DataSourceError",
     "DataSources",
+    "DateRange",
     "ForeignKey",
+    "Period",
     "QueryLimits",
     "QueryRefused",
     "QueryResult",
     "QueryTimeout",
     "SchemaInfo",
     "TableInfo",
+    "aggregate_parameters",
+    "aggregate_tool",
+    "compile_aggregate",
     "data_tools",
+    "date_ranges",
+    "parse_aggregate",
+    "period_between",
     "register_shop",
     "shop_db_path",
+    "source_parameters",
 ]

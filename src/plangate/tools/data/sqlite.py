@@ -49,6 +49,7 @@ _ALLOWED_ACTIONS = frozenset({
 _PROGRESS_STEPS = 100
 """Virtual-machine instructions between two checks of the deadline."""
 _GRACE_S = 0.2
+_BUSY_WAIT_S = 5.0
 """After the watchdog's interrupt, how long the caller waits for the statement to stop before answering."""
 _JSON_TABLES = re.compile(r"\bjson_(?:each|tree)\b", re.IGNORECASE)
 _PRINTF = re.compile(r"\b(?:printf|format)\s*\(", re.IGNORECASE)
@@ -208,8 +209,13 @@ class SqliteSource:
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         connection: sqlite3.Connection | None = None
         try:
-            # Used by the statement's own thread, and interrupted from the caller's (``_Watched``).
-            connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            # Used by the statement's own thread, and interrupted from the caller's (``_Watched``). A writer
+            # holding the file locked makes a reader wait: for half the time limit at most, so that the answer
+            # is "database is locked" rather than a timeout.
+            busy = min(_BUSY_WAIT_S, limits.timeout_s / 2)
+            connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=busy
+            )
             connection.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             if connection is not None:

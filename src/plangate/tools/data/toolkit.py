@@ -1,16 +1,26 @@
-"""The built-in ``data`` toolkit: ``db_schema`` and ``db_query`` over a :class:`DataSources` registry.
+"""The built-in ``data`` toolkit: ``db_schema``, ``db_query`` and ``db_aggregate`` over a
+:class:`DataSources` registry.
 
-Both are read tools of the ``data`` domain. They turn every outcome (refused by the guard, rejected by the
-database, stopped by a limit) into a ``ToolResult`` the model can act on; they never raise into the loop.
+All three are read tools of the ``data`` domain; ``db_aggregate``'s parameter schema is built from the
+sources' real schemas (tables and columns as enums), read when the tools are built. They turn every outcome
+(refused by the guard, rejected by the database, stopped by a limit) into a ``ToolResult`` the model can act
+on; they never raise into the loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from pydantic import JsonValue, TypeAdapter
 
 from plangate.tools.data._format import human_bytes, render_rows, render_schema, rows_summary
+from plangate.tools.data.aggregate import (
+    AggregateError,
+    aggregate_parameters,
+    compile_aggregate,
+    parse_aggregate,
+)
 from plangate.tools.data.results import DataSourceError, QueryLimits, QueryRefused, QueryTimeout, SchemaInfo
 from plangate.tools.data.sources import DataSources
 from plangate.tools.result import ToolResult
@@ -22,15 +32,22 @@ PACK = "sql"
 _SCHEMA_JSON: TypeAdapter[SchemaInfo] = TypeAdapter(SchemaInfo)
 
 
-def data_tools(sources: DataSources, limits: QueryLimits | None = None) -> list[Tool]:
-    """Build ``db_schema`` and ``db_query`` bound to ``sources``.
+def data_tools(
+    sources: DataSources,
+    limits: QueryLimits | None = None,
+    *,
+    schemas: Mapping[str, SchemaInfo] | None = None,
+) -> list[Tool]:
+    """Build ``db_schema``, ``db_query`` and ``db_aggregate`` bound to ``sources``.
 
     Args:
         sources: the data sources the tools may read.
         limits: row, size and time limits per call; the defaults are 1,000 rows, 1 MB and 30 s.
+        schemas: the sources' schemas, when the caller has read them already; the others are read here
+            (a source that cannot be read is left out of ``db_aggregate``'s enums, and said so).
 
     Returns:
-        The two tools, domain ``data``, pack ``sql``, both ``read``.
+        The three tools, domain ``data``, pack ``sql``, all ``read``.
     """
     bounds = limits or QueryLimits()
     known = ", ".join(sources.names()) or "none yet"
@@ -98,11 +115,90 @@ def data_tools(sources: DataSources, limits: QueryLimits | None = None) -> list[
     return [
         _with_description(db_schema, f" Sources: {known}."),
         _with_description(db_query, limits_note),
+        aggregate_tool(sources, bounds, schemas=schemas),
     ]
+
+
+def _read_schemas(
+    sources: DataSources, limits: QueryLimits, given: Mapping[str, SchemaInfo] | None
+) -> tuple[dict[str, SchemaInfo], list[str]]:
+    schemas: dict[str, SchemaInfo] = {}
+    unread: list[str] = []
+    for name in sources.names():
+        if given is not None and name in given:
+            schemas[name] = given[name]
+            continue
+        try:
+            schemas[name] = sources.get(name).schema(limits)
+        except DataSourceError as exc:
+            unread.append(f"{name} ({exc})")
+    return schemas, unread
+
+
+def aggregate_tool(
+    sources: DataSources,
+    limits: QueryLimits | None = None,
+    *,
+    schemas: Mapping[str, SchemaInfo] | None = None,
+) -> Tool:
+    """``db_aggregate``: a structured query (measures, groups, filters, a period, an order, a limit) compiled
+    to SQL against the source's real schema; its parameters list the tables and columns as enums.
+
+    Args:
+        sources: the data sources it may read.
+        limits: row, size and time limits per call.
+        schemas: schemas already read, by source name; the others are read now.
+    """
+    bounds = limits or QueryLimits()
+    known, unread = _read_schemas(sources, bounds, schemas)
+
+    def db_aggregate(**arguments: JsonValue) -> ToolResult:
+        source = arguments.get("source")
+        if not isinstance(source, str) or source not in known:
+            message = (
+                sources.unknown_message(str(source)) if source not in sources
+                else f"the schema of {source!r} could not be read"
+            )
+            return ToolResult.blocked("unknown_source", message, observation=message)
+        try:
+            compiled = compile_aggregate(parse_aggregate(arguments), known[source])
+        except AggregateError as exc:
+            return ToolResult.blocked("invalid_query", str(exc), observation=f"the query was not run: {exc}")
+        try:
+            result = sources.get(source).query(compiled.sql, bounds)
+        except QueryRefused as exc:
+            return ToolResult.blocked("sql_refused", exc.reason, observation=f"query refused: {exc.reason}")
+        except QueryTimeout as exc:
+            observation = f"{exc}: filter earlier or aggregate less"
+            return ToolResult.failed("query_timeout", str(exc), observation=observation)
+        except DataSourceError as exc:
+            return ToolResult.failed("sql_error", str(exc), observation=f"the database rejected it: {exc}")
+        rendered = render_rows(result, bounds)
+        data = dict(rendered.data)
+        data["sql"] = compiled.sql
+        return ToolResult.done(rendered.text, summary=rows_summary(rendered), data=data)
+
+    note = f" Sources: {', '.join(known) or 'none'}."
+    if unread:
+        note += f" Not readable now: {'; '.join(unread)}."
+    return Tool(
+        name="db_aggregate",
+        description=(
+            "Compute measures (count, count_distinct, sum, avg, min, max of a column; sum of a column times "
+            "another) over a table, grouped by columns, filtered, within a period (from/to: a year 2025, a "
+            "month 2025-03 or a day), ordered and limited. Columns of other tables are joined along foreign "
+            "keys. Names are table.column; the SQL is built for you." + note
+        ),
+        parameters=aggregate_parameters(list(known.values())),
+        function=db_aggregate,
+        domain=DOMAIN,
+        pack=PACK,
+        idempotent=True,
+    )
 
 
 def _with_description(item: Tool, extra: str) -> Tool:
     return replace(item, description=item.description + extra)
 
 
-__all__ = ["DOMAIN", "PACK", "data_tools"]
+__all__ = ["DOMAIN", "PACK", "aggregate_tool", "data_tools"]

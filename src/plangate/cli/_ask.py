@@ -1,0 +1,213 @@
+"""``plangate ask "QUESTION" --data PATH_OR_URL``: a copilot turn in a terminal.
+
+For: running a turn and showing it as it happens, with rich: the formula growing op by op, the check's
+issues, the run's progress step by step, the review's signals, then the answer and the rows it rests on;
+``--json`` prints the turn as one JSON object instead; ``--save NAME`` writes its formula to
+``formulas/NAME.formula.toml``. Exit status: 0 for a ``done`` or ``partial`` turn, 1 for ``unusable`` or
+``failed``, 130 when interrupted. Not for: any turn logic (``plangate.copilot``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+from collections.abc import Mapping
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from plangate.cli._agent import JsonOpt, ModelOpt
+from plangate.cli._console import err, fail, out, print_json
+from plangate.cli._loading import StoreOpt, model_from, store_from
+from plangate.copilot import AskStream, Copilot, Turn
+from plangate.copilot.saving import save_formula
+from plangate.errors import UserError
+from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent, StepStateEvent
+
+_SEVERITY = {"broken": "red", "degraded": "yellow", "benign": "dim", "ok": "green"}
+_STATUS = {"done": "green", "partial": "yellow", "unusable": "red", "failed": "red", "cancelled": "dim"}
+_STEP = {"complete": "green", "failed": "red", "skipped": "dim", "running": "cyan", "cancelled": "dim"}
+_ROWS_SHOWN = 20
+
+DataOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--data", "-d", help="A SQLite file or a postgresql:// URL; default: the bundled shop data."
+    ),
+]
+NameOpt = Annotated[
+    str | None, typer.Option("--name", help="The name to register the data under; default: the file's stem.")
+]
+ConversationOpt = Annotated[
+    str | None, typer.Option("--conversation", "-c", help="Continue this conversation (its id).")
+]
+SaveOpt = Annotated[
+    str | None, typer.Option("--save", help="Write the turn's formula to formulas/NAME.formula.toml.")
+]
+ReviewOpt = Annotated[
+    bool, typer.Option("--review", help="Let the model also review answers the rules flagged.")
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ask`` to ``app``."""
+    app.command("ask")(ask_command)
+
+
+def _step_text(step: object) -> str:
+    if not isinstance(step, dict):
+        return ""
+    for kind in ("tool", "llm", "agent", "human", "formula"):
+        spec = step.get(kind)
+        if isinstance(spec, dict):
+            if kind == "tool":
+                args = spec.get("args") if isinstance(spec.get("args"), dict) else {}
+                brief = jsonlib.dumps(args, ensure_ascii=False)
+                return f"{spec.get('name')} {brief if len(brief) <= 160 else brief[:159] + '…'}"
+            prompt = str(spec.get("prompt", "")).replace("\n", " ")
+            return f"{kind}: {prompt if len(prompt) <= 80 else prompt[:79] + '…'}"
+    return "no executor"
+
+
+def op_line(op: Mapping[str, object]) -> str | None:
+    """The terminal line of one op (rich markup), or None for ops not worth a line."""
+    name = op.get("op")
+    error = f" [red]({escape(str(op['error']))})[/]" if op.get("error") else ""
+    if name == "plan":
+        return f"[bold]plan[/] {escape(str(op.get('summary', '')))}"
+    if name == "look":
+        return f"[blue]look[/] {escape(str(op.get('table', '')))}"
+    if name == "add_step":
+        step = op.get("step")
+        step_id = step.get("id") if isinstance(step, dict) else "?"
+        return f"[green]+ {escape(str(step_id))}[/] {escape(_step_text(step))}{error}"
+    if name == "update_step":
+        fields = ", ".join(k for k in op if k not in ("op", "id", "error", "attempt"))
+        return f"[yellow]~ {escape(str(op.get('id')))}[/] {escape(fields)}{error}"
+    if name == "remove_step":
+        return f"[red]- {escape(str(op.get('id')))}[/]{error}"
+    if name == "done":
+        return f"[bold]done[/] {escape(str(op.get('explanation', '')))}"
+    if name in ("reply", "ask"):
+        return f"[bold]{name}[/] {escape(str(op.get('text', '')))}"
+    return None
+
+
+def event_line(event: Event, ask_run: str) -> str | None:
+    """The terminal line of a turn's event (rich markup), or None."""
+    if isinstance(event, OpEvent):
+        return op_line(event.op)
+    if isinstance(event, ReviewEvent):
+        if not event.signals:
+            return "[green]review: clean[/]"
+        lines = [f"[bold]review[/] ({event.severity or 'ok'}, {event.verdict})"]
+        for signal in event.signals:
+            style = _SEVERITY.get(str(signal.get("severity")), "white")
+            lines.append(
+                f"  [{style}]{escape(str(signal.get('kind')))}[/]: {escape(str(signal.get('detail')))}"
+            )
+        return "\n".join(lines)
+    if isinstance(event, StepStateEvent):
+        if event.status not in ("running", "complete", "failed", "skipped", "cancelled"):
+            return None
+        style = _STEP.get(event.status, "white")
+        reason = f": {escape(event.reason)}" if event.reason and event.status != "running" else ""
+        return f"  [{style}]{escape(event.step_id)} {event.status}[/]{reason}"
+    if isinstance(event, StatusEvent) and event.run_id == ask_run:
+        return _status_line(event)
+    return None
+
+
+def _status_line(event: StatusEvent) -> str | None:
+    text = escape(event.text)
+    if event.stage == "generate" and event.code == "attempt":
+        return f"\n[bold cyan]{text}[/]"
+    if event.stage == "check":
+        return f"[yellow]check: {text}[/]" if event.code == "issues" else f"[green]check passed[/] ({text})"
+    if event.stage == "run" and event.code == "started":
+        return f"[cyan]run[/] {text}"
+    if event.stage == "run":
+        style = "green" if event.code == "completed" else "red"
+        return f"[{style}]run {escape(event.code)}[/]: {text}"
+    if event.stage == "review" and event.code == "retry":
+        return f"[yellow]retrying[/]: {text}"
+    if event.stage == "scope":
+        return f"[red]data: {text}[/]"
+    return None
+
+
+async def _follow(stream: AskStream) -> None:
+    async for event in stream:
+        line = event_line(event, stream.run_id)
+        if line is not None:
+            out.print(line)
+
+
+def _show(turn: Turn) -> None:
+    style = _STATUS.get(turn.status, "white")
+    body = escape(turn.answer) if turn.answer else f"[dim]no answer:[/] {escape(turn.reason)}"
+    subtitle = escape(turn.reason) if turn.answer and turn.status != "done" else None
+    out.print(Panel(body, title=f"[{style}]{turn.status}[/]", subtitle=subtitle, expand=False))
+    if turn.result.columns and turn.answer:
+        table = Table(*turn.result.columns, show_lines=False)
+        for row in turn.result.rows[:_ROWS_SHOWN]:
+            table.add_row(*(escape(str(value)) for value in row))
+        out.print(table)
+        if len(turn.result.rows) > _ROWS_SHOWN:
+            out.print(f"[dim]… {len(turn.result.rows) - _ROWS_SHOWN:,} more rows[/]")
+    out.print(f"[dim]turn {turn.id} · conversation {turn.conversation_id} · run {turn.run_id}[/]")
+
+
+def ask_command(
+    question: Annotated[str, typer.Argument(help="The question about the data.")],
+    data: DataOpt = None,
+    model: ModelOpt = None,
+    conversation: ConversationOpt = None,
+    save: SaveOpt = None,
+    name: NameOpt = None,
+    store: StoreOpt = None,
+    review: ReviewOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Ask a question about data: the copilot builds a formula, checks, runs and reviews it, then answers."""
+    try:
+        chosen = model_from(model, of="copilot model")
+        copilot = Copilot(model=chosen, store=store_from(store), model_review=review)
+        if json:
+            turn = copilot.ask(question, data, conversation=conversation, name=name)
+        else:
+            stream = copilot.stream(question, data, conversation=conversation, name=name)
+            asyncio.run(_follow(stream))
+            if stream.turn is None:
+                fail("the turn ended without a result")
+                return
+            turn = stream.turn
+    except KeyboardInterrupt:
+        err.print("[dim]interrupted: the turn is stored as cancelled[/]")
+        raise typer.Exit(130) from None
+    except UserError as exc:
+        fail(str(exc))
+        return
+    saved = None
+    if save is not None:
+        try:
+            saved = save_formula(turn, save)
+        except UserError as exc:
+            err.print(f"[bold red]--save:[/] {escape(str(exc))}")
+    if json:
+        data_out = turn.to_json()
+        if saved is not None:
+            data_out["saved"] = str(saved)
+        print_json(data_out)
+    else:
+        _show(turn)
+        if saved is not None:
+            out.print(f"formula saved to [bold]{escape(str(saved))}[/]")
+    if turn.status not in ("done", "partial"):
+        raise typer.Exit(1)
+
+
+__all__ = ["ask_command", "event_line", "op_line", "register"]

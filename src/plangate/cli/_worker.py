@@ -1,0 +1,154 @@
+"""``plangate worker``: a Celery worker that advances runs handed to it through a Redis broker.
+
+For: turning the command line (and ``plangate.toml``, with ``--config``) into ``WorkerSettings`` and running
+the worker. The worker's tools, formulas and model come from here only, never from the runs it advances.
+Not for: the worker itself (``plangate.workers``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from plangate.cli._console import err, fail
+from plangate.cli._loading import StoreOpt, ToolsOpt, tool_specs
+from plangate.config import load_config
+from plangate.errors import ConfigError, UserError
+from plangate.store import STORE_ENV
+
+if TYPE_CHECKING:
+    from plangate.workers import RunQueue, WorkerSettings
+
+BROKER_ENV = "PLANGATE_BROKER"
+
+BrokerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--broker",
+        help="The Redis URL of the workers' queue (redis://host:port/0): the run is handed to the workers "
+        "and the command returns at once.",
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``worker`` to ``app``."""
+    app.command("worker")(worker_command)
+
+
+def worker_command(
+    store: StoreOpt = None,
+    broker: Annotated[
+        str | None,
+        typer.Option("--broker", help=f"The Redis URL of the queue (default ${BROKER_ENV})."),
+    ] = None,
+    tools: ToolsOpt = None,
+    path: Annotated[
+        list[Path] | None,
+        typer.Option("--path", "-p", help="A directory to search for formulas first (repeatable)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="A plangate.toml with the store, the model and the tools (the flags win)."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="The model of agent runs and agent/llm steps that name none (default: each run's own).",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="Runs advanced at once, one process each (default: one per CPU)."),
+    ] = None,
+    lease_ttl: Annotated[
+        float, typer.Option("--lease-ttl", min=1.0, help="Seconds a run's lease lasts unless renewed.")
+    ] = 10.0,
+    loglevel: Annotated[str, typer.Option(help="The log level (debug, info, warning, error).")] = "info",
+) -> None:
+    """Advance the runs that servers and commands hand to the workers (`--broker`), on a shared store.
+
+    A run is advanced only while this worker holds its lease (renewed while it works): one worker per run,
+    and a run whose worker died is taken over once its lease expired."""
+    try:
+        from plangate.workers import WorkerSettings, broker_url, run_worker
+    except UserError as exc:
+        fail(str(exc))
+        return
+    try:
+        settings = WorkerSettings(
+            store="",
+            broker=broker_url(broker or os.environ.get(BROKER_ENV)),
+            paths=tuple(str(p) for p in path or ()),
+            lease_ttl=lease_ttl,
+            concurrency=concurrency,
+        )
+        settings = _with_config(settings, config, store, tools, model)
+        _check(settings)
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if not settings.store.startswith(("postgresql://", "postgres://", "postgresql+")):
+        err.print(
+            "[bold yellow]warning:[/] the store is not PostgreSQL: workers on other machines cannot share "
+            "it, and servers' event streams do not follow the commits made here"
+        )
+    run_worker(settings, loglevel=loglevel.upper())
+
+
+def _with_config(
+    settings: WorkerSettings, path: Path | None, store: str | None, tools: list[str] | None, model: str | None
+) -> WorkerSettings:
+    found = load_config(path) if path is not None else None
+    chosen_store = store or (found.store if found else None) or os.environ.get(STORE_ENV, "").strip()
+    if not chosen_store:
+        raise ConfigError(
+            f"--store: expected the shared store's URL (postgresql://…) or ${STORE_ENV}; found none"
+        )
+    if found is not None and found.mcp:
+        raise ConfigError(
+            f"{found.source}: mcp: workers do not start MCP servers; offer their tools with --tools instead"
+        )
+    specs = tool_specs(tools) or list(found.tools if found else [])
+    return replace(
+        settings,
+        store=chosen_store,
+        tools=tuple(specs),
+        model=model or (found.model if found else None),
+    )
+
+
+def _check(settings: WorkerSettings) -> None:
+    """Fail now, with the reason, on what every worker process would fail on later (tools, the store)."""
+    from plangate.store import open_store
+    from plangate.tools.specs import load_tools
+
+    registry = load_tools(settings.tools)
+    opened = open_store(settings.store)
+    opened.close()
+    names = ", ".join(registry.names()) or "none"
+    paths = ", ".join(settings.paths) or "the default places"
+    err.print(f"worker: tools {escape(names)}; formulas from {escape(paths)}")
+
+
+def queue_for(broker: str) -> RunQueue:
+    """The workers' queue at ``--broker`` (a Redis URL).
+
+    Raises:
+        ConfigError: not a Redis URL, or the workers extra is not installed.
+    """
+    from plangate.workers import RunQueue, broker_url
+
+    return RunQueue(broker_url(broker))
+
+
+__all__ = ["BROKER_ENV", "BrokerOpt", "queue_for", "register"]

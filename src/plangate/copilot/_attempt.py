@@ -1,0 +1,303 @@
+"""One attempt of a turn: generate (and repair), decide, run, review; and what to ask for if it is retried.
+
+For: the sequence of SPEC §5's steps 1 to 5 for one try, each phase delegated to its module and every
+decision taken by ``policy``. Not for: the loop of attempts or storing the turn (``turn.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from plangate.copilot import _review as review_rules
+from plangate.copilot import policy
+from plangate.copilot._check import check_draft
+from plangate.copilot._constrained import op_lines_schema, question_hints
+from plangate.copilot._generate import Generation, Generator
+from plangate.copilot._numbers import Known
+from plangate.copilot._ops import Draft, ops_text, slug
+from plangate.copilot._prompt import messages, repair_text
+from plangate.copilot._run import PlanRunner, RunOutcome
+from plangate.copilot._scope import Scope
+from plangate.copilot.results import Attempt, Review, Signal, formula_json
+from plangate.errors import PlangateError
+from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent
+from plangate.formulas import Formula, Issue, Plan
+from plangate.models import Message, Model
+from plangate.store import TurnStatus
+
+Emit = Callable[[Event], None]
+RETRY_TEMPERATURE = 0.7
+"""How freely a model that samples greedily (the local one) samples on a retry."""
+
+
+@dataclass
+class AttemptSetup:
+    """What every attempt of a turn shares.
+
+    Attributes:
+        question: the question.
+        history: the conversation's earlier turns.
+        scope: the data.
+        model: the copilot model.
+        constrained: whether it writes under the lines grammar.
+        runner: runs formulas as children of the turn's run.
+        run_id: the turn's ``ask`` run.
+        owner: who the runs belong to.
+        emit: commits an event to the turn's run.
+        review_model: the model of the optional model review, or None.
+    """
+
+    question: str
+    history: Sequence[policy.HistoryItem]
+    scope: Scope
+    model: Model
+    constrained: bool
+    runner: PlanRunner
+    run_id: str
+    owner: str
+    emit: Emit
+    review_model: Model | None = None
+
+
+@dataclass
+class AttemptResult:
+    """An attempt, and the instruction of the retry when the policy wants one."""
+
+    attempt: Attempt
+    retry: str | None = None
+    stage: str = "review"
+
+
+def _issue_lines(issues: Sequence[Issue]) -> str:
+    errors = [issue for issue in issues if issue.level == "error"]
+    return "; ".join(f"{i.path}: {i.message}" if i.path else i.message for i in errors[:5])
+
+
+class AttemptRun:
+    """Runs attempt ``n`` of a turn (1 for the first)."""
+
+    def __init__(self, setup: AttemptSetup, n: int, instruction: str | None) -> None:
+        self.setup = setup
+        self.n = n
+        self.instruction = instruction
+        self.started = time.time()
+        self.known = Known()
+        self.draft = Draft(slug(setup.question))
+        lines = None
+        if setup.constrained:
+            hints = question_hints(setup.question, setup.scope.categories, setup.scope.schema)
+            lines = op_lines_schema(setup.scope.schema, hints)
+        # Sampled greedily, a small model writes the same stream (and answer) again: a retry samples more
+        # freely, in both.
+        self.temperature = RETRY_TEMPERATURE if setup.constrained and n > 1 else None
+        self.generator = Generator(
+            setup.model, setup.scope, self._op, known=self.known, lines=lines, temperature=self.temperature
+        )
+
+    async def _op(self, op: dict[str, JsonValue]) -> None:
+        self.setup.emit(OpEvent(op=op, attempt=self.n))
+
+    def _status(self, stage: str, code: str, text: str = "") -> None:
+        self.setup.emit(StatusEvent(stage=stage, code=code, text=text))
+
+    def _attempt(self, status: TurnStatus, reason: str, **fields: object) -> Attempt:
+        return Attempt.model_validate(
+            {
+                "n": self.n,
+                "status": status,
+                "reason": reason,
+                "started_at": self.started,
+                "finished_at": time.time(),
+                **fields,
+            }
+        )
+
+    async def run(self) -> AttemptResult:
+        """Generate, check and repair, decide, then run and review (or reply, ask, stop)."""
+        setup = self.setup
+        self._status("generate", "attempt", f"attempt {self.n}" + (" (retry)" if self.instruction else ""))
+        convo = messages(
+            setup.scope, setup.question, setup.history, self.instruction, constrained=setup.constrained
+        )
+        generation = await self.generator.run(self.draft, convo)
+        terminal, plan = await self._terminal(generation, convo)
+        step = policy.next_step(terminal)
+        if step == "retry":
+            return self._empty(terminal)
+        if step == "fail":
+            reason = terminal.text or f"the workflow does not pass the check: {_issue_lines(terminal.issues)}"
+            return AttemptResult(
+                self._attempt("failed", reason, formula=terminal.formula, issues=list(terminal.issues)),
+                stage="check",
+            )
+        if step == "asked":
+            return AttemptResult(
+                self._attempt("partial", f"the copilot asks first: {terminal.text}", answer=terminal.text),
+                stage="generate",
+            )
+        if step == "reply":
+            return self._reply(terminal.text)
+        if step == "ready":
+            note = terminal.explanation or "run it to get the answer"
+            return AttemptResult(
+                self._attempt(
+                    "partial",
+                    "the workflow was built, not run (done with run: false)",
+                    formula=terminal.formula,
+                    answer=f"Workflow ready: {note}",
+                    issues=list(terminal.issues),
+                ),
+                stage="check",
+            )
+        assert plan is not None and terminal.formula is not None
+        return await self._run(terminal.formula, plan, list(terminal.issues))
+
+    async def _terminal(
+        self, generation: Generation, convo: list[Message]
+    ) -> tuple[policy.Terminal, Plan | None]:
+        """How generation, and the check with its repair rounds, ended."""
+        if generation.ended == "error":
+            return policy.Terminal("error", generation.text, generation.error_code), None
+        if generation.ops == 0:
+            skipped = "; ".join(generation.skipped[:3])
+            correction = "The model wrote no op" + (
+                f" (it wrote {skipped})" if skipped else " (it wrote nothing)"
+            )
+            return policy.Terminal("error", correction, "empty_generation"), None
+        if generation.ended in ("reply", "ask"):
+            return policy.Terminal("reply" if generation.ended == "reply" else "ask", generation.text), None
+        formula, plan, issues = self._check()
+        rounds = 0
+        while any(issue.level == "error" for issue in issues) and rounds < policy.REPAIR_ROUNDS:
+            rounds += 1
+            self._status("check", "issues", _issue_lines(issues))
+            convo += [
+                Message("assistant", generation.transcript or "(nothing)"),
+                Message("user", repair_text(issues, constrained=self.setup.constrained)),
+            ]
+            if self.setup.constrained:
+                self.draft.reset()
+            generation = await self.generator.run(self.draft, convo)
+            if generation.ended == "error":
+                return policy.Terminal("error", generation.text, generation.error_code), None
+            if generation.ended in ("reply", "ask"):
+                return policy.Terminal(
+                    "reply" if generation.ended == "reply" else "ask", generation.text
+                ), None
+            formula, plan, issues = self._check()
+        if any(issue.level == "error" for issue in issues):
+            self._status("check", "issues", _issue_lines(issues))
+        else:
+            self._status("check", "passed", f"{len(plan.steps) if plan else 0} steps")
+        terminal = policy.Terminal(
+            "final",
+            formula=formula,
+            issues=tuple(issues),
+            explanation=self.draft.explanation,
+            autorun=self.draft.run,
+        )
+        await self._op(
+            {
+                "op": "final",
+                "formula": formula_json(formula) if formula is not None else self.draft.data(),
+                "issues": [issue.model_dump(mode="json") for issue in issues],
+                "explanation": terminal.explanation,
+                "autorun": terminal.autorun,
+            }
+        )
+        return terminal, plan
+
+    def _check(self) -> tuple[Formula | None, Plan | None, list[Issue]]:
+        try:
+            formula_vars = policy.fill_input(self.draft.formula(), self.setup.question, self.setup.history)
+        except PlangateError:  # the draft does not validate: the check reports why
+            formula_vars = {"question": self.setup.question, "history": []}
+        return check_draft(self.draft, self.setup.scope, formula_vars)
+
+    def _empty(self, terminal: policy.Terminal) -> AttemptResult:
+        attempt = self._attempt("failed", terminal.text)
+        self._review(Review.of([Signal(kind="empty_generation", detail=terminal.text, severity="broken")]))
+        retry = None
+        if self.n < policy.MAX_ATTEMPTS:
+            retry = policy.retry_instruction(self.setup.question, terminal.text, empty=True)
+        return AttemptResult(attempt, retry, stage="generate")
+
+    def _review(self, review: Review) -> None:
+        self.setup.emit(
+            ReviewEvent(
+                signals=[signal.model_dump(mode="json") for signal in review.signals],
+                verdict=review.verdict,
+                severity=review.severity,
+                attempt=self.n,
+            )
+        )
+
+    def _reply(self, text: str) -> AttemptResult:
+        known = review_rules.known_data(self.setup.question, None, None, self.known)
+        review = Review.of(review_rules.answer_signals(text, known))
+        self._review(review)
+        status = policy.attempt_status(review)
+        retry = None
+        if policy.retry_after_review(review, self.n - 1):
+            retry = policy.rebuild_instruction(self.setup.question, review.summary())
+        reason = review.summary() or "answered without data"
+        return AttemptResult(self._attempt(status, reason, answer=text, review=review), retry)
+
+    async def _run(self, formula: Formula, plan: Plan, issues: list[Issue]) -> AttemptResult:
+        setup = self.setup
+        self._status("run", "started", f"running {len(plan.steps)} steps")
+        outcome = await setup.runner.run(plan, setup.run_id, setup.owner, temperature=self.temperature)
+        self._status("run", outcome.status, outcome.reason)
+        known = review_rules.known_data(setup.question, plan, outcome, self.known)
+        signals = review_rules.review_run(setup.question, outcome, setup.scope, known)
+        review = Review.of(signals)
+        answer = outcome.answer
+        if review.signals and setup.review_model is not None and outcome.completed:
+            answer, review = await self._model_review(outcome, review, known)
+        self._review(review)
+        status = policy.attempt_status(review, ran=outcome.completed)
+        reason = self._reason(outcome, review)
+        retry = None
+        if policy.retry_after_review(review, self.n - 1):
+            retry = policy.retry_instruction(
+                setup.question, review.summary() or outcome.reason, formula_text=ops_text(formula)
+            )
+        attempt = self._attempt(
+            status,
+            reason,
+            review=review,
+            formula=formula,
+            run_id=outcome.run_id,
+            answer=answer,
+            result=outcome.result,
+            issues=issues,
+        )
+        return AttemptResult(attempt, retry)
+
+    async def _model_review(self, outcome: RunOutcome, review: Review, known: Known) -> tuple[str, Review]:
+        model = self.setup.review_model
+        assert model is not None
+        verdict = await review_rules.model_review(
+            model, self.setup.question, outcome.answer, outcome, review, known
+        )
+        if verdict is None:
+            return outcome.answer, review
+        rewritten = verdict.answer != outcome.answer
+        now = review_rules.answer_signals(verdict.answer, known) if rewritten else None
+        return verdict.answer, review_rules.apply_model_review(review, verdict, now)
+
+    @staticmethod
+    def _reason(outcome: RunOutcome, review: Review) -> str:
+        if not outcome.completed:
+            failures = [s for s in review.signals if s.kind == "step_failed"]
+            return "; ".join(s.detail for s in failures) if failures else outcome.reason
+        if review.signals:
+            return review.summary()
+        return "answered from the data"
+
+
+__all__ = ["AttemptResult", "AttemptRun", "AttemptSetup"]

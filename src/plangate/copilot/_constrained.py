@@ -1,0 +1,278 @@
+"""The op stream a grammar-constrained model (the local default) may write, as a schema of lines.
+
+A small model cannot be trusted with the whole op protocol, so it gets the structured path only, under a
+grammar (``plangate.models._grammar`` turns ``{"x-lines": [...]}`` into one): one line, the ``add_step`` of
+a ``db_aggregate`` query whose arguments are the source's real tables and columns as enums (it cannot name
+a column that does not exist). The copilot then adds the two ops that always follow on this path (marked
+``"by": "copilot"``): the answer step, which writes the answer from the query's rows (its prompt is what a
+small model writes worst, and sampling fixed text token by token under a grammar costs as much as writing
+it), and ``done``.
+
+The grammar also holds what the question states plainly, so the model cannot contradict it: the period it
+names (else no period), the numbers it names as the possible limits (else 100), and as filters only the
+values of the data's category columns that it mentions (``cancelled`` for ``orders.status``). Every stream
+the model can write is a formula that passes the check's shape rules.
+
+For: the schema, the question's hints, and telling whether a model samples under grammars. Not for: the
+prompt (``_prompt``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from pydantic import JsonValue
+
+from plangate.copilot._periods import asked_period
+from plangate.models import Model
+from plangate.models._grammar import LINES, NOT_BLANK
+from plangate.tools.data import SchemaInfo, TableInfo, source_parameters
+from plangate.tools.data.periods import Period
+from plangate.tools.data.profile import CategoryColumn
+
+QUERY_STEP = "query"
+ANSWER_STEP = "answer"
+ANSWER_PROMPT = (
+    "Question: {{question}}\n"
+    "Rows, with the columns {{steps.query.output.columns}}: {{steps.query.output.rows}}\n"
+    "Answer the question in one or two sentences from these rows only. Copy every number exactly as the "
+    "rows write it. If there are no rows, say that the data has none for the question."
+)
+ANSWER_OP: dict[str, JsonValue] = {
+    "op": "add_step",
+    "step": {"id": ANSWER_STEP, "title": "Answer", "needs": [QUERY_STEP], "llm": {"prompt": ANSWER_PROMPT}},
+}
+DONE_OP: dict[str, JsonValue] = {
+    "op": "done",
+    "explanation": "A structured query, then an answer written from its rows",
+    "run": True,
+}
+DEFAULT_LIMIT = 10
+"""The limit when the question names no number: a small model reads a few rows better than many."""
+_NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+}
+_INTEGER = re.compile(r"(?<![\d.,-])(\d{1,4})(?![\d.,])")
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What a question states plainly.
+
+    Attributes:
+        period: the bounds of the period it names (``("2025", "2025")``), or None.
+        limits: the numbers it names that could be a limit.
+        mentions: ``(table.column, value)`` for each category value it mentions.
+        linked: the ``table.column`` names whose table or column the question names (``regions`` for
+            "which regions"): the groups it can mean. Empty when it names none.
+    """
+
+    period: tuple[str, str] | None = None
+    limits: list[int] = field(default_factory=list)
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _forms(word: str) -> set[str]:
+    """A word and the singular forms it may be the plural of (``countries`` gives ``country``)."""
+    forms = {word}
+    if len(word) > 3 and word.endswith("s"):
+        forms.add(word[:-1])
+        if word.endswith("es"):
+            forms.add(word[:-2])
+        if word.endswith("ies"):
+            forms.add(word[:-3] + "y")
+    return forms
+
+
+def _words(name: str) -> set[str]:
+    spaced = _CAMEL.sub(" ", name).lower()
+    return {form for word in _WORD.findall(spaced) for form in _forms(word)} - {"id"}
+
+
+_LABELS = frozenset({"name", "title", "label"})
+_TEXT = ("char", "text", "clob", "string")
+
+
+def _display_columns(table: TableInfo) -> list[str]:
+    """The columns that name a table's rows: ``name`` / ``title`` / ``label`` ones, else its first text
+    column that is no key (what a person means by "which regions")."""
+    keys = {key.column for key in table.foreign_keys}
+    plain = [c for c in table.columns if not c.primary_key and c.name not in keys]
+    labels = [c for c in plain if _words(c.name) & _LABELS]
+    texts = [c for c in plain if any(word in c.type.lower() for word in _TEXT)]
+    chosen = labels or texts[:1]
+    return [f"{table.name}.{column.name}" for column in chosen]
+
+
+def linked_columns(question: str, schema: SchemaInfo) -> list[str]:
+    """The columns a question names, directly (``channel``), or through their table (``regions``: the
+    columns that name its rows): schema linking, by words (plurals folded), so a small model groups by
+    what the question is about."""
+    asked = {form for word in _WORD.findall(question.lower()) for form in _forms(word)}
+    found: list[str] = []
+    for table in schema.tables:
+        keys = {key.column for key in table.foreign_keys}
+        for column in table.columns:
+            if not column.primary_key and column.name not in keys and _words(column.name) & asked:
+                found.append(f"{table.name}.{column.name}")
+        if _words(table.name) & asked:
+            found += [name for name in _display_columns(table) if name not in found]
+    return found
+
+
+def period_bounds(period: Period) -> tuple[str, str] | None:
+    """A period as the bounds ``db_aggregate`` takes: whole years, else whole months, else days."""
+    if period.start is None or period.end is None:
+        return None
+    start, end = period.start, period.end
+    last = end - timedelta(days=1)
+    if start.month == start.day == end.month == end.day == 1:
+        return str(start.year), str(last.year)
+    if start.day == end.day == 1:
+        return f"{start.year:04d}-{start.month:02d}", f"{last.year:04d}-{last.month:02d}"
+    return start.isoformat(), last.isoformat()
+
+
+def question_hints(
+    question: str, categories: list[CategoryColumn], schema: SchemaInfo | None = None
+) -> Hints:
+    """The period, the limits, the category values and the columns ``question`` names."""
+    period = asked_period(question)
+    lowered = question.lower()
+    limits = [int(match.group(1)) for match in _INTEGER.finditer(question) if 0 < int(match.group(1)) <= 1000]
+    limits += [number for word, number in _NUMBER_WORDS.items() if re.search(rf"\b{word}\b", lowered)]
+    mentions: list[tuple[str, str]] = []
+    for column in categories:
+        for value in column.values:
+            if len(value) > 1 and re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", lowered):
+                mentions.append((column.name, value))
+    linked = linked_columns(question, schema) if schema is not None else []
+    return Hints(period_bounds(period) if period else None, sorted(set(limits)), mentions[:8], linked)
+
+
+def _text(limit: int) -> dict[str, JsonValue]:
+    return {"type": "string", "minLength": 1, "maxLength": limit, "pattern": NOT_BLANK}
+
+
+def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
+    """``db_aggregate``'s grammar form on ``schema``, with the question's hints as its only choices."""
+    arguments = source_parameters(schema, grammar=True)
+    properties = arguments["properties"]
+    assert isinstance(properties, dict)
+    period = properties["period"]
+    options_of = period.get("anyOf") if isinstance(period, dict) else None
+    span = options_of[0] if isinstance(options_of, list) and options_of else None
+    inner = span.get("properties") if isinstance(span, dict) else None
+    if hints.period is not None and isinstance(span, dict) and isinstance(inner, dict):
+        first, last = hints.period
+        span_properties = dict(inner)
+        span_properties["from"] = {"enum": [first]}
+        span_properties["to"] = {"enum": [last]}
+        properties["period"] = {**span, "properties": span_properties}
+    else:
+        properties["period"] = {"type": "null"}
+    if hints.mentions:
+        options: list[JsonValue] = [
+            {
+                "type": "object",
+                "properties": {
+                    "column": {"enum": [column]},
+                    "op": {"enum": ["="]},
+                    "value": {"enum": [value]},
+                },
+                "required": ["column", "op", "value"],
+                "additionalProperties": False,
+            }
+            for column, value in hints.mentions
+        ]
+        properties["filters"] = {"type": "array", "items": {"anyOf": options}, "maxItems": 2}
+    else:
+        properties["filters"] = {"enum": [[]]}
+    limits: list[JsonValue] = (
+        [*hints.limits, DEFAULT_LIMIT] if DEFAULT_LIMIT not in hints.limits else [*hints.limits]
+    )
+    properties["limit"] = {"enum": limits}
+    groups = properties["group_by"]
+    if hints.linked and isinstance(groups, dict):
+        properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}}
+    return arguments
+
+
+def op_lines_schema(schema: SchemaInfo, hints: Hints | None = None) -> dict[str, JsonValue]:
+    """The lines a constrained model writes for a question on the source ``schema`` describes."""
+    query: JsonValue = {
+        "type": "object",
+        "properties": {
+            "op": {"enum": ["add_step"]},
+            "step": {
+                "type": "object",
+                "properties": {
+                    "id": {"enum": [QUERY_STEP]},
+                    "title": _text(40),
+                    "tool": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"enum": ["db_aggregate"]},
+                            "args": query_arguments(schema, hints or Hints()),
+                        },
+                        "required": ["name", "args"],
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["id", "title", "tool"],
+                "additionalProperties": False,
+            },
+        },
+        "required": ["op", "step"],
+        "additionalProperties": False,
+    }
+    return {LINES: [query]}
+
+
+def closing_ops() -> list[dict[str, JsonValue]]:
+    """The ops the copilot adds after a constrained model's query line: the answer step, then ``done``."""
+    return [{**ANSWER_OP, "by": "copilot"}, {**DONE_OP, "by": "copilot"}]
+
+
+def samples_under_grammar(model: Model) -> bool:
+    """Whether the model builds a grammar from a request's response schema (as the local model does).
+
+    Such a model writes only what the schema allows, so it is given the lines schema; the others read the
+    protocol and write ops freely (a response schema would make them write one JSON value, not lines).
+    """
+    return callable(getattr(model, "grammar_text", None))
+
+
+__all__ = [
+    "ANSWER_OP",
+    "ANSWER_PROMPT",
+    "ANSWER_STEP",
+    "DONE_OP",
+    "QUERY_STEP",
+    "Hints",
+    "closing_ops",
+    "linked_columns",
+    "op_lines_schema",
+    "period_bounds",
+    "question_hints",
+    "samples_under_grammar",
+]

@@ -1,0 +1,137 @@
+"""Store access for turns: the ``ask`` run and its events, the conversation and its history, and the finished
+turn, written in one transaction with the run's outcome (so a turn is stored whole or not at all).
+
+For: every read and write a turn makes in the store, in one place. Not for: what a turn decides.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from pydantic import JsonValue
+
+from plangate.copilot.policy import HISTORY_TURNS, HistoryItem, clip
+from plangate.copilot.results import Attempt, Turn
+from plangate.events import Event, OutcomeEvent, StatusEvent
+from plangate.store import Conversation, RunStatus, Store, TurnStatus
+
+SNAPSHOT_VERSION = 1
+"""The format of an ``ask`` run's snapshot: ``{question, attempts: [stored attempts]}``."""
+TITLE_CHARS = 80
+
+_RUN_STATUS: dict[TurnStatus, RunStatus] = {
+    "done": "completed",
+    "partial": "completed",
+    "unusable": "failed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+
+
+def new_turn_id() -> str:
+    """A fresh turn id."""
+    return "turn_" + secrets.token_urlsafe(12)
+
+
+def new_run_id() -> str:
+    """A fresh run id for a turn's ``ask`` run (known before the run exists, so a stream can follow it)."""
+    return "run_" + secrets.token_urlsafe(12)
+
+
+def conversation_for(store: Store, conversation: str | None, question: str, owner: str) -> Conversation:
+    """The conversation a turn joins: the one named (it must exist and be ``owner``'s), else a new one.
+
+    Raises:
+        NotFoundError: the named conversation does not exist (for this owner).
+    """
+    if conversation is not None:
+        return store.get_conversation(conversation, owner=owner)
+    return store.create_conversation(owner=owner, title=clip(" ".join(question.split()), TITLE_CHARS))
+
+
+def history(store: Store, conversation_id: str, owner: str) -> list[HistoryItem]:
+    """The conversation's last turns, as the next turn sees them (usable answers only; others by reason)."""
+    turns = store.list_turns(conversation_id, owner=owner, last=HISTORY_TURNS)
+    return [HistoryItem(turn.question, turn.answer or f"(no answer: {turn.reason})") for turn in turns]
+
+
+def start_run(
+    store: Store,
+    run_id: str,
+    turn_id: str,
+    question: str,
+    conversation_id: str,
+    source: str,
+    model: str,
+    owner: str,
+) -> None:
+    """Create the turn's ``ask`` run, running."""
+    store.create_run(
+        "ask",
+        clip(" ".join(question.split()), TITLE_CHARS),
+        {
+            "question": question,
+            "data": source,
+            "conversation_id": conversation_id,
+            "turn_id": turn_id,
+            "model": model,
+        },
+        owner=owner,
+        run_id=run_id,
+    )
+    with store.transaction(run_id) as tx:
+        tx.append(StatusEvent(stage="turn", code="started", text=question))
+        tx.set_status("running")
+        tx.set_snapshot({"question": question, "attempts": []}, version=SNAPSHOT_VERSION)
+
+
+def append(store: Store, run_id: str, *events: Event) -> None:
+    """Commit events to the turn's run."""
+    with store.transaction(run_id) as tx:
+        for event in events:
+            tx.append(event)
+
+
+def checkpoint(store: Store, run_id: str, question: str, attempts: list[Attempt]) -> None:
+    """Save the attempts finished so far (what recovery stores if the process stops before the turn ends)."""
+    records: list[JsonValue] = [attempt.record().model_dump(mode="json") for attempt in attempts]
+    with store.transaction(run_id) as tx:
+        tx.set_snapshot({"question": question, "attempts": records}, version=SNAPSHOT_VERSION)
+
+
+def finish(store: Store, turn: Turn, stage: str) -> None:
+    """Store the finished turn, its attempts and the run's outcome, together."""
+    status = _RUN_STATUS[turn.status]
+    message = turn.answer or turn.reason or turn.status
+    outcome_status = (
+        "completed" if status == "completed" else "cancelled" if status == "cancelled" else "failed"
+    )
+    with store.transaction(turn.run_id) as tx:
+        tx.append(
+            OutcomeEvent(
+                status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500)
+            )
+        )
+        tx.record_turn(turn.record())
+        tx.set_status(
+            status,
+            outcome={
+                "status": outcome_status,
+                "stage": stage,
+                "code": turn.status,
+                "user_message": clip(message, 500),
+            },
+        )
+
+
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "append",
+    "checkpoint",
+    "conversation_for",
+    "finish",
+    "history",
+    "new_run_id",
+    "new_turn_id",
+    "start_run",
+]

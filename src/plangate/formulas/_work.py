@@ -1,0 +1,78 @@
+"""The work of a launched step: its executor's call, bounded by the step's timeout.
+
+For: ``step_work``, which the scheduler awaits in a task of its own once the step's ``running`` (or
+``waiting``) state is committed: a tool, an llm, an agent or a sub-formula; a fan-out's sub-runs; a write
+under its intent's key; or, after a restart, the settling of a write whose receipt was never committed.
+Not for: the transitions the outcome leads to (``_scheduler.py``) or what each executor does
+(``_executors.py``, ``_agent_steps.py``, ``_writes.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import JsonValue
+
+from plangate.formulas import _writes
+from plangate.formulas._executors import (
+    StepOutcome,
+    fan_out,
+    fanout_ids,
+    run_llm,
+    run_subformula,
+    run_tool,
+    subformula_run_id,
+)
+from plangate.formulas._runcontext import RunHost
+from plangate.formulas._runstate import RunState
+from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
+
+
+async def step_work(
+    host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: PlanStep, what: str
+) -> StepOutcome:
+    """Run ``what`` (``work``, ``fanout``, ``subrun``, ``write`` or ``settle``) for ``step`` of ``run_id``.
+
+    Sub-runs inherit the run's ``always_execute``; the ids they get are those the step's state committed.
+    """
+    run = state.steps[step.id]
+    recorded = run.wait.get("run_ids")
+    existing = [r for r in recorded if isinstance(r, str)] if isinstance(recorded, list) else []
+
+    async def sub(
+        formula: str, vars: dict[str, JsonValue], child: str
+    ) -> tuple[str, str, dict[str, JsonValue]]:
+        return await host.sub_run(run_id, owner, formula, vars, child, always_execute=always_execute)
+
+    if what == "fanout":
+        ids = fanout_ids(run_id, step, run.attempt, run.output or {}, existing)
+        return await fan_out(step, dict(run.output or {}), sub, ids)
+    if what in {"write", "settle"}:
+        host.leases.confirm(run_id)  # a process that lost the run never writes for it
+    if what == "write":
+        tool = host.tools.get(str(run.wait.get("tool")))
+        arguments = run.wait.get("arguments")
+        assert isinstance(arguments, dict)
+        return await _writes.run_write(tool, arguments, str(run.wait.get("key")), step.timeout)
+    if what == "settle":
+        return await _writes.settle(host.store, host.tools, run.wait, step.timeout)
+    executor, variables, outputs = step.executor, state.plan.vars, state.outputs()
+    if isinstance(executor, FormulaExecutor):
+        child = existing[0] if existing else subformula_run_id(run_id, step.id, max(run.attempt, 1))
+        work = run_subformula(step, executor, sub, variables, outputs, child)
+    elif isinstance(executor, AgentExecutor):
+        work = host.agent_steps.run(step, executor, run_id, owner, variables, outputs, existing)
+    elif isinstance(executor, LlmExecutor):
+        work = run_llm(step, executor, host.model, variables, outputs)
+    else:
+        assert isinstance(executor, ToolExecutor)
+        work = run_tool(step, executor, host.tools, variables, outputs)
+    if step.timeout is None:
+        return await work
+    try:
+        return await asyncio.wait_for(work, step.timeout)
+    except TimeoutError:
+        return StepOutcome("failed", reason=f"timed out after {step.timeout}s", run_ids=existing)
+
+
+__all__ = ["step_work"]

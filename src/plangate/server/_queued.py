@@ -1,0 +1,115 @@
+"""The runs a server hands to workers (``plangate serve --broker``): stored here, advanced by workers.
+
+For: ``QueuedRuns``, the supervisor of a server whose runs are advanced by ``plangate worker`` processes:
+a new run is checked and stored with its first commit, then enqueued; a person's answer is committed here
+(nothing runs here: an approved write runs on the worker that advances the run) and the run is enqueued
+again; a cancel ends the run and takes its lease from whichever worker holds it, so that worker's next
+commit is refused. The API and the events are those of the in-process supervisor: the event streams follow
+the workers' commits through the store (PostgreSQL's ``LISTEN/NOTIFY``). Not for: advancing runs (the
+workers) or HTTP (``routes/``).
+
+An answer to a run that a worker is advancing right now (a formula whose other branch still runs) is
+refused with ``RunLeased`` (409): it can be given again once the run waits.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from plangate.errors import InteractionError
+from plangate.formulas import Plan
+from plangate.formulas.runtime import FormulaRunner
+from plangate.server._agents import AgentRuns, Resolution
+from plangate.server.schemas import AgentRunRequest
+from plangate.server.supervisor import RunSupervisor
+from plangate.store import TERMINAL_STATUSES, RunRecord, Store
+
+logger = logging.getLogger("plangate.server")
+
+
+class QueuedRuns(RunSupervisor):
+    """A supervisor that enqueues runs for workers instead of running them.
+
+    Args:
+        store: the shared store (PostgreSQL, for workers on other machines).
+        runner: checks formulas and commits answers to formula runs.
+        agents: builds the agents that store agent runs and commit answers to them.
+        broker: the Redis URL of the workers' queue.
+    """
+
+    def __init__(self, store: Store, runner: FormulaRunner, agents: AgentRuns, broker: str) -> None:
+        from plangate.workers import RunQueue
+
+        super().__init__(store, runner, agents)
+        self.queue = RunQueue(broker)
+
+    def start(self) -> None:
+        """Nothing to listen to: the workers' commits reach the event streams through the store."""
+
+    async def close(self) -> None:
+        self.queue.close()
+
+    async def recover(self) -> list[str]:
+        """Nothing to recover here: the workers' reaper hands on the runs nobody advances."""
+        return []
+
+    def active(self, run_id: str) -> bool:
+        """Whether a worker holds the lease of the run (or of its root) now."""
+        lease = self.store.get_lease(self.root_of(run_id))
+        return lease is not None and lease.expires_at > self.runner.clock()
+
+    async def start_formula(self, plan: Plan, owner: str, *, always_execute: bool = False) -> str:
+        run_id = self.runner.submit(plan, owner=owner, always_execute=always_execute)
+        self.queue.enqueue(run_id)
+        return run_id
+
+    async def start_agent(self, request: AgentRunRequest, owner: str) -> str:
+        run_id = self.agents.submit(request, owner)
+        self.queue.enqueue(run_id)
+        return run_id
+
+    def resume(self, run_id: str) -> None:
+        """Hand the run to the workers again."""
+        self.queue.enqueue(run_id)
+
+    async def resolve_formula(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        async with self.exclusive(interaction.run_id, interaction_id=interaction_id, stop=False):
+            answered = await self.runner.record_answer(interaction_id, resolution, by=owner, owner=owner)
+        self.queue.enqueue(answered)
+        run = self.store.get_run(answered)
+        # an agent step's agent was answered: the interaction belongs to the step's formula run
+        return run.parent_run_id if run.kind == "agent" and run.parent_run_id is not None else run.id
+
+    async def resolve_agent(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        run_id = interaction.run_id
+        async with self.exclusive(run_id, interaction_id=interaction_id, stop=False):
+            await self.agents.record(run_id, interaction_id, resolution, by=owner)
+        self.queue.enqueue(run_id)
+        return run_id
+
+    async def cancel(self, run: RunRecord, reason: str) -> None:
+        if run.status in TERMINAL_STATUSES:
+            raise InteractionError(f"run {run.id!r} already ended ({run.status}); nothing to cancel")
+        async with self.exclusive(run.id, stop=False):
+            current = self.store.get_run(run.id)
+            if current.status in TERMINAL_STATUSES:
+                return
+            self._revoke(current.id)
+            if current.kind == "agent":
+                self.agents.cancel(current.id, reason)
+            else:
+                self.runner.cancel(current.id, reason)
+        if run.parent_run_id is not None:
+            self.queue.enqueue(run.id)  # its parent notices that the sub-run ended
+
+    def _revoke(self, run_id: str) -> None:
+        """Take the run's lease from the worker that holds it: its next commit is refused (its generation
+        is no longer current), and the cancel below is the last word."""
+        lease = self.store.get_lease(run_id)
+        if lease is not None and self.store.release_lease(run_id, lease.holder):
+            logger.info("cancel: took the lease of run %s from %s", run_id, lease.holder)
+
+
+__all__ = ["QueuedRuns"]

@@ -1,0 +1,88 @@
+"""Tools named by spec: ``module:attr`` or ``path/to/file.py:attr`` (a ToolRegistry, a Tool, or a list).
+
+For: turning the specs a person gives a command (``--tools``, ``plangate.toml``'s ``tools``, a worker's
+flags) into one registry, with a clear error for a spec that names nothing usable. Specs come only from the
+person running the process, never from stored data: a run records the names of its tools, and whoever
+advances it resolves those names in its own registry. Not for: the registry itself (``registry.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from plangate.errors import ConfigError
+from plangate.tools.registry import ToolRegistry
+from plangate.tools.tool import Tool
+
+
+def resolve_specs(specs: Iterable[str]) -> list[str]:
+    """The specs with file paths made absolute, so that they work from any directory."""
+    resolved = []
+    for spec in specs:
+        module_part, sep, attr = spec.rpartition(":")
+        if sep and (module_part.endswith(".py") or "/" in module_part) and Path(module_part).is_file():
+            spec = f"{Path(module_part).resolve()}:{attr}"
+        resolved.append(spec)
+    return resolved
+
+
+def _import_target(spec: str) -> object:
+    module_part, sep, attr = spec.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise ConfigError(f"--tools expects module:attr or file.py:attr, got {spec!r}")
+    if module_part.endswith(".py") or "/" in module_part:
+        path = Path(module_part)
+        if not path.is_file():
+            raise ConfigError(f"--tools {spec}: no such file {module_part!r}")
+        name = f"plangate_user_tools_{abs(hash(path.resolve()))}"
+        loaded = importlib.util.spec_from_file_location(name, path)
+        if loaded is None or loaded.loader is None:
+            raise ConfigError(f"--tools {spec}: cannot import {module_part!r}")
+        module = importlib.util.module_from_spec(loaded)
+        sys.modules[name] = module
+        loaded.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise ConfigError(f"--tools {spec}: cannot import {module_part!r}: {exc}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"--tools {spec}: {module_part!r} has no attribute {attr!r}") from None
+
+
+def load_tools(specs: Iterable[str]) -> ToolRegistry:
+    """A registry with every tool the specs name (the first of two tools with one name wins).
+
+    Raises:
+        ConfigError: a spec that cannot be imported, or that names something other than tools.
+    """
+    registry = ToolRegistry()
+    for spec in resolve_specs(specs):
+        target = _import_target(spec)
+        items: Iterable[object]
+        if isinstance(target, ToolRegistry):
+            items = target.tools()
+        elif isinstance(target, Tool):
+            items = [target]
+        elif isinstance(target, list | tuple):
+            items = target
+        else:
+            raise ConfigError(
+                f"--tools {spec}: expected a ToolRegistry, a Tool or a list of tools, "
+                f"got {type(target).__name__}"
+            )
+        for item in items:
+            if not isinstance(item, Tool):
+                raise ConfigError(f"--tools {spec}: {item!r} is not a tool (decorate it with @tool)")
+            if item.name not in registry:
+                registry.register(item)
+    return registry
+
+
+__all__ = ["load_tools", "resolve_specs"]

@@ -1,0 +1,193 @@
+"""What a worker does with "advance run R": take the run's lease, advance it to its next wait or end.
+
+For: ``WorkerSettings`` (what a worker works with: its store, its tools and formulas, its model, all from
+its own flags and config, never from stored data) and ``Advancer``, which handles one message. The message
+is only a hint: the store says whether the run needs advancing (``due``), and the lease says who may. A
+message for a run that ended, that waits on a person with nothing new, or whose lease another live worker
+holds is dropped (a duplicate, a re-delivery after the visibility timeout, a late copy from the reaper);
+the run is never advanced twice at once. A sub-run is advanced through its root, which adopts it. Not for:
+Celery (``worker.py``) or finding runs nobody advances (``reaper.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plangate.agent import Agent, AgentConfig
+from plangate.errors import NotFoundError, RunLeased, UserError
+from plangate.events import StatusEvent
+from plangate.formulas.runtime import FormulaRunner
+from plangate.models import Model, resolve_model
+from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
+from plangate.tools import ToolRegistry
+from plangate.tools.specs import load_tools
+from plangate.workers._app import DEFAULT_VISIBILITY_TIMEOUT
+
+logger = logging.getLogger("plangate.workers")
+
+#: Seconds a worker's lease on a run lasts unless renewed (every third of it): how long a run whose worker
+#: died on another machine waits before it is taken over.
+DEFAULT_WORKER_LEASE_TTL = 10.0
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What a worker works with.
+
+    Attributes:
+        store: the store URL (``postgresql://…``) every worker and server shares.
+        broker: the Redis URL of the queue.
+        tools: tool specs (``module:attr``, ``file.py:attr``) resolved in each worker process.
+        paths: directories searched for formulas (sub-formulas named by formula steps).
+        model: the model spec of agent runs, and of agent and llm steps, that name none; None: the runs'
+            own (rebuilt from the spec they recorded) and the default model.
+        lease_ttl: seconds a lease lasts unless renewed.
+        reap_every: seconds between two passes of the reaper.
+        unleased_grace: seconds a queued run without a lease may wait before the reaper enqueues it again
+            (it may still be in the queue; once the queue is empty it is enqueued at once).
+        visibility_timeout: Redis's re-delivery timeout for unacknowledged messages.
+        concurrency: Celery worker processes (None: Celery's default, one per CPU).
+        transport: more options of kombu's Redis transport, as ``(name, value)`` pairs (how often it
+            gives back messages whose visibility timeout passed: ``unacked_restore_interval``, ...).
+        registry: tools given in code, offered with those of ``tools`` (embedding a worker).
+        model_object: a model given in code, used as ``model`` is (embedding a worker; a test double).
+    """
+
+    store: str
+    broker: str
+    tools: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    model: str | None = None
+    lease_ttl: float = DEFAULT_WORKER_LEASE_TTL
+    reap_every: float = 2.0
+    unleased_grace: float = 60.0
+    visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT
+    concurrency: int | None = None
+    transport: tuple[tuple[str, float], ...] = ()
+    registry: ToolRegistry | None = field(default=None, compare=False)
+    model_object: Model | None = field(default=None, compare=False)
+
+
+class Advancer:
+    """Advances the runs named by messages, one at a time, in one worker process.
+
+    Args:
+        settings: the worker's settings.
+        store: the store to use (default: opened from ``settings.store`` when first needed).
+    """
+
+    def __init__(self, settings: WorkerSettings, store: Store | None = None) -> None:
+        self.settings = settings
+        self._store = store
+        self._tools: ToolRegistry | None = None
+        self._model: Model | None = settings.model_object
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.settings.store)
+        return self._store
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The worker's tools: its specs and its registry (resolved once, here, never from a run)."""
+        if self._tools is None:
+            registry = load_tools(self.settings.tools)
+            for extra in self.settings.registry.tools() if self.settings.registry is not None else []:
+                if extra.name not in registry:
+                    registry.register(extra)
+            self._tools = registry
+        return self._tools
+
+    def model(self) -> Model | None:
+        """The worker's model, when it has one (resolved once)."""
+        if self._model is None and self.settings.model is not None:
+            self._model = resolve_model(self.settings.model)
+        return self._model
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    async def advance(self, run_id: str) -> str:
+        """Advance the run (its root) to its next wait or its end, if it needs it and nobody else has it.
+
+        Returns one line saying what happened (for the worker's log). Never raises for a run it cannot or
+        need not advance; a store that fails raises (the run keeps its lease until it expires, and the
+        reaper hands it on).
+        """
+        store = self.store
+        try:
+            run = store.get_run(run_id)
+            root = self._root(run)
+        except NotFoundError:
+            return f"dropped {run_id}: no such run"
+        # an answered sub-run (or agent step's agent) is due while its root still waits for it
+        if not due(store, root) and (run.id == root.id or not due(store, run)):
+            return f"dropped {run_id}: {root.status}, nothing to advance"
+        try:
+            if root.kind == "formula":
+                status = (await self._runner().resume(root.id)).status
+            elif root.kind == "agent":
+                status = (await self._agent(root).resume_async(root.id)).status
+            else:
+                return f"dropped {run_id}: a {root.kind} run is not advanced by workers"
+        except RunLeased as exc:
+            return f"dropped {run_id}: {exc}"
+        except UserError as exc:
+            # What this worker lacks (a tool, the model) or a run it cannot read: another worker may do.
+            logger.error("cannot advance run %s here: %s", root.id, exc)
+            return f"dropped {run_id}: {exc}"
+        return f"advanced {root.id}: {status}"
+
+    def _root(self, run: RunRecord) -> RunRecord:
+        while run.parent_run_id is not None:
+            run = self.store.get_run(run.parent_run_id)
+        return run
+
+    def _runner(self) -> FormulaRunner:
+        # One runner (one lease holder) per message: what one advance holds, it alone releases.
+        return FormulaRunner(
+            self.store,
+            self.tools,
+            search_paths=[Path(p) for p in self.settings.paths] or None,
+            tool_specs=list(self.settings.tools),
+            model=self.model(),
+            lease_ttl=self.settings.lease_ttl,
+        )
+
+    def _agent(self, run: RunRecord) -> Agent:
+        try:
+            config = AgentConfig.model_validate(run.input.get("agent"))
+        except ValueError:
+            config = None  # let the runtime say what is wrong with the run's input
+        names = [n for n in config.tools if n in self.tools] if config is not None else self.tools.names()
+        model = self.model()
+        if model is not None and config is not None and model.name != config.model:
+            model = None  # the run's own model, rebuilt from the spec it recorded
+        return Agent(
+            model=model,
+            tools=ToolRegistry([self.tools.get(name) for name in names]),
+            store=self.store,
+            owner=run.owner,
+            leases=LeaseBook(self.store, ttl=self.settings.lease_ttl),
+        )
+
+
+def due(store: Store, run: RunRecord) -> bool:
+    """Whether a root run needs advancing now: not ended, and not waiting on a person with nothing new (a
+    formula run answered since it suspended is due; an answered agent run is ``running`` again)."""
+    if run.status in TERMINAL_STATUSES:
+        return False
+    if run.status != "waiting":
+        return True
+    if run.kind != "formula" or run.last_seq == 0:
+        return False
+    last = store.events(run.id, after=run.last_seq - 1)
+    return not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting")
+
+
+__all__ = ["DEFAULT_WORKER_LEASE_TTL", "Advancer", "WorkerSettings", "due"]

@@ -1,0 +1,113 @@
+"""``run_worker``: a Celery worker that advances plangate runs (what ``plangate worker`` runs).
+
+For: building the worker's Celery application (the one task, ``plangate.advance``), giving each worker
+process its own store connections (opened after the fork, never shared with the parent), and running the
+reaper in the worker's main process. Not for: what advancing does (``advance.py``) or which runs are
+orphaned (``reaper.py``).
+
+Each task runs one advance to completion in the worker process that took it (``asyncio.run``); the pool
+is Celery's default (prefork), so a crash of one process loses only its own run's work in flight, which
+its lease then hands to another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from typing import Any
+
+from celery import signals
+
+from plangate.workers._app import ADVANCE_TASK, QUEUE, celery_app
+from plangate.workers.advance import Advancer, WorkerSettings
+from plangate.workers.queue import RunQueue
+from plangate.workers.reaper import Reaper
+
+logger = logging.getLogger("plangate.workers")
+
+
+class _Process:
+    """What one worker process holds: its advancer (made in the process that uses it) and, in the main
+    process, the reaper."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        self._advancer: Advancer | None = None
+        self._pid = 0
+        self._stop = threading.Event()
+        self._reaper: threading.Thread | None = None
+
+    def advancer(self) -> Advancer:
+        if self._advancer is None or self._pid != os.getpid():
+            # A forked child must not use its parent's connections: it opens its own.
+            self._advancer = Advancer(self.settings)
+            self._pid = os.getpid()
+        return self._advancer
+
+    def start_reaper(self) -> None:
+        if self._reaper is not None or self.settings.reap_every <= 0:
+            return
+        from plangate.store import open_store
+
+        reaper = Reaper(
+            open_store(self.settings.store),
+            RunQueue(self.settings.broker, visibility_timeout=self.settings.visibility_timeout),
+            every=self.settings.reap_every,
+            grace=self.settings.unleased_grace,
+        )
+        thread = threading.Thread(target=reaper.run, args=(self._stop,), name="plangate-reaper", daemon=True)
+        self._reaper = thread
+        thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._advancer is not None and self._pid == os.getpid():
+            self._advancer.close()
+
+
+def build_app(settings: WorkerSettings) -> Any:
+    """The worker's Celery application: plangate's delivery settings and the advance task."""
+    app = celery_app(
+        settings.broker, visibility_timeout=settings.visibility_timeout, transport=dict(settings.transport)
+    )
+    process = _Process(settings)
+
+    @app.task(name=ADVANCE_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def advance(run_id: str) -> str:
+        line = asyncio.run(process.advancer().advance(run_id))
+        logger.info("%s", line)
+        return line
+
+    def on_ready(**_: object) -> None:
+        process.start_reaper()
+
+    def on_shutdown(**_: object) -> None:
+        process.stop()
+
+    # weak=False: these closures live as long as the app, which nothing else references
+    signals.worker_ready.connect(on_ready, weak=False)
+    signals.worker_shutdown.connect(on_shutdown, weak=False)
+    signals.worker_process_shutdown.connect(on_shutdown, weak=False)
+    app.plangate_process = process
+    return app
+
+
+def run_worker(
+    settings: WorkerSettings, *, loglevel: str = "INFO", pool: str = "prefork", name: str | None = None
+) -> None:
+    """Run a Celery worker on ``settings`` until it is stopped (SIGTERM or Ctrl-C: a warm shutdown, which
+    finishes the advances in flight)."""
+    logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = build_app(settings)
+    argv = ["worker", f"--loglevel={loglevel}", "-Q", QUEUE, f"--pool={pool}"]
+    argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    if settings.concurrency is not None:
+        argv.append(f"--concurrency={settings.concurrency}")
+    if name is not None:
+        argv.append(f"--hostname={name}")
+    app.worker_main(argv)
+
+
+__all__ = ["build_app", "run_worker"]

@@ -1,0 +1,293 @@
+"""``plangate ask`` from the command line: the turn shown live, ``--json``, ``--save``, and bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from plangate.cli import _ask, _formula, _loading, _runs
+from plangate.store import SQLiteStore
+
+DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
+QUESTION = "Which 3 regions had the highest revenue in 2025?"
+REVENUE = {
+    "op": "add_step",
+    "step": {
+        "id": "revenue",
+        "title": "Revenue per region",
+        "tool": {
+            "name": "db_aggregate",
+            "args": {
+                "source": "shop",
+                "table": "order_items",
+                "measures": [
+                    {
+                        "agg": "sum",
+                        "column": "order_items.unit_price",
+                        "times": "order_items.quantity",
+                        "as": "revenue",
+                    }
+                ],
+                "group_by": ["regions.name"],
+                "period": {"column": "orders.order_date", "from": "2025", "to": "2025"},
+                "order_by": [{"column": "revenue", "desc": True}],
+                "limit": 3,
+            },
+        },
+    },
+}
+ANSWER = {
+    "op": "add_step",
+    "step": {
+        "id": "answer",
+        "needs": ["revenue"],
+        "llm": {"prompt": "{{question}} {{steps.revenue.output.columns}} {{steps.revenue.output.rows}}"},
+    },
+}
+OPS = "\n".join(
+    json.dumps(op)
+    for op in [
+        {"op": "plan", "summary": "Revenue per region, 2025, top 3"},
+        REVENUE,
+        ANSWER,
+        {"op": "done", "explanation": "sum, then answer", "run": True},
+    ]
+)
+GOOD = "East led with 1,328,137.93, then West (899,479.59) and South (495,110.24)."
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+
+    @root.callback()
+    def _root() -> None:
+        """The root command."""
+
+    _ask.register(root)
+    _formula.register(root)
+    _runs.register(root)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("PLANGATE_MODEL", "PLANGATE_TOOLS", "PLANGATE_DATA", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PLANGATE_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
+    return tmp_path
+
+
+def script(home: Path, name: str, *responses: str) -> str:
+    path = home / f"{name}.json"
+    path.write_text(json.dumps(list(responses)), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def invoke(app: typer.Typer, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_ask_shows_the_formula_growing_the_run_the_review_and_the_answer(
+    app: typer.Typer, home: Path
+) -> None:
+    model = script(home, "m", OPS, GOOD)
+    code, out, err = invoke(app, "ask", QUESTION, "--data", str(DATA / "shop.db"), "--model", model)
+    assert code == 0 and err == f"copilot model: {model} (--model)\n"
+    lines = [line.rstrip() for line in out.splitlines()]
+    start = lines.index("attempt 1")
+    assert lines[start + 1] == "plan Revenue per region, 2025, top 3"
+    assert lines[start + 2].startswith('+ revenue db_aggregate {"source": "shop", "table": "order_items"')
+    assert lines[start + 3].startswith("+ answer llm: {{question}}")
+    assert lines[start + 4 : start + 13] == [
+        "done sum, then answer",
+        "check passed (2 steps)",
+        "run running 2 steps",
+        "  revenue running",
+        "  revenue complete: db_aggregate: 3 rows",
+        "  answer running",
+        "  answer complete: llm: 74 characters",
+        "run completed: all 2 steps finished",
+        "review: clean",
+    ]
+    assert any(GOOD in line for line in lines)
+    assert any("East" in line and "1328137.929999979" in line for line in lines)  # the rows, as a table
+    assert lines[-1].startswith("turn turn_")
+
+
+def test_json_prints_one_object_with_the_turn(app: typer.Typer, home: Path) -> None:
+    code, out, _ = invoke(
+        app,
+        "ask",
+        QUESTION,
+        "--data",
+        str(DATA / "shop.db"),
+        "--model",
+        script(home, "m", OPS, GOOD),
+        "--json",
+    )
+    assert code == 0
+    turn = json.loads(out)
+    assert {"turn_id", "status", "answer", "attempts", "result", "formula"} <= set(turn)
+    assert (turn["status"], turn["answer"]) == ("done", GOOD)
+    assert turn["attempts"] == [
+        {"status": "done", "reason": "answered from the data", "review": {"severity": "ok", "signals": []}}
+    ]
+    assert turn["result"]["columns"] == ["name", "revenue"] and turn["result"]["rows"][0][0] == "East"
+    assert [s["id"] for s in turn["formula"]["steps"]] == ["revenue", "answer"]
+    with SQLiteStore(home / "runs.db") as store:
+        assert store.get_turn(turn["turn_id"]).answer == GOOD
+
+
+def test_without_data_the_bundled_shop_data_is_asked(app: typer.Typer, home: Path) -> None:
+    code, out, _ = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD), "--json")
+    assert code == 0 and json.loads(out)["status"] == "done"
+
+
+def test_save_writes_a_formula_that_check_and_run_accept(
+    app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = invoke(
+        app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD), "--save", "top-regions"
+    )
+    assert code == 0 and "formula saved to formulas/top-regions.formula.toml" in out
+    saved = home / "formulas" / "top-regions.formula.toml"
+    assert "plangate run top-regions --tools plangate.tools.data.env:registry" in saved.read_text(
+        encoding="utf-8"
+    )
+    code, out, _ = invoke(app, "formula", "check", "top-regions")
+    assert code == 0 and "no issues" in out
+    monkeypatch.setenv("PLANGATE_DATA", f"shop={DATA / 'shop.db'}")
+    code, out, _ = invoke(
+        app,
+        "run",
+        "top-regions",
+        "--tools",
+        "plangate.tools.data.env:registry",
+        "--model",
+        script(home, "answer", "East first."),
+        "--json",
+    )
+    assert code == 0, out
+    result = json.loads(out)
+    assert result["status"] == "completed"
+    # the saved formula declared the question it was made for, with that question as its default
+    with SQLiteStore(home / "runs.db") as store:
+        run = store.get_run(result["run_id"])
+        assert run.input["vars"] == {"question": QUESTION}
+
+
+def test_save_never_replaces_a_file(app: typer.Typer, home: Path) -> None:
+    (home / "formulas").mkdir()
+    (home / "formulas" / "mine.formula.toml").write_text("# keep me\n", encoding="utf-8")
+    code, _, err = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD), "--save", "mine")
+    assert code == 0 and "exists already" in err
+    assert (home / "formulas" / "mine.formula.toml").read_text(encoding="utf-8") == "# keep me\n"
+
+
+def test_an_unusable_turn_exits_1_and_says_why(app: typer.Typer, home: Path) -> None:
+    model = script(home, "m", OPS, "East: 9,999,999.", OPS, "East: 8,888,888.")
+    code, out, _ = invoke(app, "ask", QUESTION, "--model", model)
+    assert code == 1
+    assert "invented_number" in out and "no answer:" in out and "retrying" in out
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("missing.db", "no data at 'missing.db'"),
+        ("postgresql://u:pw@127.0.0.1:1/db", "cannot open postgresql://u:***@127.0.0.1:1/db"),
+    ],
+)
+def test_data_that_cannot_be_opened_is_a_failed_turn_not_a_traceback(
+    app: typer.Typer, home: Path, data: str, message: str
+) -> None:
+    code, out, _ = invoke(app, "ask", "How many orders?", "--data", data, "--model", script(home, "m", OPS))
+    assert code == 1 and message in " ".join(out.split()) and "Traceback" not in out
+
+
+def test_an_unknown_conversation_is_a_one_line_error(app: typer.Typer, home: Path) -> None:
+    code, out, err = invoke(
+        app, "ask", QUESTION, "--conversation", "conv_nope", "--model", script(home, "m", OPS)
+    )
+    assert code == 2 and out == "" and err.splitlines()[-1].startswith("error: no conversation 'conv_nope'")
+
+
+def test_a_conversation_continues_across_commands(app: typer.Typer, home: Path) -> None:
+    _, out, _ = invoke(app, "ask", QUESTION, "--model", script(home, "a", OPS, GOOD), "--json")
+    first = json.loads(out)
+    _, out, _ = invoke(
+        app,
+        "ask",
+        "And the bottom one?",
+        "--model",
+        script(home, "b", OPS, GOOD),
+        "--json",
+        "--conversation",
+        first["conversation_id"],
+    )
+    assert json.loads(out)["conversation_id"] == first["conversation_id"]
+
+
+def test_the_model_named_in_the_environment_is_used(
+    app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = script(home, "m", OPS, GOOD)
+    monkeypatch.setattr(_loading, "default_model_spec", lambda: (spec, "no API key"))
+    code, _, err = invoke(app, "ask", QUESTION, "--json")
+    assert code == 0 and err == f"copilot model: {spec} (no API key)\n"
+
+
+def test_a_chinook_question_from_the_command_line(app: typer.Typer, home: Path) -> None:
+    ops = "\n".join(
+        json.dumps(op)
+        for op in [
+            {
+                "op": "add_step",
+                "step": {
+                    "id": "n",
+                    "tool": {
+                        "name": "db_query",
+                        "args": {
+                            "source": "chinook",
+                            "sql": "SELECT count(*) AS invoices FROM Invoice WHERE InvoiceDate LIKE '2023%'",
+                        },
+                    },
+                },
+            },
+            {
+                "op": "add_step",
+                "step": {"id": "answer", "needs": ["n"], "llm": {"prompt": "{{steps.n.output.rows}}"}},
+            },
+            {"op": "done", "explanation": "count", "run": True},
+        ]
+    )
+    code, out, _ = invoke(
+        app,
+        "ask",
+        "How many invoices in 2023?",
+        "--data",
+        str(DATA / "chinook.sqlite"),
+        "--model",
+        script(home, "m", ops, "83 invoices."),
+        "--json",
+    )
+    turn = json.loads(out)
+    with closing(sqlite3.connect(DATA / "chinook.sqlite")) as connection:
+        expected = connection.execute(
+            "SELECT count(*) FROM Invoice WHERE InvoiceDate LIKE '2023%'"
+        ).fetchall()
+    assert (
+        code == 0
+        and turn["result"]["rows"] == [list(row) for row in expected]
+        and turn["answer"] == "83 invoices."
+    )

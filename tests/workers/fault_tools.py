@@ -1,0 +1,86 @@
+"""The tools of the worker tests: no-op and slow reads, and a write that counts its own executions.
+
+``record`` is the write whose exactly-once promise the fault tests check: each execution inserts one row
+into ``fault_writes`` of the test's own PostgreSQL schema (``FAULT_DB``), in one transaction with nothing
+else, keyed by the call's idempotency key, with no unique constraint: a write run twice shows up as two
+rows. Its ``reconcile(key)`` reads that table, so a worker that takes a run over after a crash can tell
+whether the write happened. The table is the tool's own, not the store's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psycopg
+
+from plangate.tools import ToolRegistry, ToolResult, current_call, tool
+
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS fault_writes "
+    "(key TEXT NOT NULL, label TEXT NOT NULL, pid INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL)"
+)
+
+
+def _connect() -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(os.environ["FAULT_DB"], autocommit=True)
+
+
+def prepare_table(url: str) -> None:
+    """Make the table (once, before the workers start)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(_DDL)
+
+
+def executions(url: str) -> dict[str, int]:
+    """How many times each key's write ran."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute("SELECT key, count(*) FROM fault_writes GROUP BY key").fetchall()
+    return {str(key): int(count) for key, count in rows}
+
+
+@tool
+def noop() -> dict[str, bool]:
+    """Do nothing."""
+    return {"ok": True}
+
+
+@tool
+async def pause(seconds: float) -> dict[str, float]:
+    """Wait a while (a step that takes time)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return {"slept": seconds}
+
+
+@tool
+def block(seconds: float) -> dict[str, float]:
+    """Work for a while in a thread (a slow step that keeps its worker busy)."""
+    time.sleep(seconds)
+    return {"worked": seconds}
+
+
+def _reconcile(key: str) -> ToolResult | None:
+    with _connect() as conn:
+        found = conn.execute("SELECT label FROM fault_writes WHERE key = %s LIMIT 1", (key,)).fetchone()
+    return None if found is None else ToolResult.done(f"recorded {found[0]}")
+
+
+@tool(effect="write", reconcile=_reconcile)
+def record(label: str) -> str:
+    """Record that this write ran (one row per execution)."""
+    call = current_call()
+    key = call.idempotency_key if call is not None and call.idempotency_key else f"nokey:{label}"
+    delay = float(os.environ.get("FAULT_WRITE_DELAY", "0"))
+    if delay:
+        time.sleep(delay)  # a window for a kill between the intent and the receipt
+    with _connect() as conn:
+        conn.execute(
+            "INSERT INTO fault_writes (key, label, pid, at) VALUES (%s, %s, %s, %s)",
+            (key, label, os.getpid(), time.time()),
+        )
+    return f"recorded {label}"
+
+
+registry = ToolRegistry([noop, pause, block, record])
