@@ -8,8 +8,12 @@ run as is (``<!-- readme-test: A | B -->``):
 - ``env NAME=VALUE``: run it with that variable (the scripted model where a key would be needed);
 - ``replace OLD => NEW``: run it with ``OLD`` replaced (``./dev test`` is only collected: this test is in it);
 - ``parse (why)``: only parse it (it needs a real model's key or server);
-- ``serve``: start it with a free ``--port`` added to its ``serve`` line, probe it, stop it;
-- ``needs postgres``: skipped with ``PLANGATE_TEST_POSTGRES=off``, as the other PostgreSQL tests.
+- ``serve``: start it with a free ``--port`` added to its ``serve`` line, probe it, stop it (and all it
+  started);
+- ``needs postgres``: skipped with ``PLANGATE_TEST_POSTGRES=off``, as the other PostgreSQL tests (the
+  servers it starts with ``./dev services`` are stopped, whatever happens);
+- ``local model (why)``: it runs the bundled model, so its test is a ``local_model`` test (``./dev
+  test-local``; deselected with ``-m "not local_model"``).
 
 Also here: the demo the README describes, continued with the commands it prints. Not for: what the blocks
 do in detail (the tests of each part).
@@ -41,7 +45,7 @@ BLOCK_TIMEOUT = 420
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _DIRECTIVE = re.compile(r"^<!-- readme-test: (.*) -->$")
-_KNOWN = ("env", "replace", "parse", "serve", "needs")
+_KNOWN = ("env", "replace", "parse", "serve", "needs", "local")
 
 
 @dataclass
@@ -193,28 +197,32 @@ def run_bash(script: str, cwd: Path, env: dict[str, str], timeout: float = BLOCK
 # -- the blocks ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.id)
+def _params() -> list[object]:
+    marks = {True: [pytest.mark.local_model], False: []}
+    return [pytest.param(block, id=block.id, marks=marks[block.has("local")]) for block in RUNNABLE]
+
+
+@pytest.mark.parametrize("block", _params())
 def test_every_block_runs_as_written(block: Block, sandbox: Path) -> None:
     if block.has("needs") and os.environ.get("PLANGATE_TEST_POSTGRES", "").lower() == "off":
         pytest.skip("PLANGATE_TEST_POSTGRES=off: no PostgreSQL for this block")
     env = user_env(block.env())
-    if block.has("parse"):
-        _parse(block)
-    elif block.has("serve"):
-        _serve(block, sandbox, env)
-    elif block.lang == "python":
-        script = sandbox / f"readme_line{block.line}.py"
-        script.write_text(block.text(), encoding="utf-8")
-        run_bash(f"{shlex.quote(str(REPO / '.venv' / 'bin' / 'python'))} {script.name}", sandbox, env)
-    elif block.has("needs"):
-        try:
+    try:
+        if block.has("parse"):
+            _parse(block)
+        elif block.has("serve"):
+            _serve(block, sandbox, env)
+        elif block.lang == "python":
+            script = sandbox / f"readme_line{block.line}.py"
+            script.write_text(block.text(), encoding="utf-8")
+            run_bash(f"{shlex.quote(str(REPO / '.venv' / 'bin' / 'python'))} {script.name}", sandbox, env)
+        else:
             run_bash(block.text(), sandbox, env)
-        finally:
+    finally:
+        if block.has("needs"):
             # a block that failed half-way must not leave its servers running
             stop = ["./dev", "services", "stop"]
             subprocess.run(stop, cwd=sandbox, env=env, capture_output=True, timeout=120)
-    else:
-        run_bash(block.text(), sandbox, env)
 
 
 def _parse(block: Block) -> None:
@@ -234,7 +242,7 @@ def _free_port() -> int:
 
 def _serve(block: Block, sandbox: Path, env: dict[str, str]) -> None:
     port = _free_port()
-    lines = [line + f" --port {port}" if " serve " in line else line for line in block.text().splitlines()]
+    lines = [_with_port(line, port) if " serve " in line else line for line in block.text().splitlines()]
     assert any(f"--port {port}" in line for line in lines), "the serve block has no serve line"
     log = sandbox / "serve.log"
     with log.open("w") as output:
@@ -250,16 +258,20 @@ def _serve(block: Block, sandbox: Path, env: dict[str, str]) -> None:
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_ready(base, server, log)
-        token = log.read_text().splitlines()[0].strip()
-        assert token.startswith("pg_"), log.read_text()
         with httpx.Client(base_url=base, timeout=30) as http:
-            assert http.get("/v1/runs").status_code == 401  # the token is needed ...
-            listed = http.get("/v1/formulas", headers={"Authorization": f"Bearer {token}"}).json()["items"]
+            assert http.get("/v1/runs").status_code == 401  # a token is needed ...
             assert "Start a run" in http.get("/").text  # ... the console is served
+            if "token create" not in block.code:
+                return
+            token = log.read_text().splitlines()[0].strip()
+            assert token.startswith("pg_"), log.read_text()
+            listed = http.get("/v1/formulas", headers={"Authorization": f"Bearer {token}"}).json()["items"]
         names = {item["name"]: item for item in listed}
         assert "plan-week" in names and "release" in names
-        # served with the demo's tools, every formula the console offers can start
-        assert {name: item["missing_tools"] for name, item in names.items() if item["missing_tools"]} == {}
+        if "demo_tools.py" in block.code:
+            # served with the demo's tools, every formula the console offers can start
+            missing = {name: item["missing_tools"] for name, item in names.items() if item["missing_tools"]}
+            assert missing == {}
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -267,6 +279,13 @@ def _serve(block: Block, sandbox: Path, env: dict[str, str]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
+
+
+def _with_port(line: str, port: int) -> str:
+    """The serve line with ``--port``, before its line continuation when it has one."""
+    if line.rstrip().endswith("\\"):
+        return f"{line.rstrip()[:-1].rstrip()} --port {port} \\"
+    return f"{line} --port {port}"
 
 
 def _wait_ready(base: str, server: subprocess.Popen[bytes], log: Path) -> None:
@@ -318,7 +337,7 @@ def test_the_demo_says_what_happened_and_goes_on_with_the_commands_it_prints(san
     lines = output.splitlines()
     assert 'schedule ›   ↳ place {"day": "wed", "slot": "09:00", "task": "review"}' in lines
     assert "schedule ›   ← place review wed 09:00-10:00" in lines
-    assert "schedule › outcome: completed (done)" in lines
+    assert "schedule › outcome: completed (proven)" in lines  # its done_when holds: the placement ran
     assert re.search(r"^run run_\S+ completed: all 3 steps finished$", output, re.MULTILINE), output
 
     # a second demo starts from a fresh week: its write is not refused as already_placed

@@ -42,14 +42,12 @@ def _script(tmp_path: Path, *decisions: dict[str, object]) -> str:
 def test_each_round_call_and_result_is_shown_blocked_success_and_duplicate(
     cli: CliRunner, tmp_path: Path
 ) -> None:
-    model = _script(
-        tmp_path, _place("nope"), _place("review"), _place("review"), {"action": "done", "speak": "Placed."}
-    )
-    # approve the gate, then each of the three writes the agent asks for
+    model = _script(tmp_path, _place("nope"), _place("review"))
+    # approve the gate, then each of the two writes the agent asks for
     result = cli.invoke(
         app,
         ["run", "plan-week", "--path", str(EXAMPLES), "--tools", DEMO_TOOLS, "-m", model, "--interactive"],
-        input="a\na\na\na\n",
+        input="a\na\na\n",
     )
     lines = result.output.splitlines()
 
@@ -61,15 +59,29 @@ def test_each_round_call_and_result_is_shown_blocked_success_and_duplicate(
         "(tasks: t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, review)"
     ) in lines
     assert "schedule ›   ← place review wed 09:00-10:00" in lines
-    assert (
-        "schedule ›   ← failed (already_placed): review is already on wed 09:00-10:00: "
-        "use move to change that"
-    ) in lines
-    assert "schedule › outcome: completed (done)" in lines
+    # the step's done_when holds once the placement succeeded: the outcome says how it ended
+    assert "schedule › outcome: completed (proven)" in lines
     assert re.search(r"^run run_\S+ completed: all 3 steps finished$", result.output, re.MULTILINE)
     # the prompts of one run are asked once each, in the terminal's one set of words
     assert result.output.count("approve / reject [a/r] (a):") == 1
-    assert result.output.count("approve / reject / edit the arguments [a/r/e] (a):") == 3
+    assert result.output.count("approve / reject / edit the arguments [a/r/e] (a):") == 2
+
+
+def test_an_agent_shows_a_duplicate_write_as_failed_with_its_code(cli: CliRunner, tmp_path: Path) -> None:
+    done = {"action": "done", "speak": "The review is on Wednesday."}
+    activate = {"name": "context_tools_add", "arguments": {"domain": "schedule", "packs": ["edit"]}}
+    first = {"action": "continue", "tool_call": activate}
+    model = _script(tmp_path, first, _place("review"), _place("review"), done)
+    result = cli.invoke(
+        app,
+        ["agent", "Put the review", "--tools", DEMO_TOOLS, "-m", model, "--mode", "react", "--interactive"],
+        input="a\na\n",
+    )
+    lines = result.output.splitlines()
+    assert "  ← place review wed 09:00-10:00" in lines, result.output
+    assert (
+        "  ← failed (already_placed): review is already on wed 09:00-10:00: use move to change that"
+    ) in lines
 
 
 def test_a_run_that_fails_says_which_step_failed_and_why(cli: CliRunner, tmp_path: Path) -> None:
