@@ -587,3 +587,16 @@ def test_another_handle_on_the_store_resumes_the_approved_run(tmp_path: Path, st
         assert seqs == list(range(1, len(seqs) + 1))
     finally:
         second.close()
+
+
+def test_a_runner_takes_a_store_by_its_path_or_url(tmp_path: Path) -> None:
+    # the README's Python block: FormulaRunner(".plangate/plangate.db", tools)
+    calls = Calls()
+    first = FormulaRunner(str(tmp_path / "runs.db"), make_tools(calls), search_paths=[EXAMPLES])
+    waiting = start(first, "release", {"version": "1.4.0"})
+    assert waiting.interaction is not None
+    for store in (tmp_path / "runs.db", f"sqlite:///{tmp_path / 'runs.db'}"):
+        runner = FormulaRunner(store, make_tools(calls))
+        assert runner.store.get_run(waiting.run_id).status == "waiting"
+    runner.resolve(waiting.interaction.id, Approve())
+    assert resume(runner, waiting.run_id).status == "completed"
