@@ -240,11 +240,13 @@ class SourceRegistry:
     def _file(self, text: str) -> tuple[Path, str]:
         given = Path(text).expanduser()
         candidates = [given] if given.is_absolute() else [directory / given for directory in self.data_dirs]
+        inside = False
         for candidate in candidates:
             resolved = candidate.resolve()
             home = next((d for d in self.data_dirs if resolved.is_relative_to(d)), None)
             if home is None:
                 continue
+            inside = True
             relative = resolved.relative_to(home)
             if any(part.startswith(".") for part in relative.parts):
                 raise SourceError(
@@ -258,7 +260,7 @@ class SourceRegistry:
                 )
             if resolved.is_file():
                 return resolved, str(relative)
-        if given.is_absolute() and not any(given.resolve().is_relative_to(d) for d in self.data_dirs):
+        if not inside:
             raise SourceError(
                 403,
                 "source-forbidden",
