@@ -84,7 +84,8 @@ GENRES_ANSWER = "Rock has 1,297 tracks, Latin 579 and Metal 374."
 
 class CopilotScript:
     """A scripted model for whole turns: ``ops`` for every copilot request, ``answer`` for the others;
-    ``first`` (a ``look``) answers the first copilot request of each turn when given.
+    ``first`` (a ``look``) answers the first copilot request of each turn when given; ``answers``, when
+    given, are the answer step's replies in order (the last one again once they run out).
 
     ``hold``: when set, the copilot request waits (on the turn's own thread) until it is set, so a test can
     act while a turn is in flight.
@@ -96,8 +97,10 @@ class CopilotScript:
         answer: str = ANSWER,
         hold: threading.Event | None = None,
         first: str | None = None,
+        answers: list[str] | None = None,
     ):
         self.ops = ops
+        self.answers = list(answers or [])
         self.first = first
         self.answer = answer
         self.hold = hold
@@ -112,6 +115,8 @@ class CopilotScript:
             if self.first is not None and not _after_look(request):
                 return self.first
             return self.ops
+        if self.answers:
+            return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         return self.answer
 
 

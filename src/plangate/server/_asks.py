@@ -38,6 +38,8 @@ _T = TypeVar("_T")
 _RUNNING_PAGE = 200
 MAX_CHART_POINTS = 200
 MAX_CHART_SERIES = 4
+MAX_BAR_SERIES = 2
+"""Bars of more series than this hide each other."""
 _PERIOD = re.compile(r"\d{4}(?:-(?:\d{2}|Q[1-4]|H[12]|W\d{2})(?:-\d{2})?)?")
 
 
@@ -240,8 +242,8 @@ def chart_of(result: JsonValue) -> dict[str, JsonValue] | None:
     """How to chart a result, or None when it is not a series.
 
     A series: 2 to 200 rows, one column of labels (text, or whole numbers in order such as years or
-    months) and 1 to 4 columns of numbers. Labels that are all periods (``2025``, ``2025-03``,
-    ``2025-Q1``, a date), or whole numbers, make a line chart; other labels a bar chart.
+    months) and 1 to 4 columns of numbers (2 for a bar chart). Labels that are all periods (``2025``,
+    ``2025-03``, ``2025-Q1``, a date), or whole numbers, make a line chart; other labels a bar chart.
     """
     if not isinstance(result, dict):
         return None
@@ -262,7 +264,7 @@ def chart_of(result: JsonValue) -> dict[str, JsonValue] | None:
         x, kind = numeric[0], "line"
     else:
         return None
-    series = [i for i in numeric if i != x][:MAX_CHART_SERIES]
+    series = [i for i in numeric if i != x][: MAX_BAR_SERIES if kind == "bar" else MAX_CHART_SERIES]
     if not series:
         return None
     return {"kind": kind, "x": str(columns[x]), "y": [str(columns[i]) for i in series]}
