@@ -295,14 +295,18 @@ def figures(model: str, scored: list[Scored]) -> Figures:
     )
 
 
+QUICK_KINDS = ("count", "top_n", "group_by", "date_filter", "no_data", "sum", "avg", "join3", "min_max")
+"""The kinds ``--quick`` takes a question of, in this order (the first question of each kind in the file)."""
+
+
 def quick_subset(question_set: QuestionSet, count: int) -> list[Question]:
-    """``count`` questions of the set, one of each kind first (in file order), then the next ones."""
+    """``count`` questions of the set: the first of each kind of ``QUICK_KINDS``, in that order, then the
+    first ones of the file; in file order."""
     chosen: list[Question] = []
-    kinds: set[str] = set()
-    for question in question_set.questions:
-        if question.kind not in kinds and len(chosen) < count:
-            chosen.append(question)
-            kinds.add(question.kind)
+    for kind in QUICK_KINDS:
+        found = next((q for q in question_set.questions if q.kind == kind), None)
+        if found is not None and len(chosen) < count:
+            chosen.append(found)
     for question in question_set.questions:
         if len(chosen) >= count:
             break
