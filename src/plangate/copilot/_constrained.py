@@ -303,13 +303,22 @@ def _measure(what: Asked, measures: JsonValue) -> JsonValue:
     if isinstance(summing, dict):
         fields = dict(_fields(summing))
         fields["agg"] = {"enum": list(what.aggs)}
+        fields.pop("times", None)
         if what.measured:
             fields["column"] = {"enum": list(what.measured)}
-        if what.times and what.aggs == ("sum",):
-            fields["times"] = {"enum": list(what.times)}
-        else:
-            fields.pop("times", None)
-        return {**summing, "properties": fields}
+        if not (what.times and what.aggs == ("sum",)):
+            return {**summing, "properties": fields}
+        # Revenue: a line's price always times the line's quantity; a total alone.
+        choices: list[JsonValue] = []
+        for column in what.measured:
+            table = column.rpartition(".")[0]
+            times: list[JsonValue] = [q for q in what.times if q.rpartition(".")[0] == table]
+            option: dict[str, JsonValue] = {**fields, "column": {"enum": [column]}}
+            if times:
+                option["times"] = {"enum": times}
+            required: list[JsonValue] = ["agg", "column", "times"] if times else ["agg", "column"]
+            choices.append({**summing, "properties": option, "required": required})
+        return {"anyOf": choices}
     return item
 
 
