@@ -30,7 +30,7 @@ from plangate.copilot._periods import asked_period
 from plangate.models import Model
 from plangate.models._grammar import LINES, NOT_BLANK
 from plangate.tools.data import SchemaInfo, TableInfo, source_parameters
-from plangate.tools.data.periods import Period
+from plangate.tools.data.periods import Period, maybe_date_column
 from plangate.tools.data.profile import CategoryColumn
 
 QUERY_STEP = "query"
@@ -231,7 +231,13 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
             for column, value in hints.mentions
         ]
         # A value the question names is a filter it wants: at least one is written.
-        properties["filters"] = {"type": "array", "items": {"anyOf": options}, "minItems": 1, "maxItems": 2}
+        most = min(2, len(options))
+        properties["filters"] = {
+            "type": "array",
+            "items": {"anyOf": options},
+            "minItems": 1,
+            "maxItems": most,
+        }
     else:
         properties["filters"] = {"enum": [[]]}
     limits: list[JsonValue] = (
@@ -240,7 +246,10 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
     properties["limit"] = {"enum": limits}
     groups = properties["group_by"]
     if hints.linked and isinstance(groups, dict):
-        properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}}
+        cap = groups.get("maxItems")
+        # As many groups as the question names at most: a small model repeats a name it likes.
+        fewest = min(cap, len(hints.linked)) if isinstance(cap, int) else len(hints.linked)
+        properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}, "maxItems": fewest}
     if hints.asked is not None:
         _apply_asked(properties, hints.asked, schema)
     return arguments
@@ -255,6 +264,13 @@ def _apply_asked(properties: dict[str, JsonValue], what: Asked, schema: SchemaIn
             "minItems": 1,
             "maxItems": 1,
         }
+    base = next(iter(what.counted or what.measured), None)
+    dates = dates_near(schema, base.rpartition(".")[0]) if base else []
+    period = properties["period"]
+    span = _fields(period) if isinstance(period, dict) else {}
+    if dates and "column" in span and isinstance(period, dict):
+        # The period of a count or a sum is on the dates of what it counts (an order line's: its order's).
+        properties["period"] = {**period, "properties": {**span, "column": {"enum": dates}}}
     if what.grouped is False:
         # One value: nothing to group by, nothing to rank.
         properties["group_by"] = {"enum": [[]]}
@@ -280,6 +296,30 @@ def _apply_asked(properties: dict[str, JsonValue], what: Asked, schema: SchemaIn
             **({"minItems": 1} if ranked else {}),
         }
     properties["limit"] = {"enum": [what.limit if what.limit is not None else NO_GROUP_LIMIT]}
+
+
+def dates_near(schema: SchemaInfo, table: str) -> list[JsonValue]:
+    """The date columns of ``table``, else of the tables it refers to, else of theirs (``order_items``:
+    ``orders.order_date``)."""
+    tables = {t.name: t for t in schema.tables}
+    level = [table]
+    seen = {table}
+    for _ in range(3):
+        found: list[JsonValue] = [
+            f"{name}.{column.name}"
+            for name in level
+            if name in tables
+            for column in tables[name].columns
+            if maybe_date_column(column)
+        ]
+        if found:
+            return found
+        parents = [
+            key.references_table for name in level if name in tables for key in tables[name].foreign_keys
+        ]
+        level = [name for name in dict.fromkeys(parents) if name not in seen]
+        seen.update(level)
+    return []
 
 
 def _fields(shape: dict[str, JsonValue]) -> dict[str, JsonValue]:
