@@ -201,6 +201,16 @@ def test_an_unusable_turn_exits_1_and_says_why(app: typer.Typer, home: Path) -> 
     assert "invented_number" in out and "no answer:" in out and "retrying" in out
 
 
+def test_a_degraded_review_the_policy_does_not_retry_announces_no_retry(app: typer.Typer, home: Path) -> None:
+    # leaked markup is degraded and no rebuilt workflow fixes it: the turn keeps its one attempt
+    code, out, _ = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD + " <br>"), "--json")
+    assert code == 0 and len(json.loads(out)["attempts"]) == 1
+    code, out, _ = invoke(app, "ask", QUESTION, "--model", script(home, "n", OPS, GOOD + " <br>"))
+    lines = [line.strip() for line in out.splitlines()]
+    assert "review (degraded)" in lines and "leaked_markup" in out
+    assert "retry" not in out.replace("Retry", "").lower(), out
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [

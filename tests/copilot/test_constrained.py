@@ -255,6 +255,55 @@ def test_a_small_models_broken_sentence_about_sound_rows_gives_the_rows_as_the_a
     assert "3,014 is not in the data" in signal.detail
 
 
+def test_the_rows_given_as_the_answer_show_fractions_rounded_as_a_person_reads_them(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    class Grammared(ScriptedModel):
+        def grammar_text(self, request: object) -> str:
+            return ""
+
+    revenue = {"agg": "sum", "column": "order_items.unit_price", "times": "order_items.quantity"}
+    query = {
+        "op": "add_step",
+        "step": {
+            "id": "query",
+            "title": "Revenue per region",
+            "tool": {
+                "name": "db_aggregate",
+                "args": {
+                    "source": "shop",
+                    "measures": [revenue],
+                    "group_by": ["regions.name"],
+                    "period": {"column": "orders.order_date", "from": "2025", "to": "2025"},
+                    "filters": [],
+                    "order_by": [{"column": "sum_unit_price_x_quantity", "desc": True}],
+                    "limit": 3,
+                },
+            },
+        },
+    }
+    model = Grammared([json.dumps(query) + "\n", "East had 13.28 million."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("Which 3 regions had the highest revenue in 2025?", SHOP, model=model, store=store)
+    assert turn.status == "partial" and turn.result.rows[0] == ["East", 1328137.929999979]
+    assert turn.answer.splitlines()[1] == "East | 1,328,137.93"  # not the float's 1328137.929999979
+    assert [s.kind for s in turn.attempts[0].review.signals] == ["answer_from_rows"]
+
+
+def test_a_cell_is_shown_rounded_only_where_it_is_a_fraction() -> None:
+    from plangate.copilot._run import shown_cell
+
+    assert [shown_cell(v) for v in (0.30000000000000004, 0.05, 2.0, 300, None, 1e-07)] == [
+        "0.3",
+        "0.05",
+        "2.0",
+        "300",
+        "NULL",
+        "1e-07",
+    ]
+
+
 def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_path: Path) -> None:
     from plangate.copilot import ask
     from plangate.store import SQLiteStore

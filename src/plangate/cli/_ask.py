@@ -103,7 +103,9 @@ def event_line(event: Event, ask_run: str) -> str | None:
     if isinstance(event, ReviewEvent):
         if not event.signals:
             return "[green]review: clean[/]"
-        lines = [f"[bold]review[/] ({event.severity or 'ok'}, {event.verdict})"]
+        # Only the severity: the review's verdict is the rules' wish, and the policy decides whether a retry
+        # follows (its own "retrying" line says so), so a "retry" here could announce one that never comes.
+        lines = [f"[bold]review[/] ({event.severity or 'ok'})"]
         for signal in event.signals:
             style = _SEVERITY.get(str(signal.get("severity")), "white")
             lines.append(
