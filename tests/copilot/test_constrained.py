@@ -304,6 +304,63 @@ def test_a_cell_is_shown_rounded_only_where_it_is_a_fraction() -> None:
     ]
 
 
+def _grammared(responses: list[str]) -> ScriptedModel:
+    class Grammared(ScriptedModel):
+        def grammar_text(self, request: object) -> str:
+            return ""
+
+    return Grammared(responses)
+
+
+def _query_line(source: str, **args: object) -> str:
+    step = {"id": "query", "title": "The query", "tool": {"name": "db_aggregate", "args": {"source": source}}}
+    step["tool"]["args"].update({"group_by": [], "period": None, "filters": [], "order_by": [], **args})  # type: ignore[index]
+    return json.dumps({"op": "add_step", "step": step}) + "\n"
+
+
+def test_a_period_the_data_does_not_cover_is_answered_so_not_with_a_figure(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    line = _query_line(
+        "shop",
+        measures=[{"agg": "count_distinct", "column": "orders.order_id"}],
+        period={"column": "orders.order_date", "from": "2024", "to": "2024"},
+        limit=1,
+    )
+    model = _grammared([line, "There were 52 orders.", line, "There were 0 orders in 2024."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many orders did we get in 2024?", SHOP, model=model, store=store)
+    assert turn.result.rows == [[0]] and turn.status == "partial"
+    assert turn.answer == (
+        "The data holds nothing for the period asked: the question asks about 2024-01-01 to 2024-12-31, but "
+        "orders.order_date has rows from 2025-01-01 to 2026-06-30."
+    )
+    for attempt in turn.attempts:  # the retry read the same period: the same answer, no "0 orders"
+        assert attempt.review.kinds() == ["no_rows_in_range", "no_data_in_range"]
+        assert attempt.answer == turn.answer
+
+
+def test_rows_beyond_those_shown_are_counted_without_failing_the_number_guard(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    chinook = SHOP.with_name("chinook.sqlite")
+    line = _query_line(
+        "chinook",
+        measures=[{"agg": "count", "column": "*"}],
+        group_by=["Invoice.BillingCountry"],
+        order_by=[{"column": "count", "desc": True}],
+        limit=100,
+    )
+    model = _grammared([line, "There are 999 countries.", line, "There are 999 countries."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many invoices were billed to each country?", chinook, model=model, store=store)
+    assert len(turn.result.rows) == 24 and turn.status == "partial" and len(turn.attempts) == 1
+    assert turn.answer.splitlines()[-1] == "… 4 more rows" and "999" not in turn.answer
+    assert turn.attempts[0].review.kinds() == ["answer_from_rows"]
+
+
 def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_path: Path) -> None:
     from plangate.copilot import ask
     from plangate.store import SQLiteStore

@@ -4,8 +4,9 @@ For: the signals of an attempt (``tool_error``, ``step_failed``, ``empty_output`
 ``empty_query_result``, ``no_rows_in_range``, ``leaked_markup``, ``invented_number``,
 ``answer_denies_rows``), what counts as the data a run read (for the number guard), and the optional model
 review (purpose ``review``), which may annotate the answer, rewrite it (a rewrite that adds a number the data
-does not hold is reverted) and veto a retry, but never force one. Not for: deciding whether to retry
-(``policy.retry_after_review``).
+does not hold is reverted) and veto a retry, but never force one; for a small model, what replaces its
+unusable sentence (the rows, or that the data holds nothing for the period asked). Not for: deciding whether
+to retry (``policy.retry_after_review``).
 """
 
 from __future__ import annotations
@@ -239,6 +240,40 @@ ANSWER_TEXT_KINDS = frozenset({"invented_number", "answer_denies_rows", "leaked_
 """The signals about the answer's text alone (the query and its rows are fine)."""
 
 
+_ROWS_SHOWN = 20
+"""Rows an answer made of the rows shows (the rest are counted)."""
+
+
+def is_no_data(rows: list[list[JsonValue]]) -> bool:
+    """Whether rows are no data: none, or one row of nothing but NULL and 0 (an aggregate of no rows)."""
+    return not rows or (len(rows) == 1 and all(cell is None or cell == 0 for cell in rows[0]))
+
+
+def no_data_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:
+    """For a small model, when the question names a period the data does not cover and the query found
+    nothing there: an answer that says so from what the review read (the dates the data covers), in place
+    of its sentence (which tends to be a figure, "0 orders", or no answer at all), with a ``degraded``
+    ``no_data_in_range`` note. None when the review found no such period or the rows are not empty.
+
+    The review's verdict stays: a retry may read the period on another date column that does cover it.
+    """
+    ranged = next((signal for signal in review.signals if signal.kind == "no_rows_in_range"), None)
+    if ranged is None or not outcome.completed or not is_no_data(outcome.result.rows):
+        return None
+    broken = [signal for signal in review.signals if signal.severity == "broken"]
+    if any(signal.kind not in ANSWER_TEXT_KINDS for signal in broken):
+        return None
+    answer = f"The data holds nothing for the period asked: {ranged.detail}."
+    known.add_text(ranged.detail)  # the dates the data covers, as the review read them
+    kept = [signal for signal in review.signals if signal.kind not in ANSWER_TEXT_KINDS]
+    note = Signal(
+        kind="no_data_in_range",
+        severity="degraded",
+        detail="the answer says the data holds nothing for the period asked, in place of the written one",
+    )
+    return answer, Review.of([*kept, note], review.note)
+
+
 def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:
     """For a small model whose written answer is broken while its query is sound: the rows themselves as
     the answer, with a ``degraded`` signal saying so (None when the query is at fault too, or the rows
@@ -252,7 +287,9 @@ def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str
     result = outcome.result
     if not result.columns or not result.rows or not outcome.completed:
         return None
-    answer = table_text(result.columns, result.rows, limit=20)
+    answer = table_text(result.columns, result.rows, limit=_ROWS_SHOWN)
+    if len(result.rows) > _ROWS_SHOWN:
+        known.add_values([len(result.rows) - _ROWS_SHOWN])  # the "… 4 more rows" line counts the rows read
     if answer_signals(answer, known):
         return None
     replaced = "; ".join(signal.detail for signal in broken)
@@ -263,6 +300,12 @@ def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str
         detail=f"the written answer was not usable ({replaced}): the answer shows the rows instead",
     )
     return answer, Review.of([*kept, note], review.note)
+
+
+def answer_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:
+    """What a small model's answer is replaced with, if anything: that the data holds nothing for the
+    period asked (``no_data_instead``), else the rows (``rows_instead``)."""
+    return no_data_instead(review, outcome, known) or rows_instead(review, outcome, known)
 
 
 # -- the model review -------------------------------------------------------------------------------------
