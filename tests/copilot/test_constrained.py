@@ -289,6 +289,9 @@ def test_the_rows_given_as_the_answer_show_fractions_rounded_as_a_person_reads_t
     assert turn.status == "partial" and turn.result.rows[0] == ["East", 1328137.929999979]
     assert turn.answer.splitlines()[1] == "East | 1,328,137.93"  # not the float's 1328137.929999979
     assert [s.kind for s in turn.attempts[0].review.signals] == ["answer_from_rows"]
+    # the answer step was shown the rows rounded the same way, not the floats
+    prompt = model.requests[1].messages[-1].content
+    assert "East | 1,328,137.93" in prompt and "1328137.929999979" not in prompt
 
 
 def test_a_cell_is_shown_rounded_only_where_it_is_a_fraction() -> None:

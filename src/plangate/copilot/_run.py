@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
@@ -26,7 +25,7 @@ from plangate.formulas.plan import AgentExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.models import Model, ModelChunk, ModelRequest, Wire
 from plangate.store import TERMINAL_STATUSES, Store
-from plangate.tools.data._format import cell_text
+from plangate.tools.data._format import shown_cell, shown_table
 
 RUN_TIMEOUT_S = 600.0
 """How long a turn's formula run may take before it is cancelled."""
@@ -137,30 +136,10 @@ def _ancestors(plan: Plan, step_id: str) -> list[str]:
     return seen
 
 
-def shown_cell(value: JsonValue) -> str:
-    """One cell as an answer shows it: a fraction rounded as a person reads it (``1,328,137.93``, not the
-    ``1328137.929999979`` a sum of prices is in floating point; ``0.0512``), everything else as it is.
-
-    The number guard explains a figure rounded this way by the value it came from.
-    """
-    if isinstance(value, list | dict):
-        return json.dumps(value)
-    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
-        if abs(value) >= 1:
-            return f"{value:,.2f}"
-        if abs(value) >= 0.0001:
-            return f"{value:.4f}".rstrip("0")
-    return cell_text(value)
-
-
 def table_text(columns: list[str], rows: list[list[JsonValue]], limit: int = 50) -> str:
     """Rows as ``a | b`` lines under a header (the answer when the last step is a data step, or the rows a
-    small model's unusable sentence is replaced with), fractions rounded as shown (``shown_cell``)."""
-    lines = [" | ".join(columns)]
-    lines += [" | ".join(shown_cell(value) for value in row) for row in rows[:limit]]
-    if len(rows) > limit:
-        lines.append(f"… {len(rows) - limit:,} more rows")
-    return "\n".join(lines)
+    small model's unusable sentence is replaced with), fractions rounded as read (``shown_cell``)."""
+    return shown_table(columns, rows, limit)
 
 
 def _answer(output: dict[str, JsonValue] | None, executor: object) -> str:
@@ -294,4 +273,13 @@ class PlanRunner:
         return found
 
 
-__all__ = ["RUN_TIMEOUT_S", "CappedModel", "PlanRunner", "Read", "RunOutcome", "last_step", "table_text"]
+__all__ = [
+    "RUN_TIMEOUT_S",
+    "CappedModel",
+    "PlanRunner",
+    "Read",
+    "RunOutcome",
+    "last_step",
+    "shown_cell",
+    "table_text",
+]
