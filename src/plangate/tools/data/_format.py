@@ -69,11 +69,12 @@ def shown_cell(value: JsonValue) -> str:
 
 def shown_table(columns: list[str], rows: list[list[JsonValue]], limit: int = 50) -> str:
     """Rows as ``a | b`` lines under a header, each cell as ``shown_cell`` writes it, at most ``limit`` of
-    them and then how many more there are."""
+    them and then how many there are in all (their count, which the number guard knows, rather than a
+    difference it does not)."""
     lines = [SEPARATOR.join(columns)]
     lines += [SEPARATOR.join(shown_cell(value) for value in row) for row in rows[:limit]]
     if len(rows) > limit:
-        lines.append(f"… {len(rows) - limit:,} more rows")
+        lines.append(f"… {len(rows):,} rows in all")
     return "\n".join(lines)
 
 
