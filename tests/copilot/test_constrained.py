@@ -364,6 +364,37 @@ def test_rows_beyond_those_shown_are_counted_without_failing_the_number_guard(tm
     assert turn.attempts[0].review.kinds() == ["answer_from_rows"]
 
 
+def test_a_small_models_list_that_leaves_out_a_row_gives_the_rows_as_the_answer(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    line = _query_line(
+        "chinook",
+        measures=[{"agg": "sum", "column": "Invoice.Total"}],
+        group_by=["Invoice.BillingCountry"],
+        order_by=[{"column": "sum_Total", "desc": True}],
+        limit=5,
+    )
+    chinook = SHOP.with_name("chinook.sqlite")
+    written = "The five countries that spent the most are France, Germany, Brazil, and Canada."  # not USA
+    model = _grammared([line, written])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("Which 5 countries spent the most?", chinook, model=model, store=store)
+    assert [row[0] for row in turn.result.rows] == ["USA", "Canada", "France", "Brazil", "Germany"]
+    assert turn.status == "partial" and turn.answer.splitlines()[1].startswith("USA | ")
+    [signal] = turn.attempts[0].review.signals
+    assert signal.kind == "answer_from_rows" and "it leaves out USA" in signal.detail
+
+
+def test_an_answer_naming_every_row_or_none_of_them_leaves_nothing_out() -> None:
+    from plangate.copilot._review import omitted_labels
+
+    rows: list[list[object]] = [["USA", 1.0], ["Canada", 2.0], ["United Kingdom", 3.0]]
+    assert omitted_labels("USA, Canada and the United Kingdom.", rows) == []  # type: ignore[arg-type]
+    assert omitted_labels("Three countries, led by the first.", rows) == []  # type: ignore[arg-type]
+    assert omitted_labels("usa and canada", rows) == ["United Kingdom"]  # type: ignore[arg-type]
+
+
 def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_path: Path) -> None:
     from plangate.copilot import ask
     from plangate.store import SQLiteStore

@@ -236,7 +236,9 @@ def review_run(question: str, outcome: RunOutcome, scope: Scope, known: Known) -
     return signals
 
 
-ANSWER_TEXT_KINDS = frozenset({"invented_number", "answer_denies_rows", "leaked_markup", "empty_output"})
+ANSWER_TEXT_KINDS = frozenset(
+    {"invented_number", "answer_denies_rows", "answer_omits_rows", "leaked_markup", "empty_output"}
+)
 """The signals about the answer's text alone (the query and its rows are fine)."""
 
 
@@ -274,17 +276,45 @@ def no_data_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[
     return answer, Review.of([*kept, note], review.note)
 
 
+_LISTED = 10
+"""Rows of names a written answer is expected to name every one of."""
+
+
+def omitted_labels(answer: str, rows: list[list[JsonValue]]) -> list[str]:
+    """The names (the first text column's values) of a short result that ``answer`` leaves out while it
+    names others: "France, Germany, Brazil and Canada" for a top 5 led by USA. Empty when the answer names
+    none of them (it may speak of the rows another way), or every one."""
+    if not 2 <= len(rows) <= _LISTED:
+        return []
+    column = next((i for i, cell in enumerate(rows[0]) if isinstance(cell, str) and cell.strip()), None)
+    if column is None:
+        return []
+    labels = [str(row[column]) for row in rows if column < len(row) and isinstance(row[column], str)]
+    lowered = answer.lower()
+    named = [
+        label
+        for label in labels
+        if re.search(rf"(?<!\w){re.escape(label.lower())}(?!\w)", lowered) is not None
+    ]
+    return [label for label in labels if label not in named] if named else []
+
+
 def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:
     """For a small model whose written answer is broken while its query is sound: the rows themselves as
     the answer, with a ``degraded`` signal saying so (None when the query is at fault too, or the rows
     would not pass the number guard either).
 
-    A 135M model copies figures badly ("2328.6014" for 2328.60): its rows are the answer it can stand by.
+    A 135M model copies figures badly ("2328.6014" for 2328.60) and drops names from a list
+    (``answer_omits_rows``): its rows are the answer it can stand by.
     """
     broken = [signal for signal in review.signals if signal.severity == "broken"]
+    result = outcome.result
+    if not broken and (left_out := omitted_labels(outcome.answer, result.rows)):
+        broken = [
+            Signal(kind="answer_omits_rows", severity="broken", detail=f"it leaves out {', '.join(left_out)}")
+        ]
     if not broken or any(signal.kind not in ANSWER_TEXT_KINDS for signal in broken):
         return None
-    result = outcome.result
     if not result.columns or not result.rows or not outcome.completed:
         return None
     answer = table_text(result.columns, result.rows, limit=_ROWS_SHOWN)
