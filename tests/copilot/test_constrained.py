@@ -386,6 +386,37 @@ def test_a_small_models_list_that_leaves_out_a_row_gives_the_rows_as_the_answer(
     assert signal.kind == "answer_from_rows" and "it leaves out USA" in signal.detail
 
 
+def test_a_small_models_sentence_that_does_not_state_the_one_value_gives_the_value(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    line = _query_line(
+        "shop", measures=[{"agg": "count_distinct", "column": "customers.customer_id"}], limit=1
+    )
+    # "1" passes the number guard (the result has 1 row, the limit is 1) but it is not the 300 counted
+    model = _grammared([line, "The answer to this question is 1."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many customers do we have?", SHOP, model=model, store=store)
+    assert turn.status == "partial" and turn.answer.splitlines()[1] == "300"
+    [signal] = turn.attempts[0].review.signals
+    assert signal.kind == "answer_from_rows" and "it does not state the 300" in signal.detail
+
+
+def test_a_one_value_answer_states_it_as_any_rounding_and_an_echoed_prompt_is_markup() -> None:
+    from plangate.copilot._numbers import Known
+    from plangate.copilot._review import answer_signals, missed_value
+
+    assert missed_value("We have 300 customers.", [[300]]) is None
+    assert missed_value("About 1.33 million.", [[1328137.929999979]]) is None
+    assert missed_value("Sales were 469.58.", [[469.580000000003]]) is None
+    assert missed_value("It is 1.", [[300]]) == "300"
+    assert missed_value("Nothing", [["text"]]) is None and missed_value("2", [[1, 2]]) is None
+    known = Known()
+    known.add_values([2574])
+    assert [s.kind for s in answer_signals("2574\nQuestion: How many orders?", known)] == ["leaked_markup"]
+    assert answer_signals("The question: how many? 2574.", known) == []
+
+
 def test_an_answer_naming_every_row_or_none_of_them_leaves_nothing_out() -> None:
     from plangate.copilot._review import omitted_labels
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from plangate.copilot._numbers import Known, invented
+from plangate.copilot._numbers import Known, invented, shown_numbers
 from plangate.copilot._periods import asked_period
-from plangate.copilot._run import Read, RunOutcome, table_text
+from plangate.copilot._run import Read, RunOutcome, shown_cell, table_text
 from plangate.copilot._scope import Scope
 from plangate.copilot.results import Review, Signal
 from plangate.errors import PlangateError
@@ -32,7 +32,7 @@ from plangate.tools.data.periods import DateRange
 _RETRYING = re.compile(r"^attempt \d+ failed \((?P<why>.*)\); retrying$", re.DOTALL)
 _MARKUP = re.compile(
     r"<\s*/?\s*(decision|think|tool_call|html|div|span|p|br|table|script)\b|```|\{\{|\}\}|\{\s*\"op\"\s*:"
-    r"|<\|[a-z_]+\|>|\[/?INST\]",
+    r"|<\|[a-z_]+\|>|\[/?INST\]|(?m:^\s*Question:)",
     re.IGNORECASE,
 )
 _SHOWN = 5
@@ -299,6 +299,35 @@ def omitted_labels(answer: str, rows: list[list[JsonValue]]) -> list[str]:
     return [label for label in labels if label not in named] if named else []
 
 
+def missed_value(answer: str, rows: list[list[JsonValue]]) -> str | None:
+    """The value of a one-value result (one row, one number) that ``answer`` does not state as any
+    rounding of it, or None: "The answer to this question is 1." for 300 customers, a figure the number
+    guard lets through because the result has 1 row."""
+    if len(rows) != 1 or len(rows[0]) != 1:
+        return None
+    [value] = rows[0]
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    known = Known()
+    known.add_value(value)
+    numbers, _ = shown_numbers(answer)
+    return None if any(known.explains(number) for number in numbers) else shown_cell(value)
+
+
+def _sentence_misses_rows(answer: str, rows: list[list[JsonValue]]) -> list[Signal]:
+    """A small model's sentence that passes the number guard but not its rows: the one value left unsaid,
+    or some names of a short list left out."""
+    value = missed_value(answer, rows)
+    if value is not None:
+        return [Signal(kind="answer_omits_rows", severity="broken", detail=f"it does not state the {value}")]
+    left_out = omitted_labels(answer, rows)
+    if left_out:
+        return [
+            Signal(kind="answer_omits_rows", severity="broken", detail=f"it leaves out {', '.join(left_out)}")
+        ]
+    return []
+
+
 def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:
     """For a small model whose written answer is broken while its query is sound: the rows themselves as
     the answer, with a ``degraded`` signal saying so (None when the query is at fault too, or the rows
@@ -309,10 +338,8 @@ def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str
     """
     broken = [signal for signal in review.signals if signal.severity == "broken"]
     result = outcome.result
-    if not broken and (left_out := omitted_labels(outcome.answer, result.rows)):
-        broken = [
-            Signal(kind="answer_omits_rows", severity="broken", detail=f"it leaves out {', '.join(left_out)}")
-        ]
+    if not broken:
+        broken = _sentence_misses_rows(outcome.answer, result.rows)
     if not broken or any(signal.kind not in ANSWER_TEXT_KINDS for signal in broken):
         return None
     if not result.columns or not result.rows or not outcome.completed:
