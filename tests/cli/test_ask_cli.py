@@ -120,7 +120,7 @@ def test_ask_shows_the_formula_growing_the_run_the_review_and_the_answer(
         "review: clean",
     ]
     assert any(GOOD in line for line in lines)
-    assert any("East" in line and "1328137.929999979" in line for line in lines)  # the rows, as a table
+    assert any("East" in line and "1,328,137.93" in line for line in lines)  # the rows, as a table, as read
     assert lines[-1].startswith("turn turn_")
 
 

@@ -26,6 +26,7 @@ from plangate.copilot import AskStream, Copilot, Turn
 from plangate.copilot.saving import save_formula
 from plangate.errors import UserError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent, StepStateEvent
+from plangate.tools.data import shown_cell
 
 _SEVERITY = {"broken": "red", "degraded": "yellow", "benign": "dim", "ok": "green"}
 _STATUS = {"done": "green", "partial": "yellow", "unusable": "red", "failed": "red", "cancelled": "dim"}
@@ -156,7 +157,7 @@ def _show(turn: Turn) -> None:
     if turn.result.columns and turn.answer:
         table = Table(*turn.result.columns, show_lines=False)
         for row in turn.result.rows[:_ROWS_SHOWN]:
-            table.add_row(*(escape(str(value)) for value in row))
+            table.add_row(*(escape(shown_cell(value)) for value in row))  # as the console shows them
         out.print(table)
         if len(turn.result.rows) > _ROWS_SHOWN:
             out.print(f"[dim]… {len(turn.result.rows) - _ROWS_SHOWN:,} more rows[/]")
