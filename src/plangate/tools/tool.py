@@ -149,16 +149,15 @@ class Tool:
             _current_call.reset(token)
 
     async def _run(self, kwargs: dict[str, Any]) -> ToolResult:
+        if self.timeout is None:  # no scope to enter and leave on every call: nothing can expire
+            try:
+                value = await self._call(kwargs)
+            except Exception as exc:
+                return _raised(self.name, exc)
+            return result_from_value(value)
         try:
             async with asyncio.timeout(self.timeout) as scope:
-                if inspect.iscoroutinefunction(self.function):
-                    value = await self.function(**kwargs)
-                else:
-                    # A thread keeps the event loop responsive; on timeout the thread is left to finish, so
-                    # long sync tools should also bound themselves (the data tools do).
-                    value = await asyncio.to_thread(self.function, **kwargs)
-                if inspect.isawaitable(value):
-                    value = await value
+                value = await self._call(kwargs)
         except TimeoutError as exc:
             if scope.expired():
                 message = f"tool {self.name!r} stopped after {self.timeout:g} s"
@@ -167,6 +166,17 @@ class Tool:
         except Exception as exc:
             return _raised(self.name, exc)
         return result_from_value(value)
+
+    async def _call(self, kwargs: dict[str, Any]) -> Any:
+        if inspect.iscoroutinefunction(self.function):
+            value = await self.function(**kwargs)
+        else:
+            # A thread keeps the event loop responsive; on timeout the thread is left to finish, so long
+            # sync tools should also bound themselves (the data tools do).
+            value = await asyncio.to_thread(self.function, **kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
 
     def _prepare(self, arguments: object) -> tuple[dict[str, JsonValue], dict[str, Any]]:
         if not isinstance(arguments, Mapping):
