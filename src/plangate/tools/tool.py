@@ -33,6 +33,7 @@ Reconciler = Callable[[str], ToolResult | None]
 """Given an idempotency key, return the result of the write if it already happened, else ``None``."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +175,8 @@ class Tool:
             # A thread keeps the event loop responsive; on timeout the thread is left to finish, so long
             # sync tools should also bound themselves (the data tools do).
             value = await asyncio.to_thread(self.function, **kwargs)
-        if inspect.isawaitable(value):
+        # what most tools return is plain data, which is never awaitable: no ABC check for it
+        if type(value) not in _PLAIN and inspect.isawaitable(value):
             value = await value
         return value
 
