@@ -190,7 +190,7 @@ def result_from_value(value: object) -> ToolResult:
         message = f"the tool returned a {type(value).__name__}, which is not JSON: {exc}"
         return ToolResult.failed("invalid_result", message)
     # the summary of the text just written is the summary of ``data``: no need to parse the text back
-    # (unless a key is not a string, which JSON spells differently: ``True`` becomes ``"true"``)
+    # (unless a key is not a string: the text spells it as one, so the text is what is summarised)
     plain = not isinstance(data, dict) or all(isinstance(key, str) for key in data)
     summary = _json_summary(data) if plain else None
     return ToolResult.done(text, data=data, summary=summary)
