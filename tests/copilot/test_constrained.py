@@ -417,6 +417,18 @@ def test_a_one_value_answer_states_it_as_any_rounding_and_an_echoed_prompt_is_ma
     assert answer_signals("The question: how many? 2574.", known) == []
 
 
+def test_a_sentence_states_a_cell_by_name_or_by_a_rounding_of_its_number() -> None:
+    from plangate.copilot._review import _sentence_misses_rows, states_a_cell
+
+    rows: list[list[object]] = [["Jane Peacock", 21], ["Margaret Park", 20]]
+    vague = "The most customer support agents have the most customers assigned."
+    assert not states_a_cell(vague, rows)  # type: ignore[arg-type]
+    assert [s.detail for s in _sentence_misses_rows(vague, rows)] == ["it states nothing the rows hold"]  # type: ignore[arg-type]
+    assert states_a_cell("Jane Peacock has the most.", rows)  # type: ignore[arg-type]
+    assert states_a_cell("The top agent has 21 customers.", rows)  # type: ignore[arg-type]
+    assert _sentence_misses_rows("Nothing here.", [[0]]) == []  # no data: the no-data answer's business
+
+
 def test_an_answer_naming_every_row_or_none_of_them_leaves_nothing_out() -> None:
     from plangate.copilot._review import omitted_labels
 
@@ -458,7 +470,9 @@ def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_pa
     empty = dict(query["step"]["tool"]["args"])  # type: ignore[index]
     empty["period"] = {"column": "orders.order_date", "from": "2024", "to": "2024"}
     first = json.dumps({**query, "step": {**query["step"], "tool": {"name": "db_aggregate", "args": empty}}})
-    model = Grammared([first + "\n", "There are none.", line, "Every region has customers."])
+    model = Grammared(
+        [first + "\n", "There are none.", line, "East, West, South, North and Central all have customers."]
+    )
     with SQLiteStore(tmp_path / "s.db") as store:
         turn = ask("How many customers per region in 2024?", SHOP, model=model, store=store)
     assert turn.attempts[0].status != "done" and turn.attempts[1].status == "done"

@@ -314,12 +314,32 @@ def missed_value(answer: str, rows: list[list[JsonValue]]) -> str | None:
     return None if any(known.explains(number) for number in numbers) else shown_cell(value)
 
 
+def states_a_cell(answer: str, rows: list[list[JsonValue]]) -> bool:
+    """Whether ``answer`` states at least one cell of ``rows``: a text cell by name, or a number as any
+    rounding of it ("The most customer support agents have the most customers assigned." states none)."""
+    lowered = answer.lower()
+    known = Known()
+    for row in rows:
+        for cell in row:
+            if isinstance(cell, str) and cell.strip():
+                if re.search(rf"(?<!\w){re.escape(cell.lower())}(?!\w)", lowered):
+                    return True
+            elif isinstance(cell, int | float) and not isinstance(cell, bool):
+                known.add_value(cell)
+    numbers, _ = shown_numbers(answer)
+    return any(known.explains(number) for number in numbers)
+
+
 def _sentence_misses_rows(answer: str, rows: list[list[JsonValue]]) -> list[Signal]:
-    """A small model's sentence that passes the number guard but not its rows: the one value left unsaid,
-    or some names of a short list left out."""
+    """A small model's sentence that passes the number guard but not its rows: nothing the rows hold, the
+    one value left unsaid, or some names of a short list left out."""
+    if is_no_data(rows):
+        return []  # the no-data answer's business (``no_data_instead``)
     value = missed_value(answer, rows)
     if value is not None:
         return [Signal(kind="answer_omits_rows", severity="broken", detail=f"it does not state the {value}")]
+    if not states_a_cell(answer, rows):
+        return [Signal(kind="answer_omits_rows", severity="broken", detail="it states nothing the rows hold")]
     left_out = omitted_labels(answer, rows)
     if left_out:
         return [
