@@ -36,14 +36,13 @@ from plangate.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from plangate.interactions import Answer, Approve, Edit, Reject, resolution_dict
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution, resolution_dict
 from plangate.store import Interaction
 from plangate.tools import ToolArgumentsError, ToolResult, clip_summary
 
 if TYPE_CHECKING:
     from plangate.agent.loop import RunLoop
 
-Resolution = Approve | Reject | Answer | Edit
 
 _ACCEPTS: dict[str, tuple[type[Resolution], ...]] = {
     "consent": (Approve, Edit, Reject),
@@ -218,4 +217,4 @@ def _answered(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolut
     batch.events.append(result_event(waiting.write_key, waiting.tool or "", outcome, step_id))
 
 
-__all__ = ["Resolution", "apply", "check"]
+__all__ = ["apply", "check"]

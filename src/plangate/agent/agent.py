@@ -33,13 +33,12 @@ from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.conditions.errors import caret_lines
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
 from plangate.events import JsonObject, OutcomeEvent
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
 from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
 from plangate.tools import Tool, ToolRegistry, Toolset
 
 T = TypeVar("T")
-Resolution = Approve | Reject | Answer | Edit
 
 _MODES: tuple[str, ...] = get_args(Mode)
 _FIRST_PHASE: dict[str, Phase] = {"auto": "route", "plan": "plan", "react": "execute"}

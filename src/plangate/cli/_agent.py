@@ -48,7 +48,7 @@ from plangate.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.store import Commit, Interaction, LeaseBook, Store
 
 MODEL_ENV = "PLANGATE_MODEL"
@@ -68,7 +68,6 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the result as JSON for scripts (no live events).")
 ]
 
-Resolution = Approve | Reject | Answer | Edit
 _OUTCOME_STYLE = {
     "completed": "green",
     "aborted": "red",

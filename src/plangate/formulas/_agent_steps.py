@@ -25,7 +25,7 @@ from plangate.errors import InteractionError, NotFoundError, PlangateError, User
 from plangate.formulas._executors import StepOutcome
 from plangate.formulas.plan import AgentExecutor, PlanStep
 from plangate.formulas.templates import render_runtime, to_text
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Resolution
 from plangate.models import Model
 from plangate.store import TERMINAL_STATUSES, Interaction, LeaseBook, RunKind, RunRecord, RunStatus, Store
 from plangate.tools import ToolRegistry
@@ -33,7 +33,6 @@ from plangate.tools import ToolRegistry
 if TYPE_CHECKING:
     from plangate.agent import RunResult as AgentRunResult
 
-Resolution = Approve | Reject | Answer | Edit
 
 #: What the agent runtime gives a run when a step names no ``max_rounds``.
 DEFAULT_MAX_ROUNDS = 60

@@ -41,7 +41,7 @@ from plangate.events import (
 )
 from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
-from plangate.formulas._answers import Resolution, answer_step, commit_answer
+from plangate.formulas._answers import answer_step, commit_answer
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
@@ -58,6 +58,7 @@ from plangate.formulas.plan import (
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
+from plangate.interactions import Resolution
 from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"

@@ -34,7 +34,7 @@ from plangate.formulas._answers import answer_step, commit_answer
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Edit, Resolution
 from plangate.models import Model
 from plangate.store import (
     DEFAULT_LEASE_TTL,
@@ -50,7 +50,6 @@ from plangate.store import (
 from plangate.tools import ToolRegistry
 
 FormulaSource = str | Path | Plan
-Resolution = Approve | Reject | Answer | Edit
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,11 @@ from typing import Any
 
 from plangate.agent import Agent, AgentConfig, AgentStream, RunResult
 from plangate.errors import ConfigError
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Resolution
 from plangate.models import Model
 from plangate.server.schemas import AgentRunRequest
 from plangate.store import LeaseBook, Store
 from plangate.tools import ToolRegistry
-
-Resolution = Approve | Reject | Answer | Edit
 
 
 class AgentRuns:

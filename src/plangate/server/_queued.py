@@ -19,7 +19,8 @@ import logging
 from plangate.errors import InteractionError
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
-from plangate.server._agents import AgentRuns, Resolution
+from plangate.interactions import Resolution
+from plangate.server._agents import AgentRuns
 from plangate.server.schemas import AgentRunRequest
 from plangate.server.supervisor import RunSupervisor
 from plangate.store import TERMINAL_STATUSES, RunRecord, Store

@@ -31,7 +31,8 @@ from plangate.errors import InteractionError, NotFoundError, RunLeased, StaleInt
 from plangate.events import StatusEvent
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
-from plangate.server._agents import AgentRuns, Resolution
+from plangate.interactions import Resolution
+from plangate.server._agents import AgentRuns
 from plangate.server.schemas import AgentRunRequest
 from plangate.store import TERMINAL_STATUSES, Commit, RunRecord, Store
 
