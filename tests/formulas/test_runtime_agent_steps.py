@@ -14,7 +14,7 @@ from runtime_helpers import EXAMPLES, memory_store, write_formula
 from typer.testing import CliRunner
 
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import ModelRequest, ScriptedModel
 from plangate.store import SQLiteStore, Store, open_store
@@ -104,7 +104,7 @@ def agent_runs(store: Store, run_id: str) -> list[str]:
     return [run.id for run in store.list_runs(parent_run_id=run_id, kind="agent").items]
 
 
-def start(runner: FormulaRunner, path: Path) -> RunResult:
+def start(runner: FormulaRunner, path: Path) -> FormulaResult:
     return asyncio.run(runner.start(path))
 
 
@@ -257,7 +257,7 @@ def test_from_async_code_resolve_async_is_the_way_and_resolve_says_so(tmp_path: 
     desk = Desk()
     runner = FormulaRunner(memory_store(), desk.registry, model=scripted(PLACE, DONE))
 
-    async def scenario() -> RunResult:
+    async def scenario() -> FormulaResult:
         waiting = await runner.start(write_formula(tmp_path, "gym", AGENT_THEN_NOTE))
         assert waiting.interaction is not None
         with pytest.raises(ConfigError, match=r"await FormulaRunner\.resolve_async"):
@@ -491,7 +491,7 @@ def llm_formula(tmp_path: Path, *, schema: dict[str, Any] | None = REVENUE_SCHEM
     return path
 
 
-def run_llm(tmp_path: Path, *answers: str, **options: Any) -> tuple[RunResult, ScriptedModel]:
+def run_llm(tmp_path: Path, *answers: str, **options: Any) -> tuple[FormulaResult, ScriptedModel]:
     model = scripted(generate=list(answers))
     runner = FormulaRunner(memory_store(), model=model)
     return start(runner, llm_formula(tmp_path, **options)), model

@@ -33,7 +33,7 @@ from plangate.agent._context import View, catalogue_text
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
 from plangate.agent._transcript import Evidence, Transcript
-from plangate.agent.result import Outcome, RunResult
+from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import Condition
 from plangate.errors import ConfigError, InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
@@ -116,7 +116,7 @@ class RunLoop:
 
     # -- advancing ----------------------------------------------------------------------------------------
 
-    async def advance(self) -> RunResult:
+    async def advance(self) -> AgentResult:
         """Run phases until the run ends or waits on a person; returns where it stands."""
         if self._fresh:
             self._fresh = False
@@ -175,14 +175,14 @@ class RunLoop:
         self.state.inflight = None
         self.end(internal_error(stage, failure, None if inflight is None else inflight.tool))
 
-    def result(self) -> RunResult:
-        """Where the run stands now, as ``RunResult``."""
+    def result(self) -> AgentResult:
+        """Where the run stands now, as ``AgentResult``."""
         state = self.state
         if state.phase == "done" and state.outcome is not None:
-            return RunResult(self.run_id, state.outcome.status, state.outcome, None, state.answer)
+            return AgentResult(self.run_id, state.outcome.status, state.outcome, None, state.answer)
         if state.waiting is not None:
-            return RunResult(self.run_id, "waiting", None, self.interaction, None)
-        return RunResult(self.run_id, "running")
+            return AgentResult(self.run_id, "waiting", None, self.interaction, None)
+        return AgentResult(self.run_id, "running")
 
     # -- helpers the phases share -------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 from rich.prompt import Prompt
 
-from plangate.agent import Agent, Mode, RunResult
+from plangate.agent import Agent, AgentResult, Mode
 from plangate.cli._console import fail, out, print_json
 from plangate.cli._loading import (
     ConfigOpt,
@@ -189,7 +189,7 @@ def _edit(interaction: Interaction) -> Edit:
         out.print(f"[red]expected a JSON object, got {type(value).__name__}[/]")
 
 
-def drive(agent: Agent, result: RunResult, *, ask_here: bool) -> RunResult:
+def drive(agent: Agent, result: AgentResult, *, ask_here: bool) -> AgentResult:
     """While the run waits on a person and we may ask here, ask and resume."""
     while result.waiting and result.interaction is not None and ask_here:
         interaction = result.interaction
@@ -204,7 +204,7 @@ def drive(agent: Agent, result: RunResult, *, ask_here: bool) -> RunResult:
     return result
 
 
-def report(result: RunResult, json: bool, hint: str = "") -> None:
+def report(result: AgentResult, json: bool, hint: str = "") -> None:
     """Print where the run stands (or its JSON form); exit 1 when it did not complete."""
     if json:
         print_json(

@@ -46,7 +46,7 @@ from plangate.events import (
     event_to_dict,
 )
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
 from plangate.store import TERMINAL_STATUSES, Commit, Interaction, Store
 
@@ -168,10 +168,10 @@ def _ask(interaction: Interaction) -> Approve | Reject | Answer:
     return Reject(reason=Prompt.ask("reason (optional)", default="", console=out))
 
 
-def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> RunResult:
+def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> FormulaResult:
     """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on."""
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
-    result: RunResult = asyncio.run(first)
+    result: FormulaResult = asyncio.run(first)
     while result.status == "waiting" and result.interaction is not None and ask_here:
         with _Progress.paused():
             resolution = _ask(result.interaction)
@@ -180,7 +180,7 @@ def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool
     return result
 
 
-def _report(result: RunResult, json: bool, hint: str = "") -> None:
+def _report(result: FormulaResult, json: bool, hint: str = "") -> None:
     if json:
         print_json(
             {

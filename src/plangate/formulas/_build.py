@@ -23,13 +23,13 @@ from plangate.errors import FormulaError
 from plangate.formulas._schema_base import STEP_ID
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     Executor,
     FormulaExecutor,
     HumanExecutor,
     LlmExecutor,
     ManualExecutor,
     PlanGate,
-    PlanStep,
     RuntimeLoop,
     ToolExecutor,
     WaitsFor,
@@ -50,7 +50,7 @@ Context = dict[str, JsonValue]
 
 @dataclass(eq=False)  # drafts are compared by identity: two drafts are never "the same step"
 class Draft:
-    """A plan step while the plan is being assembled (mutable; becomes a :class:`PlanStep`)."""
+    """A plan step while the plan is being assembled (mutable; becomes a :class:`CookedStep`)."""
 
     id: str
     title: str
@@ -69,12 +69,12 @@ class Draft:
     executor: Executor = field(default_factory=ManualExecutor)
     from_advice: bool = False
 
-    def to_step(self) -> PlanStep:
+    def to_step(self) -> CookedStep:
         """The finished, frozen step."""
         waits_for = self.waits_for
         if waits_for is None and self.children:
             waits_for = WaitsFor(mode="all-children")
-        return PlanStep(
+        return CookedStep(
             id=self.id,
             title=self.title,
             description=self.description,

@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from plangate.decisions import DecisionParseError, load_json
 from plangate.errors import ConfigError, PlangateError
-from plangate.formulas.plan import FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
+from plangate.formulas.plan import CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
 from plangate.tools import ToolRegistry, ToolResult
@@ -79,7 +79,7 @@ def fanout_run_ids(run_id: str, step_id: str, attempt: int, count: int) -> list[
 
 
 def fanout_ids(
-    run_id: str, step: PlanStep, attempt: int, output: Mapping[str, JsonValue], existing: Sequence[str] = ()
+    run_id: str, step: CookedStep, attempt: int, output: Mapping[str, JsonValue], existing: Sequence[str] = ()
 ) -> list[str]:
     """The sub-run ids of a fan-out: one per element of the step's ``for_each`` list, those ``existing``
     (committed already) first; a run stored before ids were committed gets the rest now."""
@@ -100,7 +100,7 @@ def _as_output(value: JsonValue, observation: str) -> dict[str, JsonValue]:
 
 
 async def run_tool(
-    step: PlanStep,
+    step: CookedStep,
     executor: ToolExecutor,
     tools: ToolRegistry,
     vars: Mapping[str, JsonValue],
@@ -126,7 +126,7 @@ def tool_outcome(name: str, result: ToolResult, write: WriteReport | None = None
 
 
 async def run_subformula(
-    step: PlanStep,
+    step: CookedStep,
     executor: FormulaExecutor,
     sub_run: SubRun,
     vars: Mapping[str, JsonValue],
@@ -176,7 +176,7 @@ def _substitute_item(value: JsonValue, item: JsonValue, index: int) -> JsonValue
 
 
 async def fan_out(
-    step: PlanStep,
+    step: CookedStep,
     output: dict[str, JsonValue],
     sub_run: SubRun,
     run_ids: Sequence[str],
@@ -214,7 +214,7 @@ async def fan_out(
 
 
 def _from_runs(
-    step: PlanStep,
+    step: CookedStep,
     results: Sequence[tuple[str, str, dict[str, JsonValue]]],
     *,
     wait_any: bool,
@@ -255,7 +255,7 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 async def run_llm(
-    step: PlanStep,
+    step: CookedStep,
     executor: LlmExecutor,
     model: Model | str | None,
     vars: Mapping[str, JsonValue],

@@ -19,10 +19,10 @@ from plangate.events import GateEvent
 from plangate.formulas._runcontext import RunContext
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import StepRun
-from plangate.formulas.plan import PlanStep
+from plangate.formulas.plan import CookedStep
 
 
-def gate_open(run_ctx: RunContext, step: PlanStep, run: StepRun) -> bool:
+def gate_open(run_ctx: RunContext, step: CookedStep, run: StepRun) -> bool:
     """Whether the step may start now; else it is held (waiting, failed at a timeout, or asking a person)."""
     gate = step.gate
     if step.waits_for is not None and step.waits_for.mode == "children-of":
@@ -55,7 +55,7 @@ def gate_open(run_ctx: RunContext, step: PlanStep, run: StepRun) -> bool:
     return True
 
 
-def _condition_holds(run_ctx: RunContext, step: PlanStep, run: StepRun, now: float) -> bool:
+def _condition_holds(run_ctx: RunContext, step: CookedStep, run: StepRun, now: float) -> bool:
     assert step.gate is not None and step.gate.condition
     try:
         result = compile_condition(step.gate.condition).evaluate(run_ctx.context(step.id))

@@ -49,12 +49,12 @@ from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas._work import step_work
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     FormulaExecutor,
     HumanExecutor,
     LlmExecutor,
     ManualExecutor,
     Plan,
-    PlanStep,
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
@@ -420,7 +420,7 @@ class Scheduler:
 
     # -- starting work ------------------------------------------------------------------------------------
 
-    def _start(self, step: PlanStep, run: StepRun) -> None:
+    def _start(self, step: CookedStep, run: StepRun) -> None:
         executor = step.executor
         if isinstance(executor, HumanExecutor):
             kind: InteractionKind = "approval" if executor.kind == "approve" else "ask_user"
@@ -457,7 +457,7 @@ class Scheduler:
 
     def ask(
         self,
-        step: PlanStep,
+        step: CookedStep,
         run: StepRun,
         interaction_kind: InteractionKind,
         prompt: str,
@@ -510,7 +510,7 @@ class Scheduler:
 
         self.ops.append(open_it)
 
-    def _render_prompt(self, step: PlanStep, prompt: str) -> str:
+    def _render_prompt(self, step: CookedStep, prompt: str) -> str:
         from plangate.formulas.templates import render_runtime
 
         try:
@@ -607,7 +607,7 @@ class Scheduler:
             return
         self.transition(run, "complete", outcome.reason, output=outcome.output)
 
-    def _end_sub_runs(self, step: PlanStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
+    def _end_sub_runs(self, step: CookedStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
         """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
         needed by an any-children fan-out): no sub-run outlives the step that started it."""
         if run.wait.get("kind") not in {"subrun", "fanout"} or isinstance(step.executor, AgentExecutor):
@@ -750,7 +750,7 @@ class Scheduler:
         self.state.iterations[loop_id] = n + 1
         return True
 
-    def _grow(self, new_steps: list[PlanStep]) -> None:
+    def _grow(self, new_steps: list[CookedStep]) -> None:
         plan = self.state.plan
         known = {s.id for s in new_steps}
         data = plan.to_dict()
@@ -771,7 +771,7 @@ class Scheduler:
         self.plan_changed = True
 
     @staticmethod
-    def _blocked_reason(step: PlanStep) -> str:
+    def _blocked_reason(step: CookedStep) -> str:
         return f"a step it needs did not complete ({', '.join(step.needs)})"
 
 

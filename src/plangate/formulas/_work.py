@@ -25,11 +25,11 @@ from plangate.formulas._executors import (
 )
 from plangate.formulas._runcontext import RunHost
 from plangate.formulas._runstate import RunState
-from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
+from plangate.formulas.plan import AgentExecutor, CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
 
 
 async def step_work(
-    host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: PlanStep, what: str
+    host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: CookedStep, what: str
 ) -> StepOutcome:
     """Run ``what`` (``work``, ``fanout``, ``subrun``, ``write`` or ``settle``) for ``step`` of ``run_id``.
 

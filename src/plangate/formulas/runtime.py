@@ -65,7 +65,7 @@ class StepView:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class FormulaResult:
     """Where a formula run stands after ``run_formula`` / ``resume_run`` returned.
 
     Attributes:
@@ -205,7 +205,7 @@ class FormulaRunner:
         parent_run_id: str | None = None,
         always_execute: bool = False,
         run_id: str | None = None,
-    ) -> RunResult:
+    ) -> FormulaResult:
         """Check, store and run a formula until it ends or waits.
 
         Args:
@@ -252,7 +252,7 @@ class FormulaRunner:
             run_input["always_execute"] = True
         return run_input
 
-    async def resume(self, run_id: str) -> RunResult:
+    async def resume(self, run_id: str) -> FormulaResult:
         """Continue a run from its last committed transition (after a restart, or once a person answered).
 
         Steps that were ``running`` when the process stopped run again (their completion was never
@@ -274,7 +274,7 @@ class FormulaRunner:
         state.fold(self.store.events(run_id, after=snapshot.seq))
         return state
 
-    async def _advance(self, run_id: str, plan: Plan | None) -> RunResult:
+    async def _advance(self, run_id: str, plan: Plan | None) -> FormulaResult:
         """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store."""
         if run_id in self._live:
             raise RunLeased(
@@ -620,7 +620,7 @@ class FormulaRunner:
 
     # -- results ------------------------------------------------------------------------------------------
 
-    def _result(self, run_id: str, state: RunState, status: RunStatus, reason: str) -> RunResult:
+    def _result(self, run_id: str, state: RunState, status: RunStatus, reason: str) -> FormulaResult:
         views = {
             sid: StepView(
                 sid,
@@ -638,7 +638,7 @@ class FormulaRunner:
             interaction = opened[0] if opened else None
             if interaction is None:
                 interaction = self._child_interaction(run_id)
-        return RunResult(run_id, status, reason, views, interaction)
+        return FormulaResult(run_id, status, reason, views, interaction)
 
     def _child_interaction(self, run_id: str) -> Interaction | None:
         for child in self.store.list_runs(parent_run_id=run_id, status="waiting", limit=100).items:
@@ -667,7 +667,7 @@ def run_formula(
     store: Store | str | None = None,
     tools: ToolRegistry | None = None,
     **options: Any,
-) -> RunResult:
+) -> FormulaResult:
     """Run a formula (a name, a file or a cooked plan) until it ends or waits on a person.
 
     Args:
@@ -683,10 +683,10 @@ def run_formula(
 
 def resume_run(
     run_id: str, *, store: Store | str | None = None, tools: ToolRegistry | None = None, **options: Any
-) -> RunResult:
+) -> FormulaResult:
     """Continue a formula run from its last committed transition."""
     runner = FormulaRunner(_store(store), tools, **options)
     return asyncio.run(runner.resume(run_id))
 
 
-__all__ = ["Answered", "FormulaRunner", "RunResult", "StepView", "resume_run", "run_formula"]
+__all__ = ["Answered", "FormulaResult", "FormulaRunner", "StepView", "resume_run", "run_formula"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from plangate.agent import Agent, AgentConfig, AgentStream, RunResult
+from plangate.agent import Agent, AgentConfig, AgentResult, AgentStream
 from plangate.errors import ConfigError
 from plangate.interactions import Resolution
 from plangate.models import Model
@@ -83,7 +83,7 @@ class AgentRuns:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
-    ) -> Coroutine[Any, Any, RunResult]:
+    ) -> Coroutine[Any, Any, AgentResult]:
         """Resolve the run's interaction (when given) and continue it until it waits or ends."""
         return self._for(run_id).resume_async(run_id, interaction_id, resolution, by=by)
 
