@@ -14,6 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from plangate.agent.result import AgentResult
+from plangate.errors import UsageError
 from plangate.events import Event
 from plangate.store import Commit, Store
 
@@ -35,7 +36,7 @@ class AgentStream:
 
     def __aiter__(self) -> AsyncIterator[Event]:
         if self._used:
-            raise RuntimeError("an AgentStream can be iterated only once")
+            raise UsageError("an AgentStream can be iterated only once; found a second iteration")
         self._used = True
         return self._events()
 

@@ -91,8 +91,9 @@ class RunLoop:
         self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
-        self._model: Model | None = MeteredModel(model, self.meter) if isinstance(model, Model) else None
-        self._build_model: Callable[[], Model] | None = None if isinstance(model, Model) else model
+        self._model: MeteredModel | Callable[[], Model] = (
+            MeteredModel(model, self.meter) if isinstance(model, Model) else model
+        )
         self.toolset = toolset
         self.run_id = run_id
         self.prompt = prompt
@@ -108,10 +109,8 @@ class RunLoop:
     @property
     def model(self) -> Model:
         """The run's model (built on first use when the loop was given a function)."""
-        if self._model is None and self._build_model is not None:
-            self._model = MeteredModel(self._build_model(), self.meter)
-            self._build_model = None
-        assert self._model is not None  # one of the two was given
+        if not isinstance(self._model, MeteredModel):
+            self._model = MeteredModel(self._model(), self.meter)
         return self._model
 
     # -- advancing ----------------------------------------------------------------------------------------

@@ -231,14 +231,15 @@ class _StepsReader:
         if step_id in path:
             cycle = " -> ".join((*path[path.index(step_id) :], step_id))
             raise StepsFileError(f"children form a cycle: {cycle}")
-        item, _, children = self._entries[step_id]
+        item, at, children = self._entries[step_id]
         kids = []
         for child_id, where in children:
             if child_id not in self._entries:
                 raise StepsFileError(f"{where}: no step has the id '{child_id}'")
             kids.append(self._build(child_id, (*path, step_id)))
         output = item.get("output", {})
-        assert isinstance(output, dict)
+        if not isinstance(output, dict):  # _collect refused this already
+            raise StepsFileError(f"{at}.output: expected an object, found {_kind(output)}")
         state = StepState(step_id, str(item["status"]), output, kids)
         self._built[step_id] = state
         return state

@@ -28,7 +28,8 @@ from pydantic import JsonValue
 from plangate.copilot._periods import asked_period
 from plangate.models import Model
 from plangate.models._grammar import LINES, NOT_BLANK
-from plangate.tools.data import SchemaInfo, TableInfo, source_parameters
+from plangate.tools.data import SchemaInfo, TableInfo
+from plangate.tools.data.aggregate import parameters_schema, source_properties
 from plangate.tools.data.periods import Period
 from plangate.tools.data.profile import CategoryColumn
 
@@ -175,9 +176,7 @@ def _text(limit: int) -> dict[str, JsonValue]:
 
 def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
     """``db_aggregate``'s grammar form on ``schema``, with the question's hints as its only choices."""
-    arguments = source_parameters(schema, grammar=True)
-    properties = arguments["properties"]
-    assert isinstance(properties, dict)
+    properties = source_properties(schema, grammar=True)
     period = properties["period"]
     options_of = period.get("anyOf") if isinstance(period, dict) else None
     span = options_of[0] if isinstance(options_of, list) and options_of else None
@@ -214,7 +213,7 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
     groups = properties["group_by"]
     if hints.linked and isinstance(groups, dict):
         properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}}
-    return arguments
+    return parameters_schema(properties, grammar=True)
 
 
 def op_lines_schema(schema: SchemaInfo, hints: Hints | None = None) -> dict[str, JsonValue]:

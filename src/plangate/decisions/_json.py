@@ -18,6 +18,7 @@ import sys
 from typing import Literal
 
 from plangate.decisions.errors import DecisionParseError
+from plangate.errors import Signal
 
 Stop = Literal["closed", "lt", "more"]
 
@@ -28,7 +29,7 @@ MAX_DEPTH = 64
 _MAX_INT_DIGITS = 330
 
 
-class _Refused(ValueError):
+class _Refused(Signal):
     """Valid JSON syntax that the protocol still refuses (a repeated key, a non-finite or huge number)."""
 
 

@@ -341,7 +341,12 @@ class Builder:
         container = self._draft(step, scope, parent, path, final, needs)
         where = f"{path}.loop"
         if loop.until is not None:
-            assert loop.max is not None  # the schema requires max with until
+            if loop.max is None:  # the schema refuses this; a Loop built in code may not have been validated
+                raise FormulaError(
+                    "an until loop needs max (the most iterations it may run)",
+                    path=f"{where}.max",
+                    source=self.source,
+                )
             until = self.text(loop.until, scope, f"{where}.until", escape=False)
             self.loops.append(
                 RuntimeLoop(
@@ -386,7 +391,10 @@ class Builder:
                     source=self.source,
                 )
             return list(range(1, loop.count + 1))
-        assert loop.range is not None  # the schema requires one of count, range, until
+        if loop.range is None:  # the schema refuses this; a Loop built in code may not have been validated
+            raise FormulaError(
+                "a loop needs exactly one of count, range or until", path=path, source=self.source
+            )
         text = self.text(loop.range, scope, f"{path}.range", escape=False)
         try:
             start, end = parse_range(text, path=f"{path}.range")

@@ -20,8 +20,9 @@ from typing import Any, Literal, cast
 from pydantic import JsonValue
 
 from plangate.decisions import DecisionParseError, load_json
-from plangate.errors import ConfigError, PlangateError
+from plangate.errors import ConfigError, FormulaError, PlangateError
 from plangate.formulas.plan import CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
+from plangate.formulas.schema import OnComplete
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
 from plangate.tools import ToolRegistry, ToolResult
@@ -83,8 +84,7 @@ def fanout_ids(
 ) -> list[str]:
     """The sub-run ids of a fan-out: one per element of the step's ``for_each`` list, those ``existing``
     (committed already) first; a run stored before ids were committed gets the rest now."""
-    assert step.on_complete is not None
-    items = items_at(output, step.on_complete.for_each)
+    items = items_at(output, _fan_out_of(step).for_each)
     count = len(items) if isinstance(items, list) else 0
     if len(existing) >= count:
         return list(existing)
@@ -138,7 +138,8 @@ async def run_subformula(
         sub_vars = render_runtime(executor.vars, vars, outputs, path=f"{step.id}.formula.vars")
     except PlangateError as exc:
         return StepOutcome("failed", reason=f"vars: {exc}")
-    assert isinstance(sub_vars, dict)
+    if not isinstance(sub_vars, dict):  # a table of vars renders as one
+        return StepOutcome("failed", reason=f"vars: expected an object, found {type(sub_vars).__name__}")
     found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
     return _from_runs(step, [(found, status, sub_outputs)], wait_any=False)
 
@@ -156,6 +157,12 @@ def items_at(output: Mapping[str, JsonValue], path: str) -> list[JsonValue] | st
     if not isinstance(value, list):
         return f"for_each: {path!r} is not a list"
     return list(value)
+
+
+def _fan_out_of(step: CookedStep) -> OnComplete:
+    if step.on_complete is None:  # the scheduler fans out only a step with on_complete
+        raise FormulaError(f"step {step.id!r} has no on_complete: nothing to fan out", path=step.source)
+    return step.on_complete
 
 
 def _substitute_item(value: JsonValue, item: JsonValue, index: int) -> JsonValue:
@@ -183,8 +190,7 @@ async def fan_out(
 ) -> StepOutcome:
     """Run ``on_complete.formula`` once per element of ``on_complete.for_each``, element ``i`` as the sub-run
     ``run_ids[i]`` (committed by the parent before any starts; one that exists already is adopted)."""
-    spec = step.on_complete
-    assert spec is not None
+    spec = _fan_out_of(step)
     items = items_at(output, spec.for_each)
     if isinstance(items, str):
         return StepOutcome("failed", output, items)
@@ -192,8 +198,7 @@ async def fan_out(
         return StepOutcome("failed", output, f"{len(items)} items but {len(run_ids)} sub-run ids recorded")
 
     async def one(index: int, item: JsonValue) -> tuple[str, str, dict[str, JsonValue]]:
-        sub_vars = _substitute_item(dict(spec.vars), item, index)
-        assert isinstance(sub_vars, dict)
+        sub_vars = {key: _substitute_item(value, item, index) for key, value in spec.vars.items()}
         try:
             return await sub_run(spec.formula, sub_vars, run_ids[index])
         except PlangateError as exc:

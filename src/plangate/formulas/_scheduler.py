@@ -29,7 +29,7 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, StepState, compile_condition
-from plangate.errors import InteractionError
+from plangate.errors import InteractionError, Signal
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -69,7 +69,7 @@ _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent",
 _EVENTS_PER_STEP_PER_SNAPSHOT = 4
 
 
-class _RunEnded(Exception):
+class _RunEnded(Signal):
     """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
 
     def __init__(self, status: RunStatus) -> None:
@@ -554,7 +554,7 @@ class Scheduler:
         if run.terminal:  # cancelled meanwhile
             return
         if outcome.write is not None:
-            _writes.settled(self, step, outcome)
+            _writes.settled(self, step, outcome.write)
         if outcome.status == "unknown":
             self.emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
             _writes.ask_unknown(self, step, run, {**run.wait, "why": outcome.reason})

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from plangate.errors import PlangateError
+from plangate.errors import PlangateError, StoreError
 from plangate.events import InteractionTool, StatusEvent, ToolCallEvent, ToolResultEvent
 from plangate.formulas._executors import StepOutcome, WriteReport, tool_outcome
 from plangate.formulas._runcontext import RunContext
@@ -69,7 +69,10 @@ def start(run_ctx: RunContext, step: CookedStep, run: StepRun, executor: ToolExe
             run_ctx.ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
             return
         how = BY_STEP if executor.consent == "auto" else BY_RUN
-    assert isinstance(arguments, dict)
+    if not isinstance(arguments, dict):  # what the consent request stored is always an object
+        raise StoreError(
+            f"run {run_ctx.run_id!r}, step {step.id!r}: the approved call's arguments are not an object"
+        )
     attempt = run.attempt + 1
     key = intent_key(run_ctx.run_id, step.id, attempt, interaction_id, run_ctx.store)
     running: dict[str, JsonValue] = {
@@ -93,10 +96,8 @@ def start(run_ctx: RunContext, step: CookedStep, run: StepRun, executor: ToolExe
     run_ctx.launch(step.id, "write")
 
 
-def settled(run_ctx: RunContext, step: CookedStep, outcome: StepOutcome) -> None:
+def settled(run_ctx: RunContext, step: CookedStep, report: WriteReport) -> None:
     """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
-    report = outcome.write
-    assert report is not None
     if report.note is not None:
         run_ctx.emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
     result = report.result

@@ -40,7 +40,7 @@ from typing import Any
 from plangate.decisions.outputs import PLAN_ACTIONS
 from plangate.decisions.protocol import ACTIONS
 from plangate.decisions.schema import JsonSchema, decision_json_schema, plan_json_schema, route_json_schema
-from plangate.errors import ConfigError
+from plangate.errors import ConfigError, Signal
 
 _Node = dict[str, Any]
 
@@ -325,7 +325,7 @@ def _bound_fields(node: _Node, limits: GrammarLimits, bound: str | None = None) 
         _bound_fields(node["items"], limits, bound)
 
 
-class _Unportable(Exception):
+class _Unportable(Signal):
     """A tool's parameter schema uses something the grammar's subset cannot express."""
 
 
