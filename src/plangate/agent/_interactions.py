@@ -22,6 +22,7 @@ Not for: finding the run or rebuilding it (``agent.py``, ``loop.load_loop``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from plangate.agent import _writes
@@ -99,13 +100,20 @@ def _edited(loop: RunLoop, waiting: Waiting, resolution: Edit) -> JsonObject:
 
 
 async def apply(
-    loop: RunLoop, resolution: Resolution, edited: JsonObject | None, by: str | None, *, act: bool = True
+    loop: RunLoop,
+    resolution: Resolution,
+    edited: JsonObject | None,
+    by: str | None,
+    *,
+    act: bool = True,
+    committed: Callable[[], object] | None = None,
 ) -> None:
     """Commit ``resolution`` of the run's open interaction (checked with ``check``) and its consequences.
 
     With ``act`` false, an approved write is only recorded as approved (``inflight``, no intent yet): the
     process that advances the run next starts it (``_writes.recover``), so nothing runs where the run is
-    not advanced (a server that hands runs to workers).
+    not advanced (a server that hands runs to workers). ``committed`` is called once the resolution is
+    committed, before an approved write runs.
 
     Raises:
         StaleInteraction: another resolution won the race; nothing changed.
@@ -130,6 +138,8 @@ async def apply(
         arguments = edited if edited is not None else dict(waiting.arguments or {})
         _start_write(loop, batch, waiting, arguments, record_intent=act)
         await loop.commit(batch)
+        if committed is not None:
+            committed()
         if act:
             await _writes.execute(loop)
         return
@@ -140,6 +150,8 @@ async def apply(
     else:
         _answered(loop, batch, waiting, resolution)
     await loop.commit(batch)
+    if committed is not None:
+        committed()
 
 
 def _start_write(

@@ -37,7 +37,7 @@ async def execute(loop: RunLoop) -> None:
     if inflight is None:
         return
     tool = loop.toolset.registry.get(inflight.tool)
-    loop.confirm_lease()  # a process that lost the run (frozen, taken over) never writes for it
+    await loop.confirm_lease()  # a process that lost the run (frozen, taken over) never writes for it
     outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
     if outcome.outcome_unknown:
         why = outcome.error_message or "the call was cut off"

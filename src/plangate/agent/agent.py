@@ -9,7 +9,7 @@ run does (``loop.py`` and the phase modules).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, TypeVar, get_args
 
@@ -203,8 +203,12 @@ class Agent:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
+        resolved: Callable[[], object] | None = None,
     ) -> AgentResult:
         """Resolve the run's open interaction with ``resolution``, then continue until it ends or waits.
+
+        ``resolved`` is called once the resolution is committed, before anything it allows runs (a server
+        answers its client then, while the run goes on).
 
         With no interaction and no resolution, continue a run whose process stopped (a write cut off
         between its intent and its receipt is reconciled, or a person is asked about it); a waiting or
@@ -230,7 +234,7 @@ class Agent:
                 return await loop.advance()
             loop, edited = self._checked(run_id, interaction_id, resolution)
             _ = loop.model
-            await _interactions.apply(loop, resolution, edited, by)
+            await _interactions.apply(loop, resolution, edited, by, committed=resolved)
             return await loop.advance()
 
     def resolve(

@@ -19,13 +19,12 @@ stays ``running`` to fail again on every recovery.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Literal
 
+from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._compact import Meter, MeteredModel
@@ -246,16 +245,7 @@ class RunLoop:
         # What a receipt proves goes into the same batch, decided here, on the loop's thread, like the rest
         # of the state.
         _proof.prove(self, batch)
-        work = asyncio.ensure_future(asyncio.to_thread(self._commit, batch))
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            while not work.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait({work})
-            if not work.cancelled():
-                work.exception()  # retrieved: the cancellation is what the caller hears
-            raise
+        return await off_loop(self._commit, batch)
 
     def _commit(self, batch: Batch) -> list[Event]:
         state = self.state
@@ -301,10 +291,11 @@ class RunLoop:
             return self.store.transaction(self.run_id)
         return self.leases.transaction(self.run_id)
 
-    def confirm_lease(self) -> None:
-        """Before a write: renew the run's lease, refused (``RunLeased``) when this process lost it."""
+    async def confirm_lease(self) -> None:
+        """Before a write: renew the run's lease (off the event loop), refused (``RunLeased``) when this
+        process lost it."""
         if self.leases is not None:
-            self.leases.confirm(self.run_id)
+            await self.leases.confirm_async(self.run_id)
 
     def _open(self, tx: Transaction, question: Question) -> None:
         step_id = str(question.step_index) if self.state.plan else None

@@ -49,7 +49,7 @@ async def step_work(
         ids = fanout_ids(run_id, step, run.attempt, run.output or {}, existing)
         return await fan_out(step, dict(run.output or {}), sub, ids)
     if what in {"write", "settle"}:
-        host.leases.confirm(run_id)  # a process that lost the run never writes for it
+        await host.leases.confirm_async(run_id)  # a process that lost the run never writes for it
     if what == "write":
         tool = host.tools.get(str(run.wait.get("tool")))
         arguments = run.wait.get("arguments")

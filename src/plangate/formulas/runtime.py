@@ -220,6 +220,30 @@ class FormulaRunner:
         )
         return await self._advance(run.id, plan)
 
+    def create(
+        self,
+        formula: FormulaSource,
+        vars: Mapping[str, object] | None = None,
+        *,
+        owner: str = "local",
+        always_execute: bool = False,
+    ) -> str:
+        """Check and store a formula run with its first commit (``running``); returns its id, and
+        ``advance`` runs it. Synchronous, so that a server creates it off its event loop.
+
+        Raises:
+            FormulaError: the formula does not pass check; nothing was stored.
+        """
+        return self._create(formula, vars, owner, always_execute, "running")
+
+    async def advance(self, run_id: str) -> FormulaResult:
+        """Run a run ``create`` stored, from its first commit, until it ends or waits.
+
+        Raises:
+            RunLeased: another live process advances the run (it took it over since); nothing changed.
+        """
+        return await self._advance(run_id, None, fresh=True)
+
     def submit(
         self,
         formula: FormulaSource,
@@ -236,10 +260,20 @@ class FormulaRunner:
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
         """
+        return self._create(formula, vars, owner, always_execute, "queued")
+
+    def _create(
+        self,
+        formula: FormulaSource,
+        vars: Mapping[str, object] | None,
+        owner: str,
+        always_execute: bool,
+        status: RunStatus,
+    ) -> str:
         plan = self.plan(formula, vars)
         run = self.store.create_run("formula", plan.formula, self._input(plan, always_execute), owner=owner)
         with self.leases.held(run.id):
-            self._first_commit(run, plan, status="queued")
+            self._first_commit(run, plan, status=status)
         return run.id
 
     def _input(self, plan: Plan, always_execute: bool) -> dict[str, object]:
@@ -274,8 +308,9 @@ class FormulaRunner:
         state.fold(self.store.events(run_id, after=snapshot.seq))
         return state
 
-    async def _advance(self, run_id: str, plan: Plan | None) -> FormulaResult:
-        """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store."""
+    async def _advance(self, run_id: str, plan: Plan | None, *, fresh: bool = False) -> FormulaResult:
+        """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store
+        (``fresh``: just after its first commit, so there is nothing to recover)."""
         if run_id in self._live:
             raise RunLeased(
                 f"run {run_id!r} is being advanced by this runner already; nothing changed",
@@ -293,7 +328,7 @@ class FormulaRunner:
             scheduler = Scheduler(self, self.store.get_run(run_id), state)
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
-            resumed = plan is None and run.status != "queued"
+            resumed = plan is None and not fresh and run.status != "queued"
             try:
                 status, reason = await scheduler.run(resumed=resumed)
             finally:

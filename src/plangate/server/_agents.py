@@ -7,7 +7,7 @@ return (``supervisor.py``) or HTTP (``routes/``).
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from plangate.agent import Agent, AgentConfig, AgentResult, AgentStream
@@ -83,9 +83,11 @@ class AgentRuns:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
+        resolved: Callable[[], object] | None = None,
     ) -> Coroutine[Any, Any, AgentResult]:
-        """Resolve the run's interaction (when given) and continue it until it waits or ends."""
-        return self._for(run_id).resume_async(run_id, interaction_id, resolution, by=by)
+        """Resolve the run's interaction (when given) and continue it until it waits or ends; ``resolved``
+        is called once the resolution is committed."""
+        return self._for(run_id).resume_async(run_id, interaction_id, resolution, by=by, resolved=resolved)
 
     def cancel(self, run_id: str, reason: str) -> None:
         """End the run ``cancelled``; its open interaction expires."""
