@@ -42,7 +42,7 @@ from plangate.store import Interaction
 from plangate.tools import ToolArgumentsError, ToolResult, clip_summary
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 
 _ACCEPTS: dict[str, tuple[type[Resolution], ...]] = {
@@ -55,7 +55,7 @@ _ACCEPTS: dict[str, tuple[type[Resolution], ...]] = {
 _REPLY_SUMMARY = 200
 
 
-def check(loop: RunLoop, interaction: Interaction, resolution: Resolution) -> JsonObject | None:
+def check(loop: RunContext, interaction: Interaction, resolution: Resolution) -> JsonObject | None:
     """Refuse a resolution that cannot apply; returns the validated arguments of an ``Edit``.
 
     Raises:
@@ -88,7 +88,7 @@ def check(loop: RunLoop, interaction: Interaction, resolution: Resolution) -> Js
     return None
 
 
-def _edited(loop: RunLoop, waiting: Waiting, resolution: Edit) -> JsonObject:
+def _edited(loop: RunContext, waiting: Waiting, resolution: Edit) -> JsonObject:
     name = waiting.tool or ""
     tool = loop.toolset.registry.get(name)
     try:
@@ -100,7 +100,7 @@ def _edited(loop: RunLoop, waiting: Waiting, resolution: Edit) -> JsonObject:
 
 
 async def apply(
-    loop: RunLoop,
+    loop: RunContext,
     resolution: Resolution,
     edited: JsonObject | None,
     by: str | None,
@@ -155,7 +155,7 @@ async def apply(
 
 
 def _start_write(
-    loop: RunLoop, batch: Batch, waiting: Waiting, arguments: JsonObject, *, record_intent: bool
+    loop: RunContext, batch: Batch, waiting: Waiting, arguments: JsonObject, *, record_intent: bool
 ) -> None:
     name = waiting.tool or ""
     inflight = InflightWrite(
@@ -173,7 +173,7 @@ def _start_write(
     batch.events.append(ToolCallEvent(call_id=inflight.key, tool=name, arguments=arguments, step_id=step_id))
 
 
-def _declined(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
+def _declined(loop: RunContext, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
     reason = resolution.reason.strip() if isinstance(resolution, Reject) else ""
     arguments = json.dumps(waiting.arguments or {}, ensure_ascii=False, sort_keys=True)
     observation = f"The user declined the call {waiting.tool} with {arguments}: " + (
@@ -194,7 +194,7 @@ def _declined(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolut
     )
 
 
-def _plan_answered(loop: RunLoop, batch: Batch, resolution: Resolution) -> None:
+def _plan_answered(loop: RunContext, batch: Batch, resolution: Resolution) -> None:
     state = loop.state
     if isinstance(resolution, Approve) and state.plan:
         state.phase = "execute"
@@ -205,7 +205,7 @@ def _plan_answered(loop: RunLoop, batch: Batch, resolution: Resolution) -> None:
     state.phase = "plan"
 
 
-def _answered(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
+def _answered(loop: RunContext, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
     text = resolution.text if isinstance(resolution, Answer) else ""
     summary = clip_summary(text, _REPLY_SUMMARY)
     if loop.state.phase == "execute":

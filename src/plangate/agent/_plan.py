@@ -19,10 +19,10 @@ from plangate.errors import ConfigError
 from plangate.events import PlanEvent, PlanEventStep, SpeakEvent, StatusEvent, StepStartedEvent
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 
-async def run_plan(loop: RunLoop) -> None:
+async def run_plan(loop: RunContext) -> None:
     """One planning pass, committed."""
     if not loop.take_round("plan"):
         return
@@ -54,7 +54,7 @@ async def run_plan(loop: RunLoop) -> None:
     await loop.commit(batch)
 
 
-def _accept(loop: RunLoop, output: PlanOutput, batch: Batch) -> None:
+def _accept(loop: RunContext, output: PlanOutput, batch: Batch) -> None:
     state = loop.state
     state.plan = list(output.plan_steps)
     state.step_index = 0

@@ -27,10 +27,10 @@ from typing import Any, Literal
 from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
-from plangate.agent._compact import Meter, MeteredModel
 from plangate.agent._context import View, catalogue_text
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
+from plangate.agent._tokens import Meter, MeteredModel
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import Condition
