@@ -1,5 +1,5 @@
-"""The resolution vocabulary: one discriminated union, parsed from its dict form with errors that name the
-field."""
+"""``plangate.interactions``: the resolutions a person gives, built as the README shows them, one
+discriminated union, parsed from its dict form with errors that name the field."""
 
 from __future__ import annotations
 
@@ -7,6 +7,20 @@ import pytest
 
 from plangate.errors import InteractionError
 from plangate.interactions import Answer, Approve, Edit, Reject, parse_resolution, resolution_dict
+
+
+def test_each_resolution_takes_its_one_field_positionally_like_approve() -> None:
+    assert Approve() == parse_resolution({"kind": "approve"})
+    assert Reject("not this week") == Reject(reason="not this week")
+    assert Answer("Tuesday") == Answer(text="Tuesday")
+    assert Edit({"slot": 4}) == Edit(arguments={"slot": 4})
+    assert resolution_dict(Reject("not this week")) == {"kind": "reject", "reason": "not this week"}
+    assert Reject() == Reject(reason="")
+
+
+def test_a_field_given_both_ways_is_refused() -> None:
+    with pytest.raises(TypeError, match="'reason' given twice"):
+        Reject("a", reason="b")
 
 
 @pytest.mark.parametrize(

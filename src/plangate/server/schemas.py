@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.server._public import public_outcome
@@ -69,35 +69,46 @@ class CancelRequest(_Request):
 
 
 class ResolveRequest(_Request):
-    """A person's answer to an open interaction."""
+    """A person's answer to an open interaction: ``kind`` (approve, reject, answer, edit), the word the
+    Python resolutions use (``Reject(reason=...).kind``); ``action``, its name in earlier versions of the
+    API, is still accepted in its place."""
 
-    action: Literal["approve", "reject", "answer", "edit"]
+    kind: Literal["approve", "reject", "answer", "edit"] = Field(
+        validation_alias=AliasChoices("kind", "action")
+    )
     reason: Annotated[str, Field(max_length=10_000)] | None = None
     text: Annotated[str, Field(max_length=100_000)] | None = None
     arguments: dict[str, JsonValue] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_word(cls, value: object) -> object:
+        if isinstance(value, dict) and "kind" in value and "action" in value:
+            raise ValueError("expected one of 'kind' and 'action' (the same field), found both")
+        return value
+
     @model_validator(mode="after")
-    def _fits_the_action(self) -> ResolveRequest:
-        needs = {"answer": "text", "edit": "arguments"}.get(self.action)
+    def _fits_the_kind(self) -> ResolveRequest:
+        needs = {"answer": "text", "edit": "arguments"}.get(self.kind)
         if needs is not None and getattr(self, needs) is None:
-            raise ValueError(f"{self.action!r} needs the field {needs!r}")
+            raise ValueError(f"{self.kind!r} needs the field {needs!r}")
         allowed = {"approve": set(), "reject": {"reason"}, "answer": {"text"}, "edit": {"arguments"}}
         extra = sorted(
             name
             for name in ("reason", "text", "arguments")
-            if getattr(self, name) is not None and name not in allowed[self.action]
+            if getattr(self, name) is not None and name not in allowed[self.kind]
         )
         if extra:
-            raise ValueError(f"{self.action!r} takes no {', '.join(repr(name) for name in extra)}")
+            raise ValueError(f"{self.kind!r} takes no {', '.join(repr(name) for name in extra)}")
         return self
 
     def resolution(self) -> Resolution:
         """The resolution this request stands for."""
-        if self.action == "reject":
+        if self.kind == "reject":
             return Reject(reason=self.reason or "")
-        if self.action == "answer":
+        if self.kind == "answer":
             return Answer(text=self.text or "")
-        if self.action == "edit":
+        if self.kind == "edit":
             return Edit(arguments=dict(self.arguments or {}))
         return Approve()
 
