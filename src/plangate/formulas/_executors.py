@@ -9,12 +9,10 @@ scheduler in ``_scheduler.py`` owns those, and opens the interactions) or agent 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
@@ -25,7 +23,7 @@ from plangate.formulas.plan import CookedStep, FormulaExecutor, LlmExecutor, Too
 from plangate.formulas.schema import OnComplete
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
-from plangate.tools import ToolRegistry, ToolResult
+from plangate.tools import ToolRegistry, ToolResult, json_schema
 
 
 @dataclass(frozen=True)
@@ -328,142 +326,16 @@ def parse_json_answer(text: str) -> tuple[JsonValue, str | None]:
     return value, None
 
 
-def _jsonschema() -> ModuleType | None:
-    # Optional: the full specification when installed; the checker below covers the common keywords.
-    try:
-        return importlib.import_module("jsonschema")
-    except ImportError:
-        return None
-
-
 def schema_problem(schema: Mapping[str, JsonValue]) -> str | None:
     """Why ``schema`` is not a usable JSON schema (None when it is)."""
-    module = _jsonschema()
-    if module is None:
-        return _basic_schema_problem(schema, "$")
-    try:
-        module.validators.validator_for(schema).check_schema(schema)
-    except module.exceptions.SchemaError as exc:
-        return f"not a valid JSON schema: at {exc.json_path}: {exc.message}"
-    return None
+    return json_schema.schema_problem(schema)
 
 
 def fits_schema(value: JsonValue, schema: Mapping[str, JsonValue]) -> str | None:
-    """Why ``value`` does not fit the JSON schema ``schema``, with where (None when it fits).
-
-    With ``jsonschema`` installed, the whole specification (the draft ``$schema`` names, else 2020-12);
-    without it, a small checker of ``type``, ``enum``, ``const``, ``properties``, ``required``,
-    ``additionalProperties``, ``items``, ``minItems``/``maxItems``, ``minimum``/``maximum`` and
-    ``minLength``/``maxLength`` (other keywords are not enforced).
-    """
-    module = _jsonschema()
-    if module is None:
-        return _basic_fit(value, schema, "$")
-    validator = module.validators.validator_for(schema)(schema)
-    error = module.exceptions.best_match(validator.iter_errors(value))
-    if error is None:
-        return None
-    return f"the answer does not fit the schema: at {error.json_path}: {error.message}"
-
-
-_TYPES: dict[str, Callable[[object], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    for name in ("null", "object", "array", "string", "integer", "number"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
-def _basic_schema_problem(schema: object, at: str) -> str | None:
-    if isinstance(schema, bool):
-        return None
-    if not isinstance(schema, dict):
-        return f"not a valid JSON schema: at {at}: expected an object or a boolean"
-    named = schema.get("type")
-    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
-    unknown = [n for n in names if not isinstance(n, str) or n not in _TYPES]
-    if unknown:
-        return f"not a valid JSON schema: at {at}: unknown type {unknown[0]!r}"
-    return None
-
-
-def _basic_fit(value: JsonValue, schema: object, at: str) -> str | None:
-    if schema is False:
-        return f"the answer does not fit the schema: at {at}: no value is allowed here"
-    if not isinstance(schema, dict):
-        return None
-    problem = _basic_value_problem(value, schema)
-    if problem is None and isinstance(value, dict):
-        problem = _basic_object_problem(value, schema, at)
-    if problem is None and isinstance(value, list):
-        problem = _basic_array_problem(value, schema, at)
-    if problem is None or problem.startswith("the answer"):
-        return problem
-    return f"the answer does not fit the schema: at {at}: {problem}"
-
-
-def _basic_value_problem(value: JsonValue, schema: Mapping[str, Any]) -> str | None:
-    named = schema.get("type")
-    if named is not None:
-        names = [named] if isinstance(named, str) else list(named)
-        if not any(name in _TYPES and _TYPES[name](value) for name in names):
-            return f"expected {' or '.join(names)}, found {_json_type(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"expected one of {json.dumps(schema['enum'])}, found {json.dumps(value)}"
-    if "const" in schema and value != schema["const"]:
-        return f"expected {json.dumps(schema['const'])}, found {json.dumps(value)}"
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"expected a number at least {schema['minimum']}, found {value}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"expected a number at most {schema['maximum']}, found {value}"
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            return f"expected at least {schema['minLength']} characters, found {len(value)}"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"expected at most {schema['maxLength']} characters, found {len(value)}"
-    return None
-
-
-def _basic_object_problem(value: Mapping[str, JsonValue], schema: Mapping[str, Any], at: str) -> str | None:
-    for key in schema.get("required", []):
-        if key not in value:
-            return f"missing the required property {key!r}"
-    properties = schema.get("properties", {})
-    extra = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        if key not in properties and extra is False:
-            return f"unexpected property {key!r}"
-        problem = _basic_fit(item, properties.get(key, extra), f"{at}.{key}")
-        if problem is not None:
-            return problem
-    return None
-
-
-def _basic_array_problem(value: Sequence[JsonValue], schema: Mapping[str, Any], at: str) -> str | None:
-    if len(value) < schema.get("minItems", 0):
-        return f"expected at least {schema['minItems']} items, found {len(value)}"
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        return f"expected at most {schema['maxItems']} items, found {len(value)}"
-    for index, item in enumerate(value):
-        problem = _basic_fit(item, schema.get("items", True), f"{at}[{index}]")
-        if problem is not None:
-            return problem
-    return None
+    """Why ``value`` does not fit the JSON schema ``schema``, with where (None when it fits): the whole
+    specification, the draft ``$schema`` names, else 2020-12."""
+    problem = json_schema.first_problem(schema, value)
+    return None if problem is None else f"the answer does not fit the schema: {problem}"
 
 
 __all__ = [
