@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -23,7 +25,7 @@ _T = TypeVar("_T")
 
 async def off_loop(call: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
     """``call(*args, **kwargs)`` in a worker thread; see the module docstring for cancellation."""
-    return await _shielded(asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs)), None)
+    return await _shielded(_submit(call, *args, **kwargs), None)
 
 
 async def off_loop_undone(
@@ -31,7 +33,15 @@ async def off_loop_undone(
 ) -> _T:
     """``off_loop``, and when the caller was cancelled while ``call`` succeeded, ``undo(result)`` before
     ``CancelledError`` is raised."""
-    return await _shielded(asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs)), undo)
+    return await _shielded(_submit(call, *args, **kwargs), undo)
+
+
+def _submit(call: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> asyncio.Future[_T]:
+    # An executor's future, not a task (``asyncio.to_thread`` is one): a loop that cancels all its tasks as
+    # it stops never cancels a call before its thread started it, so a lease given back is given back.
+    context = contextvars.copy_context()
+    bound = functools.partial(context.run, call, *args, **kwargs)
+    return asyncio.get_running_loop().run_in_executor(None, bound)
 
 
 async def _shielded(work: asyncio.Future[_T], undo: Callable[[_T], object] | None) -> _T:
