@@ -127,6 +127,37 @@ class CheckRequest(_Request):
         return self
 
 
+SourceName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+"""The name of a data source (letters, digits, '_', '-'; at most 64)."""
+
+
+class AskRequest(_Request):
+    """Ask a question about one of the owner's data sources; the turn runs on the server."""
+
+    question: Annotated[str, Field(min_length=1, max_length=4000)]
+    source: SourceName | None = None
+    """A source from ``GET /v1/sources``; default: the bundled shop data (``shop``)."""
+    conversation_id: Annotated[
+        str | None,
+        Field(
+            max_length=64,
+            validation_alias=AliasChoices("conversation_id", "conversation"),
+            description="Continue this conversation (its earlier turns are the question's history).",
+        ),
+    ] = None
+    model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    """The copilot model's spec; default: the server's model."""
+
+
+class SourceRequest(_Request):
+    """Register a data source: a SQLite file under the server's data directories, or a PostgreSQL URL."""
+
+    data: Annotated[str, Field(min_length=1, max_length=2000)]
+    """A file name (or path) under a data directory, ``sqlite:///…``, or ``postgresql://…``."""
+    name: SourceName | None = None
+    """The name to register it under; default: the file's stem or the database's name."""
+
+
 def run_view(run: RunRecord) -> dict[str, JsonValue]:
     """A run as clients see it (the worker lease, server-side tool paths and the outcome's internal reason
     left out)."""
@@ -147,12 +178,15 @@ def interaction_view(interaction: Interaction) -> dict[str, JsonValue]:
 
 __all__ = [
     "AgentRunRequest",
+    "AskRequest",
     "CancelRequest",
     "CheckRequest",
     "FormulaName",
     "FormulaRunRequest",
     "ResolveRequest",
     "RunRequest",
+    "SourceName",
+    "SourceRequest",
     "interaction_view",
     "run_view",
 ]

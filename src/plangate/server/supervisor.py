@@ -33,7 +33,7 @@ from plangate.formulas.runtime import FormulaRunner
 from plangate.interactions import Resolution
 from plangate.server._agents import AgentRuns
 from plangate.server.schemas import AgentRunRequest
-from plangate.store import TERMINAL_STATUSES, RunRecord, Store
+from plangate.store import TERMINAL_STATUSES, Commit, RunRecord, Store
 
 logger = logging.getLogger("plangate.server")
 
@@ -112,6 +112,29 @@ class RunSupervisor:
 
         self._adopt(stream.run_id, asyncio.get_running_loop().create_task(drive()))
         return stream.run_id
+
+    async def start_turn(self, run_id: str, turn: Coroutine[Any, Any, Any]) -> str:
+        """Execute a copilot turn in the background, as the task of its ``ask`` run ``run_id`` (the id its
+        preparation chose); returns ``run_id`` once that run is stored.
+
+        Raises:
+            Exception: whatever the turn raised before its run was stored (nothing was written).
+        """
+        loop = asyncio.get_running_loop()
+        stored: asyncio.Future[None] = loop.create_future()
+
+        def heard(commit: Commit) -> None:
+            # The turn commits on a loop of its own, in its own thread.
+            if commit.run_id == run_id:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                    loop.call_soon_threadsafe(_settle, stored)
+
+        unsubscribe = self.store.subscribe(heard)
+        try:
+            await self._launch(run_id, turn, stored, unready="the turn ended before its run was stored")
+        finally:
+            unsubscribe()
+        return run_id
 
     # -- continuing ---------------------------------------------------------------------------------------
 
@@ -327,7 +350,12 @@ class RunSupervisor:
         return run.id
 
     async def _launch(
-        self, root: str, coroutine: Coroutine[Any, Any, Any], ready: asyncio.Future[None]
+        self,
+        root: str,
+        coroutine: Coroutine[Any, Any, Any],
+        ready: asyncio.Future[None],
+        *,
+        unready: str = "the run ended before the resolution was committed",
     ) -> None:
         """Run ``coroutine`` as the task of ``root`` and wait until it says it is ``ready`` (its resolution
         committed); the task is adopted then, even if the caller stops waiting (a client that disconnects):
@@ -343,7 +371,7 @@ class RunSupervisor:
             return
         ready.cancel()
         task.result()  # raises what the coroutine raised
-        raise InteractionError(f"run {root!r} ended before the resolution was committed; nothing changed")
+        raise InteractionError(f"run {root!r}: {unready}; nothing changed")
 
     def _adopt(self, root: str, task: asyncio.Task[Any]) -> None:
         self._tasks[root] = task
@@ -381,6 +409,11 @@ def _require_open(store: Store, interaction_id: str) -> None:
             f"interaction {interaction_id!r} is {interaction.status} already; expected an open one: "
             "nothing changed"
         )
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 __all__ = ["RunSupervisor"]

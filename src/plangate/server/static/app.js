@@ -1,10 +1,11 @@
 // The plangate console: the runs list, the start-a-run box and the page of one run (its live timeline, its
-// open interaction, and a formula run's steps). A static ES module page: no build step, no framework,
-// nothing fetched from outside the server it is served by. This module asks for the token, keeps the runs
-// list fresh (top-level runs; a run's sub-runs nested under it, shown on demand and for the run on the
-// page) and routes between runs (#/runs/<id>).
+// open interaction, and a formula run's steps), and the Ask view (ask.js). A static ES module page: no build
+// step, no framework, nothing fetched from outside the server it is served by. This module asks for the
+// token, keeps the runs list fresh (top-level runs; a run's sub-runs nested under it, shown on demand and for
+// the run on the page) and routes between runs (#/runs/<id>) and the Ask view (#/ask…).
 
 import { api, getToken, onTokenNeeded, setToken } from "./api.js";
+import { AskView, askRoute } from "./ask.js";
 import { badge, clock, h, replace } from "./dom.js";
 import { $, clearError, itemsOf, onRunsChanged, showError } from "./page.js";
 import { RunView, currentRunId } from "./runview.js";
@@ -215,8 +216,27 @@ function pollRuns() {
 }
 
 const view = new RunView({ onLineage: (ids) => openLineage(ids) });
+const askView = new AskView();
+
+function showView(name) {
+  $("runs-view").hidden = name !== "runs";
+  $("ask-view").hidden = name !== "ask";
+  for (const [link, which] of [["nav-runs", "runs"], ["nav-ask", "ask"]]) {
+    if (which === name) $(link).setAttribute("aria-current", "page");
+    else $(link).removeAttribute("aria-current");
+  }
+}
 
 function route() {
+  const conversation = askRoute();
+  if (conversation !== undefined) {
+    showView("ask");
+    if (view.id) view.showNone(); // no run's stream stays open behind the Ask view
+    askView.open(conversation);
+    return;
+  }
+  askView.hide();
+  showView("runs");
   const id = currentRunId();
   runsList.signature = ""; // redraw the list so the current run is marked
   renderRuns();
@@ -238,6 +258,10 @@ function init() {
       loadFormulas();
       loadTools();
       refreshRuns();
+      if (askRoute() !== undefined) {
+        askView.hide();
+        route();
+      }
     }
   });
   $("notice-close").addEventListener("click", clearError);
