@@ -1,9 +1,9 @@
 """The name of a decoded JSON value's type, as messages say it.
 
-For: ``json_type``, the one helper every message that says what kind of value it found uses (a decision's
-field, a store column, a tool's argument, a steps file). Not for: the condition language, whose kinds are
-its own vocabulary and sit on the path of every comparison (``conditions/_runtime.kind_of``), or TOML's
-names in formula files (``table``).
+For: ``json_type``, the one helper every message that says what kind of JSON value it found uses (a
+decision's field, a JSON schema, a steps file). Not for: the condition language, whose kinds are its own
+vocabulary and sit on the path of every comparison (``conditions/_runtime.kind_of``), TOML's names in
+formula files (``table``), or a found value shown as written (``tools.json_schema.describe_value``).
 """
 
 from __future__ import annotations

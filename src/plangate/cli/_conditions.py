@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
+from plangate._json import json_type
 from plangate.cli._console import err, fail, out, parse_vars, print_json
 from plangate.conditions import (
     Condition,
@@ -246,19 +247,8 @@ class _StepsReader:
 
 
 def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if value else "an empty string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    # A steps file is written by people: a list is a list to them, and an empty string is worth saying.
+    return "an empty string" if value == "" else json_type(value, article=True, array="list")
 
 
 __all__ = ["StepsFileError", "check_condition", "load_steps", "register"]
