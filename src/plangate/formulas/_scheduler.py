@@ -756,7 +756,7 @@ class Scheduler:
     def _grow(self, new_steps: list[CookedStep]) -> None:
         plan = self.state.plan
         known = {s.id for s in new_steps}
-        data = plan.to_dict()
+        data: dict[str, Any] = plan.to_dict()
         data["steps"] = [s for s in data["steps"] if s["id"] not in known] + [
             s.model_dump(mode="json", by_alias=True) for s in new_steps
         ]

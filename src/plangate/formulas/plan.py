@@ -9,8 +9,9 @@ refuses newer plans. Not for: building plans (cook.py) or checking them (check.p
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -233,12 +234,12 @@ class Plan(_PlanModel):
             f"the plan of {self.formula!r} has no until loop {loop_id!r} (until loops: {known})"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         """A JSON-ready dict; :meth:`from_dict` reads it back to an equal plan."""
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Plan:
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Plan:
         """Read a stored plan.
 
         Raises:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 from pydantic import JsonValue
 
@@ -704,13 +704,31 @@ def _store(store: Store | str | Path | None) -> Store:
     return store if store is not None and not isinstance(store, str) else open_store(store)
 
 
+class RunnerOptions(TypedDict, total=False):
+    """The keyword options of :class:`FormulaRunner`, as :func:`run_formula` and :func:`resume_run` take
+    them (each is described there)."""
+
+    search_paths: Iterable[str | Path] | None
+    concurrency: int
+    root: Path | None
+    env: Mapping[str, str] | None
+    poll_interval: float
+    checkpoint_every: int
+    clock: Callable[[], float]
+    tool_specs: Iterable[str]
+    model: Model | str | None
+    agent_runner: StepAgent | None
+    lease_ttl: float
+    lease_holder: str | None
+
+
 def run_formula(
     formula: FormulaSource,
     vars: Mapping[str, object] | None = None,
     *,
     store: Store | str | Path | None = None,
     tools: ToolRegistry | None = None,
-    **options: Any,
+    **options: Unpack[RunnerOptions],
 ) -> FormulaResult:
     """Run a formula (a name, a file or a cooked plan) until it ends or waits on a person.
 
@@ -726,11 +744,23 @@ def run_formula(
 
 
 def resume_run(
-    run_id: str, *, store: Store | str | Path | None = None, tools: ToolRegistry | None = None, **options: Any
+    run_id: str,
+    *,
+    store: Store | str | Path | None = None,
+    tools: ToolRegistry | None = None,
+    **options: Unpack[RunnerOptions],
 ) -> FormulaResult:
-    """Continue a formula run from its last committed transition."""
+    """Continue a formula run from its last committed transition (``options`` as :func:`run_formula`'s)."""
     runner = FormulaRunner(_store(store), tools, **options)
     return asyncio.run(runner.resume(run_id))
 
 
-__all__ = ["Answered", "FormulaResult", "FormulaRunner", "StepView", "resume_run", "run_formula"]
+__all__ = [
+    "Answered",
+    "FormulaResult",
+    "FormulaRunner",
+    "RunnerOptions",
+    "StepView",
+    "resume_run",
+    "run_formula",
+]
