@@ -25,7 +25,8 @@ the code)::
     │   ├── UnknownToolError             no tool of that name is registered (tools/errors.py)
     │   ├── QueryRefused                 the read-only SQL guard refused a query (tools/data/results.py)
     │   ├── ScheduleRefused              the week planner refused a change (tools/schedule/errors.py)
-    │   └── StepsFileError               a steps file for check-condition cannot be used (cli/_conditions.py)
+    │   ├── StepsFileError               a steps file for check-condition cannot be used (cli/_conditions.py)
+    │   └── SourceError                  an owner's data source cannot be registered (server/_sources.py)
     └── RunError                         something failed while running
         ├── ModelBehaviorError           a model answered with something the protocol cannot use
         │   ├── DecisionParseError       a decision that does not decode (decisions/errors.py)
