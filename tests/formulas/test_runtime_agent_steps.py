@@ -552,7 +552,7 @@ def test_an_answer_that_does_not_fit_the_schema_fails_the_step_with_where(tmp_pa
     result, _ = run_llm(tmp_path, '{"region": "East", "revenue": "a lot"}')
 
     assert result.steps["top"].reason == (
-        "llm: the answer does not fit the schema: at $.revenue: 'a lot' is not of type 'number'"
+        "llm: the answer does not fit the schema: at $.revenue: expected a number, got 'a lot'"
     )
 
 
@@ -568,19 +568,29 @@ def test_retries_ask_the_model_again_after_a_bad_answer(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [
-        ('{"region": "East", "revenue": "a lot"}', "at $.revenue: 'a lot' is not of type 'number'"),
-        ('{"revenue": 3}', "at $: 'region' is a required property"),
+        ('{"region": "East", "revenue": "a lot"}', "at $.revenue: expected a number, got 'a lot'"),
+        ('{"revenue": 3}', "at $.region: required, got nothing"),
         (
             '{"region": "East", "revenue": 3, "note": "x"}',
-            "at $: Additional properties are not allowed ('note' was unexpected)",
+            "at $.note: unexpected field (expected one of: region, revenue)",
         ),
-        ('["East"]', "at $: ['East'] is not of type 'object'"),
+        ('["East"]', 'at $: expected an object, got ["East"]'),
+        ('{"region": "East", "revenue": -2}', "at $.revenue: expected a number at least 0, got -2"),
+        ('{"region": "Mars", "revenue": 3}', "at $.region: matches none of the allowed forms, got 'Mars'"),
     ],
 )
 def test_each_way_an_answer_breaks_the_schema_is_said_with_where(
     tmp_path: Path, answer: str, reason: str
 ) -> None:
-    result, _ = run_llm(tmp_path, answer)
+    # The wording of tool arguments (tools/json_schema.py), for every keyword of the specification.
+    schema = {
+        **REVENUE_SCHEMA,
+        "properties": {
+            "region": {"anyOf": [{"enum": ["East", "West"]}, {"type": "string", "pattern": "^[A-Z]{2}$"}]},
+            "revenue": {"type": "number", "minimum": 0},
+        },
+    }
+    result, _ = run_llm(tmp_path, answer, schema=schema)
 
     assert result.steps["top"].reason == f"llm: the answer does not fit the schema: {reason}"
 

@@ -5,7 +5,7 @@ schema only (MCP tools, hand-built ones), an ``llm`` step's answer, and the sche
 specification is enforced (the draft a schema's ``$schema`` names, else 2020-12; local ``$ref``; a remote
 ``$ref`` is never fetched). What is ours is the wording: ``issues`` names each problem's path, what was
 expected and what was found (``expected an integer, got 2.5``), in the order of the value, for a model to
-correct its call; ``first_problem`` says the most telling one. Not for: tools built from typed functions
+correct its call; ``first_problem`` says the first of them. Not for: tools built from typed functions
 (pydantic validates those) or deriving schemas (``_schema.py``).
 """
 
@@ -83,13 +83,15 @@ def issues(schema: Mapping[str, Any] | bool, value: object) -> list[SchemaIssue]
 
 
 def first_problem(schema: Mapping[str, Any] | bool, value: object) -> str | None:
-    """The most telling way ``value`` breaks ``schema``, as ``at <json path>: <message>`` (None when it
-    fits); the message is the ``jsonschema`` library's, which names the value and the rule."""
-    try:
-        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(cast(Any, value)))
-    except referencing.exceptions.Unresolvable as exc:
-        return f"at $: the schema's $ref cannot be resolved ({exc})"
-    return None if error is None else f"at {error.json_path}: {error.message}"
+    """The first way ``value`` breaks ``schema`` (as :func:`issues` orders them), as ``at <json path>:
+    <message>`` (None when it fits)."""
+    found = issues(schema, value)
+    return None if not found else f"at {json_path(found[0].path)}: {found[0].message}"
+
+
+def json_path(path: Sequence[str | int]) -> str:
+    """``("rows", 0, "name")`` → ``$.rows[0].name``."""
+    return "$" + "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
 
 
 def _validator_class(schema: Mapping[str, Any] | bool) -> type[Validator]:
@@ -196,4 +198,4 @@ def _position(value: object, issue: SchemaIssue) -> tuple[int, ...]:
     return tuple(position)
 
 
-__all__ = ["SchemaIssue", "describe_value", "first_problem", "issues", "schema_problem"]
+__all__ = ["SchemaIssue", "describe_value", "first_problem", "issues", "json_path", "schema_problem"]
