@@ -62,18 +62,23 @@ class RowMapper(Generic[_R]):
         decoders.update({name: _value for name in values})
         left_out = set(given)
         columns = list(also)
-        self._readers: list[tuple[str, Callable[[Row], object]]] = []
+        # Three kinds of field, each read in one loop (a store reads many rows: no call per plain column).
+        self._plain: list[str] = []
+        self._decoded: list[tuple[str, Callable[[str | None], object]]] = []
+        self._built: list[tuple[str, Callable[[Row], object]]] = []
         for name in record.model_fields:
             if name in left_out:
                 continue
             if name in built:
                 names, make = built[name]
                 columns.extend(names)
-                self._readers.append((name, make))
+                self._built.append((name, make))
                 continue
             columns.append(name)
-            decode = decoders.get(name)
-            self._readers.append((name, _reader(name, decode)))
+            if name in decoders:
+                self._decoded.append((name, decoders[name]))
+            else:
+                self._plain.append(name)
         self.columns: tuple[str, ...] = tuple(columns)
         self.select = ", ".join(columns)
         """The column list a query selects (and an insert names, in this order)."""
@@ -84,18 +89,16 @@ class RowMapper(Generic[_R]):
         Raises:
             StoreError: the row does not hold a valid record.
         """
-        fields = {name: read(row) for name, read in self._readers}
+        fields: dict[str, object] = {name: row[name] for name in self._plain}
+        for name, decode in self._decoded:
+            fields[name] = decode(row[name])
+        for name, make in self._built:
+            fields[name] = make(row)
         fields.update(given)
         try:
             return self.record.model_validate(fields)
         except ValidationError as exc:
             raise StoreError(f"the store holds {self.what(row)} it cannot read: {exc}") from None
-
-
-def _reader(name: str, decode: Callable[[str | None], object] | None) -> Callable[[Row], object]:
-    if decode is None:
-        return lambda row: row[name]
-    return lambda row: decode(row[name])
 
 
 def _tool(row: Row) -> InteractionTool | None:
