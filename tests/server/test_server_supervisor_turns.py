@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plangate.errors import ConfigError
+from plangate.errors import ConfigError, RunError
 from plangate.formulas.runtime import FormulaRunner
 from plangate.server._agents import AgentRuns
 from plangate.server.supervisor import RunSupervisor
@@ -61,4 +61,18 @@ def test_a_turn_that_fails_before_its_run_is_stored_raises_to_the_caller(tmp_pat
 
     asyncio.run(scenario())
     assert store.list_runs().items == []
+    store.close()
+
+
+def test_a_turn_that_ends_without_storing_its_run_is_a_run_error(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'plangate.db'}")
+
+    async def turn() -> None:
+        return None
+
+    async def scenario() -> None:
+        with pytest.raises(RunError, match="the turn ended before its run was stored"):
+            await asyncio.wait_for(supervisor(store).start_turn("run_turn", turn()), timeout=10)
+
+    asyncio.run(scenario())
     store.close()

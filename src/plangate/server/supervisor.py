@@ -26,7 +26,14 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from plangate._offloop import off_loop
-from plangate.errors import InteractionError, NotFoundError, RunLeased, StaleInteraction
+from plangate.errors import (
+    InteractionError,
+    NotFoundError,
+    PlangateError,
+    RunError,
+    RunLeased,
+    StaleInteraction,
+)
 from plangate.events import StatusEvent
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
@@ -119,6 +126,7 @@ class RunSupervisor:
 
         Raises:
             Exception: whatever the turn raised before its run was stored (nothing was written).
+            RunError: the turn ended without storing its run.
         """
         loop = asyncio.get_running_loop()
         stored: asyncio.Future[None] = loop.create_future()
@@ -131,7 +139,8 @@ class RunSupervisor:
 
         unsubscribe = self.store.subscribe(heard)
         try:
-            await self._launch(run_id, turn, stored, unready="the turn ended before its run was stored")
+            unready = RunError(f"run {run_id!r}: the turn ended before its run was stored; nothing written")
+            await self._launch(run_id, turn, stored, unready=unready)
         finally:
             unsubscribe()
         return run_id
@@ -355,7 +364,7 @@ class RunSupervisor:
         coroutine: Coroutine[Any, Any, Any],
         ready: asyncio.Future[None],
         *,
-        unready: str = "the run ended before the resolution was committed",
+        unready: PlangateError | None = None,
     ) -> None:
         """Run ``coroutine`` as the task of ``root`` and wait until it says it is ``ready`` (its resolution
         committed); the task is adopted then, even if the caller stops waiting (a client that disconnects):
@@ -371,7 +380,9 @@ class RunSupervisor:
             return
         ready.cancel()
         task.result()  # raises what the coroutine raised
-        raise InteractionError(f"run {root!r}: {unready}; nothing changed")
+        if unready is not None:
+            raise unready
+        raise InteractionError(f"run {root!r} ended before the resolution was committed; nothing changed")
 
     def _adopt(self, root: str, task: asyncio.Task[Any]) -> None:
         self._tasks[root] = task
