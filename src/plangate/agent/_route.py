@@ -19,12 +19,12 @@ from plangate.agent.result import Outcome
 from plangate.events import StatusEvent
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 logger = logging.getLogger(__name__)
 
 
-async def run_route(loop: RunLoop) -> None:
+async def run_route(loop: RunContext) -> None:
     """Pick the run's path and commit it."""
     answer = await call(loop.model, "route", route_context(loop.view()).messages(), schema=route_schema())
     route = None if answer.failure is not None else read_route(answer.text)

@@ -21,7 +21,7 @@ from rich.tree import Tree
 from plangate.cli._console import fail, out, parse_vars, print_json
 from plangate.cli._loading import ToolsOpt, tool_specs, tools_from
 from plangate.errors import ConfigError, FormulaError, FormulaNotFound
-from plangate.formulas import Formula, Issue, Plan, PlanStep, check_formula, cook, has_errors, load_formula
+from plangate.formulas import CookedStep, Formula, Issue, Plan, check_formula, cook, has_errors, load_formula
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import FormulaLoader
 
@@ -172,7 +172,7 @@ def _print_issues(formula: Formula, plan: Plan | None, issues: list[Issue]) -> N
     out.print(f"{where}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}")
 
 
-def own_needs(plan: Plan, step: PlanStep) -> list[str]:
+def own_needs(plan: Plan, step: CookedStep) -> list[str]:
     """A step's needs without those it only inherits from its parent (what the formula says)."""
     if step.parent is None or step.parent not in plan.index:
         return list(step.needs)
@@ -205,7 +205,7 @@ def mermaid(plan: Plan) -> str:
     names = {step.id: f"s{i}" for i, step in enumerate(plan.steps)}
     lines = ["graph TD"]
 
-    def emit(step: PlanStep, depth: int) -> None:
+    def emit(step: CookedStep, depth: int) -> None:
         pad = "  " * depth
         label = _mermaid_label(step.id if step.title == step.id else f"{step.id}: {step.title}")
         if step.children:
@@ -231,14 +231,14 @@ def _mermaid_label(text: str) -> str:
     return text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
 
-def _executor_text(step: PlanStep) -> str:
+def _executor_text(step: CookedStep) -> str:
     executor = step.executor
     if executor.type in ("tool", "formula"):
         return f"{executor.type}: {getattr(executor, 'name', '')}"
     return executor.type
 
 
-def _gate_text(step: PlanStep) -> str:
+def _gate_text(step: CookedStep) -> str:
     gate = step.gate
     if gate is None:
         return ""

@@ -29,7 +29,7 @@ from plangate.events import (
 from plangate.formulas._agent_steps import AgentSteps
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import RunState, StepRun
-from plangate.formulas.plan import PlanStep
+from plangate.formulas.plan import CookedStep
 from plangate.models import Model
 from plangate.store import LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry
@@ -160,7 +160,7 @@ class RunContext(Protocol):
 
     def ask(
         self,
-        step: PlanStep,
+        step: CookedStep,
         run: StepRun,
         interaction_kind: InteractionKind,
         prompt: str,

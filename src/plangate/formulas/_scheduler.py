@@ -29,7 +29,7 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, StepState, compile_condition
-from plangate.errors import InteractionError
+from plangate.errors import InteractionError, Signal
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -41,7 +41,7 @@ from plangate.events import (
 )
 from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
-from plangate.formulas._answers import Resolution, answer_step, commit_answer
+from plangate.formulas._answers import answer_step, commit_answer
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, outcome_event, stored
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
@@ -50,15 +50,16 @@ from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas._work import step_work
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     FormulaExecutor,
     HumanExecutor,
     LlmExecutor,
     ManualExecutor,
     Plan,
-    PlanStep,
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
+from plangate.interactions import Resolution
 from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
@@ -69,7 +70,7 @@ _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent",
 _EVENTS_PER_STEP_PER_SNAPSHOT = 4
 
 
-class _RunEnded(Exception):
+class _RunEnded(Signal):
     """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
 
     def __init__(self, status: RunStatus) -> None:
@@ -422,7 +423,7 @@ class Scheduler:
 
     # -- starting work ------------------------------------------------------------------------------------
 
-    def _start(self, step: PlanStep, run: StepRun) -> None:
+    def _start(self, step: CookedStep, run: StepRun) -> None:
         executor = step.executor
         if isinstance(executor, HumanExecutor):
             kind: InteractionKind = "approval" if executor.kind == "approve" else "ask_user"
@@ -459,7 +460,7 @@ class Scheduler:
 
     def ask(
         self,
-        step: PlanStep,
+        step: CookedStep,
         run: StepRun,
         interaction_kind: InteractionKind,
         prompt: str,
@@ -512,7 +513,7 @@ class Scheduler:
 
         self.ops.append(open_it)
 
-    def _render_prompt(self, step: PlanStep, prompt: str) -> str:
+    def _render_prompt(self, step: CookedStep, prompt: str) -> str:
         from plangate.formulas.templates import render_runtime
 
         try:
@@ -556,7 +557,7 @@ class Scheduler:
         if run.terminal:  # cancelled meanwhile
             return
         if outcome.write is not None:
-            _writes.settled(self, step, outcome)
+            _writes.settled(self, step, outcome.write)
         if outcome.status == "unknown":
             self.emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
             _writes.ask_unknown(self, step, run, {**run.wait, "why": outcome.reason})
@@ -609,7 +610,7 @@ class Scheduler:
             return
         self.transition(run, "complete", outcome.reason, output=outcome.output)
 
-    def _end_sub_runs(self, step: PlanStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
+    def _end_sub_runs(self, step: CookedStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
         """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
         needed by an any-children fan-out): no sub-run outlives the step that started it."""
         if run.wait.get("kind") not in {"subrun", "fanout"} or isinstance(step.executor, AgentExecutor):
@@ -752,10 +753,10 @@ class Scheduler:
         self.state.iterations[loop_id] = n + 1
         return True
 
-    def _grow(self, new_steps: list[PlanStep]) -> None:
+    def _grow(self, new_steps: list[CookedStep]) -> None:
         plan = self.state.plan
         known = {s.id for s in new_steps}
-        data = plan.to_dict()
+        data: dict[str, Any] = plan.to_dict()
         data["steps"] = [s for s in data["steps"] if s["id"] not in known] + [
             s.model_dump(mode="json", by_alias=True) for s in new_steps
         ]
@@ -773,7 +774,7 @@ class Scheduler:
         self.plan_changed = True
 
     @staticmethod
-    def _blocked_reason(step: PlanStep) -> str:
+    def _blocked_reason(step: CookedStep) -> str:
         return f"a step it needs did not complete ({', '.join(step.needs)})"
 
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 
+from plangate._offloop import off_loop
 from plangate.errors import InteractionError
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
-from plangate.server._agents import AgentRuns, Resolution
+from plangate.interactions import Resolution
+from plangate.server._agents import AgentRuns
 from plangate.server.schemas import AgentRunRequest
 from plangate.server.supervisor import RunSupervisor
 from plangate.store import TERMINAL_STATUSES, RunRecord, Store
@@ -43,9 +45,6 @@ class QueuedRuns(RunSupervisor):
         super().__init__(store, runner, agents)
         self.queue = RunQueue(broker)
 
-    def start(self) -> None:
-        """Nothing to listen to: the workers' commits reach the event streams through the store."""
-
     async def close(self) -> None:
         self.queue.close()
 
@@ -54,55 +53,59 @@ class QueuedRuns(RunSupervisor):
         return []
 
     def active(self, run_id: str) -> bool:
-        """Whether a worker holds the lease of the run (or of its root) now."""
+        """Whether a worker holds the lease of the run (or of its root) now (called from a route's worker
+        thread)."""
         lease = self.store.get_lease(self.root_of(run_id))
         return lease is not None and lease.expires_at > self.runner.clock()
 
     async def start_formula(self, plan: Plan, owner: str, *, always_execute: bool = False) -> str:
-        run_id = self.runner.submit(plan, owner=owner, always_execute=always_execute)
-        self.queue.enqueue(run_id)
+        run_id = await off_loop(self.runner.submit, plan, owner=owner, always_execute=always_execute)
+        await off_loop(self.queue.enqueue, run_id)
         return run_id
 
     async def start_agent(self, request: AgentRunRequest, owner: str) -> str:
-        run_id = self.agents.submit(request, owner)
-        self.queue.enqueue(run_id)
+        run_id = await off_loop(self.agents.submit, request, owner)
+        await off_loop(self.queue.enqueue, run_id)
         return run_id
 
-    def resume(self, run_id: str) -> None:
+    async def resume(self, run_id: str) -> None:
         """Hand the run to the workers again."""
-        self.queue.enqueue(run_id)
+        await off_loop(self.queue.enqueue, run_id)
 
     async def resolve_formula(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        interaction = await off_loop(self.store.get_interaction, interaction_id, owner=owner)
         async with self.exclusive(interaction.run_id, interaction_id=interaction_id, stop=False):
             answered = await self.runner.record_answer(interaction_id, resolution, by=owner, owner=owner)
-        self.queue.enqueue(answered)
-        run = self.store.get_run(answered)
+        await off_loop(self.queue.enqueue, answered)
+        run = await off_loop(self.store.get_run, answered)
         # an agent step's agent was answered: the interaction belongs to the step's formula run
         return run.parent_run_id if run.kind == "agent" and run.parent_run_id is not None else run.id
 
     async def resolve_agent(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        interaction = await off_loop(self.store.get_interaction, interaction_id, owner=owner)
         run_id = interaction.run_id
         async with self.exclusive(run_id, interaction_id=interaction_id, stop=False):
             await self.agents.record(run_id, interaction_id, resolution, by=owner)
-        self.queue.enqueue(run_id)
+        await off_loop(self.queue.enqueue, run_id)
         return run_id
 
     async def cancel(self, run: RunRecord, reason: str) -> None:
         if run.status in TERMINAL_STATUSES:
             raise InteractionError(f"run {run.id!r} already ended ({run.status}); nothing to cancel")
         async with self.exclusive(run.id, stop=False):
-            current = self.store.get_run(run.id)
-            if current.status in TERMINAL_STATUSES:
-                return
-            self._revoke(current.id)
-            if current.kind == "agent":
-                self.agents.cancel(current.id, reason)
-            else:
-                self.runner.cancel(current.id, reason)
+            await off_loop(self._cancel, run.id, reason)
         if run.parent_run_id is not None:
-            self.queue.enqueue(run.id)  # its parent notices that the sub-run ended
+            await off_loop(self.queue.enqueue, run.id)  # its parent notices that the sub-run ended
+
+    def _cancel(self, run_id: str, reason: str) -> None:
+        current = self.store.get_run(run_id)
+        if current.status in TERMINAL_STATUSES:
+            return
+        self._revoke(current.id)
+        if current.kind == "agent":
+            self.agents.cancel(current.id, reason)
+        else:
+            self.runner.cancel(current.id, reason)
 
     def _revoke(self, run_id: str) -> None:
         """Take the run's lease from the worker that holds it: its next commit is refused (its generation

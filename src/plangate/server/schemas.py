@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.server._public import public_outcome
 from plangate.store import Interaction, RunRecord
 
@@ -102,7 +102,7 @@ class ResolveRequest(_Request):
             raise ValueError(f"{self.kind!r} takes no {', '.join(repr(name) for name in extra)}")
         return self
 
-    def resolution(self) -> Approve | Reject | Answer | Edit:
+    def resolution(self) -> Resolution:
         """The resolution this request stands for."""
         if self.kind == "reject":
             return Reject(reason=self.reason or "")
