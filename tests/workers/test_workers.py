@@ -9,6 +9,7 @@ commit is refused. Writes are counted by the write tool itself (``fault_writes``
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from worker_helpers import FORMULAS, Workers, approve_open, submit_agent, submit_formula, until
 
 from plangate.events import StepStateEvent
-from plangate.store import Store
+from plangate.store import TERMINAL_STATUSES, Store
 from plangate.workers import RunQueue
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -85,6 +86,49 @@ def test_the_command_line_hands_a_run_to_a_worker_and_an_answer_hands_it_on(
         worker.wait(timeout=60)
     assert fault_tools.executions(store_url) == {f"{run_id}:first-write:1": 1, consent.id: 1}
     assert "advanced " in (tmp_path / "worker.log").read_text()
+
+
+def test_a_worker_started_in_a_project_runs_the_tools_of_its_plangate_toml_mcp_servers(
+    store: Store, store_url: str, broker: str, tmp_path: Path
+) -> None:
+    # Before, `plangate worker` read plangate.toml only with --config, and refused a file with [[mcp]]
+    # servers ("workers do not start MCP servers"): an MCP tool could run in-process but not on a worker.
+    project = tmp_path / "project"
+    (project / "formulas").mkdir(parents=True)
+    (project / "plangate.toml").write_text(
+        f'store = "{store_url}"\n[[mcp]]\nname = "time"\ncommand = {json.dumps(sys.executable)}\n'
+        'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\neffect_default = "read"\n',
+        encoding="utf-8",
+    )
+    step = {"id": "now", "tool": {"name": "time_get_current_time", "args": {"timezone": "Europe/Paris"}}}
+    formula = {"formula": "clock", "steps": [step]}
+    (project / "formulas" / "clock.formula.json").write_text(json.dumps(formula), encoding="utf-8")
+    unset = ("PLANGATE_STORE", "PLANGATE_CONFIG", "PLANGATE_TOOLS")
+    env = {key: value for key, value in os.environ.items() if key not in unset}
+    log = open(tmp_path / "worker.log", "wb")
+    # fmt: off
+    worker = subprocess.Popen(
+        [PLANGATE, "worker", "--broker", broker, "--path", "formulas", "--concurrency", "1"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=project, start_new_session=True,
+    )
+    # fmt: on
+    log.close()
+    try:
+        handed = subprocess.run(
+            [PLANGATE, "run", "clock", "--path", "formulas", "--broker", broker, "--json"],
+            capture_output=True, text=True, env=env, cwd=project, timeout=90,
+        )  # fmt: skip
+        assert handed.returncode == 0, handed.stderr
+        run_id = json.loads(handed.stdout)["run_id"]
+        until(lambda: store.get_run(run_id).status in TERMINAL_STATUSES, 90, "the worker to run the step")
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+    logged = (tmp_path / "worker.log").read_text(errors="replace")
+    assert "worker: tools time_get_current_time, time_convert_time" in logged
+    assert store.get_run(run_id).status == "completed", logged[-2000:]
+    (result,) = [e for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "complete"]
+    assert result.output is not None and result.output.get("timezone") == "Europe/Paris", result.output
 
 
 def test_an_agent_run_asks_consent_and_its_write_runs_once_on_a_worker(
