@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from server_helpers import idle, parse_sse, wait_until
 
 from plangate.agent import _execute
+from plangate.events import StatusEvent
 from plangate.models import ModelRequest, ModelUnavailableError, ScriptedModel
 from plangate.store import Store
 from plangate.tools import ToolRegistry, tool
@@ -166,6 +167,8 @@ def test_an_agent_runs_done_when_is_proven_by_its_receipt_over_http(
         run = client.get(f"/v1/runs/{run_id}").json()["run"]
     assert store.get_run(run_id).input["agent"]["done_when"] == "receipts.any(tool == 'rooms' and success)"  # type: ignore[index]
     assert run["status"] == "completed", run
+    codes = [event.code for event in store.events(run_id) if isinstance(event, StatusEvent)]
+    assert "proven" in codes
 
 
 @pytest.mark.parametrize(
