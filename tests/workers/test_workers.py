@@ -267,3 +267,34 @@ def test_a_server_with_a_broker_serves_the_same_api_while_workers_advance_its_ru
         steps = client.get(f"/v1/runs/{run_id}").json()["steps"]
     assert {step["status"] for step in steps} == {"complete"}
     assert sum(fault_tools.executions(store_url).values()) == 2
+
+
+def test_an_answer_while_a_worker_runs_another_branch_is_taken_by_that_worker_without_stopping_it(
+    store: Store, store_url: str, broker: str, workers: Workers
+) -> None:
+    # Before, the answer was refused with 409 (RunLeased) until the run waited: the worker held the run's
+    # lease while its other branch worked. Now the server stores it and the worker applies it between two
+    # of its passes; the working branch goes on, run once.
+    from fastapi.testclient import TestClient
+
+    from plangate.server import create_app
+
+    workers.wait_ready(workers.start(ttl=10))
+    app = create_app(store, fault_tools.registry, auth=False, search_paths=[FORMULAS], broker=broker)
+    with TestClient(app) as client:
+        created = client.post("/v1/runs", json={"kind": "formula", "formula": "branches"})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run"]["id"]
+        until(lambda: bool(store.list_interactions(status="open", run_id=run_id)), 60, "the approval")
+        until(lambda: _ran(store, run_id, "work") == 1, 60, "the other branch to work")
+        assert _holder_pid(store, run_id) is not None  # a worker advances the run now
+        (asked,) = store.list_interactions(status="open", run_id=run_id)
+
+        answered = client.post(f"/v1/interactions/{asked.id}", json={"action": "approve"})
+
+        assert answered.status_code == 200, answered.text
+        assert store.get_interaction(asked.id).status == "resolved"
+        assert store.get_run(run_id).status == "running"  # the branch that works was not stopped
+        until(lambda: store.get_run(run_id).status == "completed", 90, "the run to complete")
+    assert _ran(store, run_id, "work") == 1
+    assert fault_tools.executions(store_url) == {f"{run_id}:write:1": 1}

@@ -20,6 +20,7 @@ from plangate.agent import Agent, AgentConfig
 from plangate.config import load_config
 from plangate.errors import ConfigError, NotFoundError, PlangateError, RunLeased, UserError
 from plangate.events import StatusEvent
+from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
 from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
@@ -192,6 +193,7 @@ class Advancer:
             tool_specs=list(self.settings.tools),
             model=self.model(),
             lease_ttl=self.settings.lease_ttl,
+            stored_answers=True,  # a server answers a run a worker advances by storing the answer
         )
 
     def _agent(self, run: RunRecord) -> Agent:
@@ -214,7 +216,8 @@ class Advancer:
 
 def due(store: Store, run: RunRecord) -> bool:
     """Whether a root run needs advancing now: not ended, and not waiting on a person with nothing new (a
-    formula run answered since it suspended is due; an answered agent run is ``running`` again)."""
+    formula run answered since it suspended, or with an answer stored for it, is due; an answered agent run
+    is ``running`` again)."""
     if run.status in TERMINAL_STATUSES:
         return False
     if run.status != "waiting":
@@ -222,7 +225,11 @@ def due(store: Store, run: RunRecord) -> bool:
     if run.kind != "formula" or run.last_seq == 0:
         return False
     last = store.events(run.id, after=run.last_seq - 1)
-    return not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting")
+    if not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting"):
+        return True
+    # an answer stored for its advancing worker, which suspended the run before it saw it
+    opened = store.list_interactions(status="open", run_id=run.id)
+    return any(store.get_document(STORED_ANSWERS, interaction.id) is not None for interaction in opened)
 
 
 __all__ = ["DEFAULT_WORKER_LEASE_TTL", "Advancer", "WorkerSettings", "due"]
