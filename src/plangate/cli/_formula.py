@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from plangate.cli._console import fail, out, parse_vars, print_json
-from plangate.cli._loading import ToolsOpt, tool_specs, tools_from
+from plangate.cli._loading import ConfigOpt, ToolsOpt, project, project_tool_specs, project_tools
 from plangate.errors import ConfigError, FormulaError, FormulaNotFound
 from plangate.formulas import CookedStep, Formula, Issue, Plan, check_formula, cook, has_errors, load_formula
 from plangate.formulas._schema_errors import FormulaSchemaError
@@ -43,27 +43,31 @@ def register(app: typer.Typer) -> None:
 
 
 def _check(
-    name: NameArg, path: PathOpt = None, var: VarOpt = None, tools: ToolsOpt = None, json: JsonOpt = False
+    name: NameArg,
+    path: PathOpt = None,
+    var: VarOpt = None,
+    tools: ToolsOpt = None,
+    json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Check a formula: unknown steps, cycles, bad conditions, vars (give required ones with --var), tools.
 
-    With --tools (or $PLANGATE_TOOLS), tool names are checked too, and a write step that says nothing of
-    consent is a warning. With --json, the issues are printed as JSON whatever happens, a formula that
-    cannot be read included.
+    With tools (--tools, $PLANGATE_TOOLS, or plangate.toml's tools and [[mcp]] servers, which are started
+    to list theirs), tool names are checked too, and a write step that says nothing of consent is a
+    warning. With --json, the issues are printed as JSON whatever happens, a formula that cannot be read
+    included.
 
     Exit codes: 0 no errors (warnings allowed); 1 error-level issues; 2 the formula cannot be read (not
-    found, bad TOML, a schema error) or an option is wrong."""
+    found, bad TOML, a schema error), an option is wrong, or a tool source cannot be loaded."""
     try:
         formula = load_formula(name, path)
-        specs = tool_specs(tools)
-        registry = tools_from(specs) if specs else None
+        plan, issues = _checked(formula, var, tools, path)
     except (FormulaError, ConfigError) as exc:
         if json:
             print_json({"formula": name, "ok": False, "steps": None, "issues": _load_issues(exc)})
             raise typer.Exit(2) from None
         fail(str(exc))
         return
-    plan, issues = check_formula(formula, parse_vars(var), tools=registry, search_paths=path)
     failed = has_errors(issues)
     if json:
         print_json(
@@ -80,6 +84,17 @@ def _check(
             out.print("[dim]give the formula's vars with --var NAME=VALUE[/]")
     if failed:
         raise typer.Exit(1)
+
+
+def _checked(
+    formula: Formula, var: list[str] | None, tools: list[str] | None, path: list[Path] | None
+) -> tuple[Plan | None, list[Issue]]:
+    """``check_formula`` with this invocation's tools, when it has any (the MCP servers run meanwhile)."""
+    vars = parse_vars(var)
+    if not project_tool_specs(tools) and not project().mcp:
+        return check_formula(formula, vars, search_paths=path)
+    with project_tools(tools) as loaded:
+        return check_formula(formula, vars, tools=loaded.registry, search_paths=path)
 
 
 def _load_issues(exc: FormulaError | ConfigError) -> list[dict[str, str]]:

@@ -50,6 +50,10 @@ class Answered:
     settles: Settled | None = None
 
 
+STORED_ANSWERS = "formula-answers"
+"""The documents' namespace of answers stored for the process that advances a run (keyed by interaction)."""
+
+
 def answer_step(step: StepRun, resolution: Resolution, tools: ToolRegistry, step_index: int = 0) -> Answered:
     """The step's transition for ``resolution``, or a refusal.
 
@@ -201,4 +205,4 @@ def _rejected(resolution: Reject) -> str:
     return f"rejected: {resolution.reason}" if resolution.reason else "rejected"
 
 
-__all__ = ["Answered", "Settled", "answer_step", "commit_answer"]
+__all__ = ["STORED_ANSWERS", "Answered", "Settled", "answer_step", "commit_answer"]

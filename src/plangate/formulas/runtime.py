@@ -27,19 +27,27 @@ from typing import TypedDict, Unpack
 
 from pydantic import JsonValue
 
-from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoundError, RunLeased
+from plangate.errors import (
+    ConfigError,
+    FormulaError,
+    InteractionError,
+    NotFoundError,
+    RunLeased,
+    StaleInteraction,
+)
 from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
-from plangate.formulas._answers import answer_step, commit_answer
+from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._outcome import outcome_event, stored
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
-from plangate.interactions import Edit, Resolution
+from plangate.interactions import Edit, Resolution, resolution_dict
 from plangate.models import Model
 from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
+    DocumentConflict,
     Interaction,
     LeaseBook,
     RunRecord,
@@ -120,6 +128,8 @@ class FormulaRunner:
             while other work runs (a gate on steps is looked at when one of them moves on).
         checkpoint_every: the fewest events between two snapshots of the run; a plan of more than a quarter
             as many steps waits four events per step (a snapshot costs the size of the plan).
+        stored_answers: while a run has an open question and work runs, look in the store for an answer
+            another process stored for it (``store_answer``: a server whose runs workers advance).
 
     Example::
 
@@ -147,6 +157,7 @@ class FormulaRunner:
         agent_runner: StepAgent | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_holder: str | None = None,
+        stored_answers: bool = False,
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -159,6 +170,7 @@ class FormulaRunner:
         self.env = env
         self.poll_interval = poll_interval
         self.checkpoint_every = checkpoint_every
+        self.stored_answers = stored_answers
         self.clock = clock
         # where the tools came from (``module:attr``), kept with the run so another process can resume it
         self.tool_specs = list(tool_specs)
@@ -514,6 +526,38 @@ class FormulaRunner:
         else:
             self._resolve_step(interaction, resolution, by)
         return run.id
+
+    def store_answer(
+        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
+    ) -> str:
+        """Store a person's answer for the process that advances the run now (a worker's runner, made with
+        ``stored_answers``), which applies it between two of its passes; the run itself is not touched.
+        Returns the id of the run answered.
+
+        Raises:
+            NotFoundError: no such interaction (for this owner).
+            StaleInteraction: it is not open, or an answer to it is stored already; nothing changed.
+            InteractionError: the resolution does not fit the step that asked; nothing changed.
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        if interaction.status != "open":
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} is {interaction.status}, not open; nothing changed"
+            )
+        state = self.load(interaction.run_id)
+        step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction_id), None)
+        if step is not None:
+            answer_step(step, resolution, self.tools, list(state.plan.index).index(step.id))  # it fits
+        elif isinstance(resolution, Edit):
+            raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
+        value = {"resolution": resolution_dict(resolution), "by": by}
+        try:
+            self.store.put_document(STORED_ANSWERS, interaction_id, value, expected_version=None)
+        except DocumentConflict:
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} was answered already; nothing changed"
+            ) from None
+        return interaction.run_id
 
     def root_of(self, run_id: str) -> str:
         """The id of the run at the top of ``run_id``'s parents (itself when it has none)."""

@@ -72,6 +72,7 @@ class AgentRuns:
             mode=request.mode or "auto",
             always_execute=request.always_execute,
             plan_consent=request.plan_consent,
+            done_when=request.done_when,
             owner=owner,
             leases=self.leases,
         )

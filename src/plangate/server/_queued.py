@@ -8,16 +8,19 @@ commit is refused. The API and the events are those of the in-process supervisor
 the workers' commits through the store (PostgreSQL's ``LISTEN/NOTIFY``). Not for: advancing runs (the
 workers) or HTTP (``routes/``).
 
-An answer to a run that a worker is advancing right now (a formula whose other branch still runs) is
-refused with ``RunLeased`` (409): it can be given again once the run waits.
+An answer to a formula run that a worker is advancing right now (its other branch still runs) is stored
+for that worker (``FormulaRunner.store_answer``), which applies it between two of its passes; the request
+returns once it did (or once the run waits and the answer commits here), without stopping the branch that
+runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from plangate._offloop import off_loop
-from plangate.errors import InteractionError
+from plangate.errors import InteractionError, RunLeased, StaleInteraction
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
 from plangate.interactions import Resolution
@@ -27,6 +30,10 @@ from plangate.server.supervisor import RunSupervisor
 from plangate.store import TERMINAL_STATUSES, RunRecord, Store
 
 logger = logging.getLogger("plangate.server")
+
+#: Seconds an answer handed to a worker waits for it to be applied before the request returns (it is
+#: stored either way, and the worker applies it at its next look).
+_HANDED_WAIT = 10.0
 
 
 class QueuedRuns(RunSupervisor):
@@ -75,11 +82,35 @@ class QueuedRuns(RunSupervisor):
     async def resolve_formula(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
         interaction = await off_loop(self.store.get_interaction, interaction_id, owner=owner)
         async with self.exclusive(interaction.run_id, interaction_id=interaction_id, stop=False):
-            answered = await self.runner.record_answer(interaction_id, resolution, by=owner, owner=owner)
+            try:
+                answered = await self.runner.record_answer(interaction_id, resolution, by=owner, owner=owner)
+            except RunLeased:
+                if (await off_loop(self.store.get_run, interaction.run_id)).kind != "formula":
+                    raise  # an agent step's agent: answered once it waits
+                answered = await self._hand_to_worker(interaction_id, resolution, owner)
         await off_loop(self.queue.enqueue, answered)
         run = await off_loop(self.store.get_run, answered)
         # an agent step's agent was answered: the interaction belongs to the step's formula run
         return run.parent_run_id if run.kind == "agent" and run.parent_run_id is not None else run.id
+
+    async def _hand_to_worker(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
+        """Store the answer for the worker advancing the run, and wait until it took it (or until the run
+        waits, when the answer commits here); returns the run answered."""
+        answered = await off_loop(self.runner.store_answer, interaction_id, resolution, by=owner, owner=owner)
+        # a worker that suspended the run a moment ago: the next one takes it
+        await off_loop(self.queue.enqueue, answered)
+        deadline = self.runner.clock() + _HANDED_WAIT
+        while self.runner.clock() < deadline:
+            if (await off_loop(self.store.get_interaction, interaction_id)).status != "open":
+                return answered
+            try:
+                return await self.runner.record_answer(interaction_id, resolution, by=owner, owner=owner)
+            except RunLeased:
+                await asyncio.sleep(0.2)
+            except StaleInteraction:
+                return answered  # the worker applied it meanwhile
+        logger.info("answer to %s stored; the worker advancing run %s applies it", interaction_id, answered)
+        return answered
 
     async def resolve_agent(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
         interaction = await off_loop(self.store.get_interaction, interaction_id, owner=owner)

@@ -46,6 +46,9 @@ class AgentRunRequest(_Request):
     max_rounds: Annotated[int, Field(ge=1, le=10_000)] | None = None
     always_execute: bool = False
     plan_consent: bool = False
+    done_when: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
+    """The goal as a condition over the run's receipts (``Agent(done_when=...)``, ``--done-when``); the
+    route checks it and answers a 422 naming the field and the column of what is wrong."""
 
 
 class FormulaRunRequest(_Request):
