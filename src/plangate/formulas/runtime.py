@@ -764,6 +764,7 @@ class RunnerOptions(TypedDict, total=False):
     agent_runner: StepAgent | None
     lease_ttl: float
     lease_holder: str | None
+    stored_answers: bool
 
 
 def run_formula(
