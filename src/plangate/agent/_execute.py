@@ -44,7 +44,7 @@ from plangate.events import (
 from plangate.tools import ADD_TOOL, REMOVE_TOOL, ToolResult
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 _META_TOOLS = frozenset({ADD_TOOL, REMOVE_TOOL})
 
@@ -53,7 +53,7 @@ _META_TOOLS = frozenset({ADD_TOOL, REMOVE_TOOL})
 class _Round:
     """One round in the making: its number, the step it started on, and the batch it commits."""
 
-    loop: RunLoop
+    loop: RunContext
     batch: Batch
     number: int
     step_index: int | None
@@ -77,13 +77,13 @@ class _Round:
         self.batch.events.insert(self.head, event)
 
 
-def _actions(loop: RunLoop) -> tuple[str, ...]:
+def _actions(loop: RunContext) -> tuple[str, ...]:
     """The actions the flow rules can accept this round, offered to the model's schema (``_proof.offered``).
     Any decision is still validated: a model that ignores its schema gets the correction."""
     return offered(loop, ACTIONS)
 
 
-def _unmet(condition: Condition | None, loop: RunLoop, step_index: int | None) -> tuple[str, str] | None:
+def _unmet(condition: Condition | None, loop: RunContext, step_index: int | None) -> tuple[str, str] | None:
     """A condition the model may not claim, and why it does not hold now (None: no such condition)."""
     if condition is None:
         return None
@@ -91,7 +91,7 @@ def _unmet(condition: Condition | None, loop: RunLoop, step_index: int | None) -
     return condition.expression, condition.evaluate(ConditionContext(receipts=receipts)).reason
 
 
-async def run_round(loop: RunLoop) -> None:
+async def run_round(loop: RunContext) -> None:
     """One execute round, committed (twice for a write that runs without consent: intent, then receipt)."""
     if not loop.take_round("execute"):
         return
