@@ -27,7 +27,13 @@ from plangate.decisions import (
     route_json_schema,
 )
 from plangate.errors import ConfigError
-from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf, tool_arguments_schema
+from plangate.models._grammar import (
+    GrammarLimits,
+    grammar_schema,
+    schema_to_gbnf,
+    seen_in,
+    tool_arguments_schema,
+)
 from plangate.tools import ToolRegistry, tool
 
 # --- a reader and random walker for the GBNF subset the converter writes ---------------------------------
@@ -440,3 +446,69 @@ def test_a_tool_beyond_the_subset_keeps_open_arguments(parameters: dict[str, obj
     )
     calls = [d.tool_call for d in map(parse_decision_json, sentences(grammar, 300)) if d.tool_call]
     assert any(call.arguments for call in calls)  # open keys, as without parameters
+
+
+# --- the small model's grammar: terse decisions, arguments copied from the conversation -------------------
+
+SMALL = GrammarLimits(terse=True, copy_arguments=True)
+
+
+def _small_grammar(texts: list[str], schema: dict[str, object] | None = None) -> str:
+    registry = _tools()
+    parameters = {item.name: item.parameters for item in registry}
+    chosen = grammar_schema(
+        schema or decision_json_schema(), sorted(parameters), SMALL, parameters, seen_in(texts, SMALL)
+    )
+    return schema_to_gbnf(chosen, SMALL)
+
+
+def test_a_terse_decision_holds_only_what_its_action_needs_and_still_parses() -> None:
+    actions: set[str] = set()
+    for text in sentences(_small_grammar(["place t9 on day 2"]), 600):
+        value = json.loads(text)
+        decision = parse_decision_json(text)
+        actions.add(decision.action)
+        assert None not in value.values() and "reason" not in value
+        needs = {"continue": {"tool_call"}, "ask_user": {"speak"}, "next_plan": {"goal_check"}}
+        needs |= {"abort": {"abort"}, "done": {"speak"}}
+        assert needs[decision.action] <= set(value) <= needs[decision.action] | {"action", "goal_check"}
+    # confirm only where continue is not allowed: a continue on a write asks for consent anyway
+    assert actions == set(ACTIONS) - {"confirm"}
+    schema = decision_json_schema(sorted(p.name for p in _tools()), actions=["confirm", "done"])
+    assert {parse_decision_json(t).action for t in sentences(_small_grammar([], schema), 200)} == {
+        "confirm",
+        "done",
+    }
+
+
+def test_copied_arguments_are_only_words_and_numbers_the_conversation_wrote() -> None:
+    texts = ['Place task "t 9" (t4) on day 2, please.', "overview: 3 free windows"]
+    seen = seen_in(texts, SMALL)
+    assert {"t 9", "t4", "2", "please", "overview", "3"} <= set(seen.words)
+    assert seen.numbers == (9, 2, 3)  # in order of appearance: the 9 of "t 9" is a word of its own
+    registry = _tools()
+    calls = [d.tool_call for d in map(parse_decision_json, sentences(_small_grammar(texts), 1500))]
+    placed = [call for call in calls if call is not None and call.name == "place"]
+    assert placed
+    for call in placed:
+        registry.validate(call.name, call.arguments)
+        assert call.arguments["task"] in seen.words
+        assert call.arguments["day"] in range(7)  # an enum of its own (0..6) is left as it is
+        if "slot" in call.arguments:
+            assert call.arguments["slot"] in (*seen.numbers, *seen.words)
+    assert {call.arguments["task"] for call in placed} >= {"t4", "t 9"}
+
+
+def test_an_argument_with_nothing_seen_to_copy_stays_open() -> None:
+    node = tool_arguments_schema({"type": "string", "maxLength": 9}, SMALL, seen_in([], SMALL))
+    assert node == {"type": "string", "minLength": 0, "maxLength": 9}
+    node = tool_arguments_schema({"type": "integer"}, SMALL, seen_in(["no numbers here"], SMALL))
+    assert node == {"type": "integer"}
+
+
+def test_a_long_enum_becomes_a_tree_that_allows_exactly_its_values() -> None:
+    values = [f"{hour:02d}:00" for hour in range(24)] + ["t1", "t10", "t100", "t2"]
+    grammar = schema_to_gbnf({"enum": values})
+    assert grammar.count('"1') < 10  # shared prefixes written once, not a flat list of 28 literals
+    got = {json.loads(text) for text in sentences(grammar, 2000)}
+    assert got == set(values)
