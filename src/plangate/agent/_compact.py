@@ -26,7 +26,16 @@ from plangate.agent._context import execute_context, summary_text
 from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Turn
 from plangate.events import Event, StatusEvent
-from plangate.models import Message, Model, ModelChunk, ModelRequest, Usage, Wire, complete
+from plangate.models import (
+    Message,
+    Model,
+    ModelChunk,
+    ModelRequest,
+    Usage,
+    Wire,
+    complete,
+    wants_compact_prompts,
+)
 
 if TYPE_CHECKING:
     from plangate.agent._context import View
@@ -167,6 +176,10 @@ class MeteredModel:
     @property
     def wire(self) -> Wire:
         return self.inner.wire
+
+    @property
+    def compact_prompts(self) -> bool:
+        return wants_compact_prompts(self.inner)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """The inner model's stream, unchanged."""
