@@ -398,7 +398,7 @@ def fanout(port: int, token: str, subscribers: int, figures: Figures) -> None:
     pump(lambda c: b"event: interaction_opened" in c.raw, "replaying", 60)
     before = http.request("GET", f"/v1/runs/{run_id}/events?format=json&limit=1")[1]["last_seq"]
     started = time.perf_counter()
-    status, _ = http.request("POST", f"/v1/interactions/{interaction_id}", {"action": "approve"})
+    status, _ = http.request("POST", f"/v1/interactions/{interaction_id}", {"kind": "approve"})
     assert status == 200
     pump(lambda c: b"event: end" in c.raw, "the broadcast", 300)
     elapsed = time.perf_counter() - started
@@ -484,7 +484,7 @@ async def resolving(port: int, token: str, runs: int, figures: Figures) -> None:
         stream = Stream(port, token, run_id, after=page["last_seq"])
         await stream.open()
         sent = time.perf_counter()
-        status, _ = await http.request("POST", f"/v1/interactions/{interaction_id}", {"action": "approve"})
+        status, _ = await http.request("POST", f"/v1/interactions/{interaction_id}", {"kind": "approve"})
         to_response.append(time.perf_counter() - sent)
         assert status == 200
         first = await _bounded("the next event", 10, stream.next())

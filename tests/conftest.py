@@ -34,6 +34,13 @@ def _is_local(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _no_prog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Print next commands as ``plangate …`` whatever ran the tests (``./dev test`` exports
+    ``PLANGATE_PROG``); a test about that variable sets it itself."""
+    monkeypatch.delenv("PLANGATE_PROG", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail any test that tries to reach a real network model or service beyond loopback."""
     real_connect = socket.socket.connect

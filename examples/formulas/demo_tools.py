@@ -5,12 +5,15 @@ the week kept in the default store (``$PLANGATE_STORE``, else ``.plangate/planga
 ``tools.py``. Importing it stores the example week there when the store has none, and adds the task the
 formula's agent places ("review") when the week lacks it.
 
-Use them with ``--tools examples/formulas/demo_tools.py:registry``.
+Use them with ``--tools examples/formulas/demo_tools.py:registry``. ``python examples/formulas/demo_tools.py
+fresh-week`` puts a fresh example week in the store (``./dev demo`` does, before each demo: the review an
+earlier demo placed is gone, so this one can place it again); the runs stored there are kept.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 from plangate.store import Store, open_store
@@ -21,10 +24,11 @@ from plangate.tools.schedule import ScheduleState, ScheduleStore, Task, schedule
 REVIEW = Task(id="review", title="Review the regional numbers", duration=1, kind="admin", deadline=4)
 
 
-def prepare_week(store: Store) -> None:
-    """Store the example week when there is none, and add the ``review`` task when it is missing."""
+def prepare_week(store: Store, *, fresh: bool = False) -> None:
+    """Store the example week when there is none (or, ``fresh``, in place of the one there), and add the
+    ``review`` task when it is missing."""
     week = ScheduleStore(store)
-    if week.load()[1] is None:
+    if fresh or week.load()[1] is None:
         seed_week(store)
     planner, _ = week.load()
     if all(task.id != REVIEW.id for task in planner.tasks()):
@@ -45,7 +49,12 @@ def _example_tools() -> list[Tool]:
 
 
 store = open_store()
-prepare_week(store)
+prepare_week(store, fresh=__name__ == "__main__" and sys.argv[1:] == ["fresh-week"])
 sources = DataSources()
 register_shop(sources)
 registry = ToolRegistry([*data_tools(sources), *schedule_tools(store), *_example_tools()])
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["fresh-week"]:
+        sys.exit(f"usage: {sys.argv[0]} fresh-week  (a fresh example week in the store)")
+    print("demo: a fresh example week in the store (earlier runs are kept)", file=sys.stderr)

@@ -13,6 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 from plangate.errors import InteractionError
 
 
+def _positional(name: str, value: object, data: dict[str, Any]) -> dict[str, Any]:
+    """The keyword form of a resolution built with its one field given positionally."""
+    if value is None:
+        return data
+    if name in data:
+        raise TypeError(f"{name!r} given twice: positionally and as a keyword")
+    return {**data, name: value}
+
+
 class _Resolution(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -24,24 +33,37 @@ class Approve(_Resolution):
 
 
 class Reject(_Resolution):
-    """Do not go ahead; ``reason`` is told to the model (or recorded on the step)."""
+    """Do not go ahead; ``reason`` is told to the model (or recorded on the step).
+
+    ``Reject("not this week")`` and ``Reject(reason="not this week")`` are the same.
+    """
 
     kind: Literal["reject"] = "reject"
     reason: str = ""
 
+    def __init__(self, reason: str | None = None, /, **data: Any) -> None:
+        super().__init__(**_positional("reason", reason, data))
+
 
 class Answer(_Resolution):
-    """The reply to a question (``ask_user`` or a human input step)."""
+    """The reply to a question (``ask_user`` or a human input step): ``Answer("Tuesday")``."""
 
     kind: Literal["answer"] = "answer"
     text: str
 
+    def __init__(self, text: str | None = None, /, **data: Any) -> None:
+        super().__init__(**_positional("text", text, data))
+
 
 class Edit(_Resolution):
-    """Approve with changed arguments; they are validated against the tool's schema before anything runs."""
+    """Approve with changed arguments; they are validated against the tool's schema before anything runs:
+    ``Edit({"slot": 4})``."""
 
     kind: Literal["edit"] = "edit"
     arguments: dict[str, JsonValue]
+
+    def __init__(self, arguments: dict[str, JsonValue] | None = None, /, **data: Any) -> None:
+        super().__init__(**_positional("arguments", arguments, data))
 
 
 Resolution = Annotated[Approve | Reject | Answer | Edit, Field(discriminator="kind")]

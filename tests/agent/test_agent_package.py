@@ -86,3 +86,34 @@ def test_the_sync_calls_refuse_a_running_event_loop() -> None:
 
     with pytest.raises(ConfigError, match="await the _async variant"):
         asyncio.run(inside())
+
+
+def test_an_agent_on_the_default_model_resumes_with_the_same_model(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the README's agent block: Agent(tools=[...]) on $PLANGATE_MODEL, approved in the same process; the
+    # scripted file goes on where it was instead of replaying its first answer after each approval
+    import json
+    from pathlib import Path
+
+    from plangate import Agent, Approve, tool
+
+    folder = Path(str(tmp_path))
+    script = folder / "script.json"
+    place_call = {"action": "continue", "tool_call": {"name": "place", "arguments": {"task": "gym"}}}
+    script.write_text(json.dumps([json.dumps(place_call), json.dumps({"action": "done", "speak": "Done."})]))
+    monkeypatch.setenv("PLANGATE_MODEL", f"scripted:{script}")
+    placed: list[str] = []
+
+    @tool(effect="write")
+    def place(task: str) -> str:
+        """Place a task."""
+        placed.append(task)
+        return f"placed {task}"
+
+    agent = Agent(tools=[place], store=f"sqlite:///{folder / 'runs.db'}", mode="react")
+    result = agent.run("Place the gym")
+    assert result.interaction is not None
+    result = agent.resume(result.run_id, result.interaction.id, Approve())
+
+    assert (result.status, result.answer, placed) == ("completed", "Done.", ["gym"])

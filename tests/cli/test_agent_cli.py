@@ -268,7 +268,7 @@ def test_no_resume_is_refused_for_agent_runs(app: typer.Typer, home: Path) -> No
             8,
             "  ← placed gym at 8",
         ),
-        ("r\nslot is taken\n", None, "  ← declined by the user"),
+        ("r\nslot is taken\n", None, "  ← blocked (rejected): slot is taken"),
     ],
 )
 def test_consent_is_asked_in_the_terminal(
@@ -375,3 +375,37 @@ def test_a_bad_scripted_file_is_a_one_line_error(
 
     assert code == 2
     assert err.strip() == f"error: scripted:{path}: {message}"
+
+
+def test_cancel_ends_a_waiting_agent_run_and_expires_its_question(app: typer.Typer, home: Path) -> None:
+    first = script(home, "first", PLACE)
+    code, out, _ = invoke(
+        app, "agent", "Place the gym", "-m", first, "--tools", "tools.py:tools", "--mode", "react",
+        "--detach", "--json",
+    )  # fmt: skip
+    waiting = json.loads(out)
+    assert waiting["status"] == "waiting"
+
+    code, out, err = invoke(app, "cancel", waiting["run_id"], "--reason", "not today")
+
+    assert (code, err) == (0, f"cancelled {waiting['run_id']}\n")
+    store = SQLiteStore(home / "runs.db")
+    run = store.get_run(waiting["run_id"])
+    assert run.status == "cancelled"
+    assert store.get_interaction(waiting["interaction"]["id"]).status == "expired"
+    assert store.events(run.id)[-1].type == "outcome"
+    store.close()
+    code, _, err = invoke(app, "cancel", waiting["run_id"])
+    assert code == 2 and "already ended (cancelled)" in err
+
+
+def test_the_answer_is_printed_once_when_done_says_it_already(app: typer.Typer, home: Path) -> None:
+    # the model's done says the answer; the summary that follows falls back to that same text
+    model = script(home, "s", {"action": "done", "speak": "All done."})
+
+    code, out, _ = invoke(app, "agent", "hi", "-m", model, "--mode", "react")
+
+    assert code == 0, out
+    assert out.splitlines().count("All done.") == 1
+    code, out, _ = invoke(app, "agent", "hi", "-m", model, "--mode", "react", "--json")
+    assert json.loads(out)["answer"] == "All done."

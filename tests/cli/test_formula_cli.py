@@ -106,6 +106,67 @@ def test_a_load_error_is_one_line_with_the_path_and_exit_2(app: typer.Typer, tmp
         assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("text", "code", "path", "message"),
+    [
+        (
+            'formula = "bad"\n[[steps]]\nid = "a"\ndepnds_on = ["x"]\n',
+            "schema",
+            "steps[0].depnds_on",
+            "unknown field (did you mean 'depends_on'?)",
+        ),
+        (
+            'formula = "bad"\nversion = \n',
+            "load-error",
+            "",
+            "invalid TOML at line 2, column 11: Invalid value",
+        ),
+    ],
+)
+def test_check_json_prints_json_on_a_load_error_too_and_exits_2(
+    app: typer.Typer, tmp_path: Path, text: str, code: str, path: str, message: str
+) -> None:
+    file = write(tmp_path, "bad", text)
+    exit_code, out, err = run(app, "check", str(file), "--json")
+    assert (exit_code, err) == (2, "")
+    assert json.loads(out) == {
+        "formula": str(file),
+        "ok": False,
+        "steps": None,
+        "issues": [{"level": "error", "code": code, "path": path, "message": f"{file}: {message}"}],
+    }
+
+
+def test_check_json_of_an_unknown_formula_is_json_with_exit_2(app: typer.Typer, tmp_path: Path) -> None:
+    exit_code, out, _ = run(app, "check", "relase", "-p", str(tmp_path), "--json")
+    assert exit_code == 2
+    [issue] = json.loads(out)["issues"]
+    assert issue["code"] == "not-found" and "formula 'relase' not found in" in issue["message"]
+
+
+def test_check_help_lists_the_exit_codes_it_uses(app: typer.Typer) -> None:
+    code, out, _ = run(app, "check", "--help")
+    assert code == 0
+    words = " ".join(out.replace("│", " ").split())
+    assert (
+        "Exit codes: 0 no errors (warnings allowed); 1 error-level issues; 2 the formula cannot be read"
+    ) in words
+
+
+def test_check_without_a_required_var_says_how_to_give_it(app: typer.Typer) -> None:
+    code, out, _ = run(app, "check", "release", "-p", str(EXAMPLES))
+    assert code == 1
+    assert out.splitlines()[-1] == "give the formula's vars with --var NAME=VALUE"
+
+
+def test_show_is_not_cut_at_80_columns_when_the_output_is_not_a_terminal(app: typer.Typer) -> None:
+    code, out, _ = run(app, "show", "release", "-p", str(EXAMPLES), "--var", "version=1.2.3")
+    assert code == 0
+    line = next(line for line in out.splitlines() if "publish" in line)
+    assert line.endswith("gate run-tests.output.failed == 0 and build.status == 'complete'; timeout 1800s")
+    assert len(line) > 80
+
+
 def test_malformed_toml_names_line_and_column(app: typer.Typer, tmp_path: Path) -> None:
     path = write(tmp_path, "bad", 'formula = "bad"\nversion = \ndescription = "x"\n')
     code, _, err = run(app, "check", str(path))

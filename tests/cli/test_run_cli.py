@@ -32,12 +32,27 @@ def run_release(cli: CliRunner, *extra: str, input: str | None = None) -> tuple[
 
 
 def test_run_asks_in_the_terminal_and_finishes(cli: CliRunner) -> None:
-    code, output = run_release(cli, "--interactive", input="y\n")
+    code, output = run_release(cli, "--interactive", input="a\n")
     assert code == 0, output
+    # an approval gate is approved or rejected: the same prompt as the agent's, without an edit
+    assert "approve / reject [a/r] (a):" in output
     assert "Ship 2.5.0 to stable?" in output
     assert re.search(r"run run_\S+ completed", output)
     for step in ("run-tests", "build", "approve", "publish"):
         assert step in output
+
+
+def test_a_detached_approval_names_approve_and_reject_never_answer(cli: CliRunner) -> None:
+    code, output = run_release(cli, "--detach")
+    assert code == 0, output
+    interaction = re.search(r"waiting on interaction (int_\S+):", output)
+    assert interaction is not None, output
+    found = interaction.group(1)
+    assert (
+        f"  answer with: plangate approve {found} --tools {TOOLS}  |  "
+        f'plangate reject {found} --reason "WHY" --tools {TOOLS}'
+    ) in output.splitlines()
+    assert "answer " + found not in output and "|answer" not in output
 
 
 def test_detached_run_waits_and_approve_finishes_it(cli: CliRunner) -> None:
@@ -74,7 +89,7 @@ def test_detached_run_waits_and_approve_finishes_it(cli: CliRunner) -> None:
     assert [r["status"] for r in json.loads(runs.output)] == ["completed"]
     events = cli.invoke(app, ["events", waiting["run_id"], "--json"])
     types = [json.loads(line)["type"] for line in events.output.splitlines()]
-    assert types[0] == "status" and "interaction_resolved" in types and types[-1] == "status"
+    assert types[0] == "status" and "interaction_resolved" in types and types[-1] == "outcome"
 
 
 def test_reject_fails_the_run_with_exit_1(cli: CliRunner) -> None:

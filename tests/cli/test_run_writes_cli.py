@@ -76,7 +76,7 @@ def published(tmp_path: Path) -> list[str]:
 
 
 def test_a_write_step_asks_for_consent_in_the_terminal(cli: CliRunner, tmp_path: Path) -> None:
-    code, output = ship(cli, "--interactive", input="y\n")
+    code, output = ship(cli, "--interactive", input="a\n")
 
     assert code == 0, output
     assert 'Allow publish (Publish an artifact.) with {"artifact": "app.tgz"}?' in output
@@ -85,11 +85,23 @@ def test_a_write_step_asks_for_consent_in_the_terminal(cli: CliRunner, tmp_path:
 
 
 def test_declining_in_the_terminal_writes_nothing(cli: CliRunner, tmp_path: Path) -> None:
-    code, output = ship(cli, "--interactive", input="n\nnot now\n")
+    code, output = ship(cli, "--interactive", input="r\nnot now\n")
 
     assert code == 1, output
     assert "failed" in output
     assert published(tmp_path) == []
+
+
+def test_a_write_steps_consent_is_asked_as_the_agent_asks_and_takes_an_edit(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    # one set of prompts for every run: approve / reject / edit the arguments, as `plangate agent` asks
+    code, output = ship(cli, "--interactive", input='e\n{"artifact": "edited.tgz"}\n')
+
+    assert code == 0, output
+    assert "approve / reject / edit the arguments [a/r/e] (a):" in output
+    assert "[y/n]" not in output
+    assert published(tmp_path) == ["edited.tgz"]
 
 
 def test_yes_runs_the_write_without_asking_and_the_run_says_so(cli: CliRunner, tmp_path: Path) -> None:

@@ -217,6 +217,44 @@ def test_a_constrained_turn_sends_the_lines_schema_and_closes_the_workflow_itsel
     assert turn.status == "done" and [s.id for s in turn.formula.steps] == ["query", "answer"]  # type: ignore[union-attr]
 
 
+def test_a_small_models_broken_sentence_about_sound_rows_gives_the_rows_as_the_answer(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    class Grammared(ScriptedModel):
+        def grammar_text(self, request: object) -> str:
+            return ""
+
+    query = {
+        "op": "add_step",
+        "step": {
+            "id": "query",
+            "title": "Customers",
+            "tool": {
+                "name": "db_aggregate",
+                "args": {
+                    "source": "shop",
+                    "measures": [{"agg": "count_distinct", "column": "customers.customer_id"}],
+                    "group_by": [],
+                    "period": None,
+                    "filters": [],
+                    "order_by": [],
+                    "limit": 1,
+                },
+            },
+        },
+    }
+    model = Grammared([json.dumps(query) + "\n", "We have 3,014 customers."])  # 300 in the data
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many customers do we have?", SHOP, model=model, store=store)
+    [attempt] = turn.attempts  # no retry: the query was right, only its sentence was not
+    assert (turn.status, turn.result.rows) == ("partial", [[300]])
+    assert "300" in turn.answer and "3,014" not in turn.answer
+    [signal] = attempt.review.signals
+    assert (signal.kind, signal.severity) == ("answer_from_rows", "degraded")
+    assert "3,014 is not in the data" in signal.detail
+
+
 def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_path: Path) -> None:
     from plangate.copilot import ask
     from plangate.store import SQLiteStore
@@ -245,10 +283,15 @@ def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_pa
         },
     }
     line = json.dumps(query) + "\n"
-    model = Grammared([line, "West has 9,999 customers.", line, "Every region has customers."])
+    # The first query reads a year the data does not hold: the review asks for a rebuilt workflow.
+    empty = dict(query["step"]["tool"]["args"])  # type: ignore[index]
+    empty["period"] = {"column": "orders.order_date", "from": "2024", "to": "2024"}
+    first = json.dumps({**query, "step": {**query["step"], "tool": {"name": "db_aggregate", "args": empty}}})
+    model = Grammared([first + "\n", "There are none.", line, "Every region has customers."])
     with SQLiteStore(tmp_path / "s.db") as store:
-        turn = ask("How many customers per region?", SHOP, model=model, store=store)
-    assert [a.status for a in turn.attempts] == ["unusable", "done"]
+        turn = ask("How many customers per region in 2024?", SHOP, model=model, store=store)
+    assert turn.attempts[0].status != "done" and turn.attempts[1].status == "done"
+    assert "no_rows_in_range" in turn.attempts[0].review.kinds()
     assert [(r.purpose, r.temperature) for r in model.requests] == [
         ("copilot", None),
         ("generate", None),

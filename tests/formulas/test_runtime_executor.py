@@ -11,7 +11,7 @@ import pytest
 from runtime_helpers import EXAMPLES, Calls, make_tools, memory_store, write_formula
 
 from plangate.errors import FormulaError, InteractionError, StaleInteraction
-from plangate.events import GateEvent, StepStateEvent
+from plangate.events import GateEvent, OutcomeEvent, StepStateEvent
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.store import Store, open_store
@@ -86,6 +86,66 @@ def test_rejecting_the_approval_fails_it_and_skips_what_needs_it(tmp_path: Path,
     assert result.steps["publish"].status == "skipped"
     assert "approve" in result.steps["publish"].reason
     assert "publish" not in calls.names()
+
+
+OUTCOME_FIELDS = {"status", "stage", "code", "user_message", "internal_reason"}
+
+
+def _last_outcome(store: Store, run_id: str) -> OutcomeEvent:
+    events = store.events(run_id)
+    assert isinstance(events[-1], OutcomeEvent), [e.type for e in events[-3:]]
+    assert [e.type for e in events].count("outcome") == 1
+    return events[-1]
+
+
+def test_a_formula_run_ends_with_one_outcome_event_of_the_agents_shape(tmp_path: Path, store: Store) -> None:
+    runner = runner_for(tmp_path, Calls(), store)
+    result = start(runner, "release", {"version": "1.4.0"})
+    assert result.interaction is not None
+    assert not [e for e in store.events(result.run_id) if isinstance(e, OutcomeEvent)]  # waiting: no end
+    runner.resolve(result.interaction.id, Approve())
+    result = resume(runner, result.run_id)
+
+    ended = _last_outcome(store, result.run_id)
+    assert (ended.status, ended.stage, ended.code, ended.user_message) == (
+        "completed",
+        "run",
+        "done",
+        "all 4 steps finished",
+    )
+    stored = store.get_run(result.run_id).outcome
+    assert stored is not None and set(stored) == OUTCOME_FIELDS
+    assert stored["code"] == "done" and stored["status"] == "completed"
+
+
+def test_a_failed_formula_runs_outcome_says_which_step_failed_and_why(tmp_path: Path, store: Store) -> None:
+    runner = runner_for(tmp_path, Calls(), store)
+    result = start(runner, "release", {"version": "1.4.0"})
+    assert result.interaction is not None
+    runner.resolve(result.interaction.id, Reject("not on a Friday"))
+    result = resume(runner, result.run_id)
+
+    ended = _last_outcome(store, result.run_id)
+    assert (ended.status, ended.code) == ("failed", "step_failed")
+    assert ended.user_message == "failed steps: approve (rejected: not on a Friday)"
+    assert result.reason == ended.user_message
+
+
+def test_a_cancelled_formula_run_ends_with_an_outcome_event(tmp_path: Path, store: Store) -> None:
+    runner = runner_for(tmp_path, Calls(), store)
+    result = start(runner, "release", {"version": "1.4.0"})
+
+    runner.cancel(result.run_id, "the release was called off")
+
+    ended = _last_outcome(store, result.run_id)
+    assert (ended.status, ended.stage, ended.code, ended.user_message) == (
+        "cancelled",
+        "run",
+        "cancelled",
+        "the release was called off",
+    )
+    stored = store.get_run(result.run_id).outcome
+    assert stored is not None and set(stored) == OUTCOME_FIELDS
 
 
 def test_an_interaction_resolves_once_and_edit_does_not_fit_a_formula_step(tmp_path: Path) -> None:
@@ -527,3 +587,16 @@ def test_another_handle_on_the_store_resumes_the_approved_run(tmp_path: Path, st
         assert seqs == list(range(1, len(seqs) + 1))
     finally:
         second.close()
+
+
+def test_a_runner_takes_a_store_by_its_path_or_url(tmp_path: Path) -> None:
+    # the README's Python block: FormulaRunner(".plangate/plangate.db", tools)
+    calls = Calls()
+    first = FormulaRunner(str(tmp_path / "runs.db"), make_tools(calls), search_paths=[EXAMPLES])
+    waiting = start(first, "release", {"version": "1.4.0"})
+    assert waiting.interaction is not None
+    for store in (tmp_path / "runs.db", f"sqlite:///{tmp_path / 'runs.db'}"):
+        runner = FormulaRunner(store, make_tools(calls))
+        assert runner.store.get_run(waiting.run_id).status == "waiting"
+    runner.resolve(waiting.interaction.id, Approve())
+    assert resume(runner, waiting.run_id).status == "completed"

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[2]
 FORMULAS = REPO / "examples" / "formulas"
 EXAMPLE_TOOLS = f"{FORMULAS / 'tools.py'}:registry"
+DEMO_TOOLS = f"{FORMULAS / 'demo_tools.py'}:registry"
+"""The tools of every example formula, ``plan-week``'s data and week planner included."""
 ARTIFACTS = REPO / "artifacts" / "console"
 
 CHROMIUM = os.environ.get("PLANGATE_CHROMIUM", "/usr/bin/chromium")
@@ -88,9 +90,15 @@ class LiveServer:
 
 @contextmanager
 def console_server(
-    tmp_path: Path, *, auth: bool = False, model: Any = None, pepper: bytes | None = None
+    tmp_path: Path,
+    *,
+    auth: bool = False,
+    model: Any = None,
+    pepper: bytes | None = None,
+    tools_spec: str = EXAMPLE_TOOLS,
 ) -> Iterator[tuple[LiveServer, Any]]:
-    """The real server on a fresh SQLite store in ``tmp_path``, the example tools and formulas.
+    """The real server on a fresh SQLite store in ``tmp_path``, the example tools (``tools_spec``) and
+    formulas.
 
     Yields the running server and its store. The caller should ``chdir`` into ``tmp_path`` first: the
     example tools write under ``.plangate/demo`` relative to the working directory.
@@ -100,13 +108,13 @@ def console_server(
     from plangate.store import open_store
 
     store = open_store(f"sqlite:///{tmp_path / 'console.db'}")
-    tools = tools_from([EXAMPLE_TOOLS])
+    tools = tools_from([tools_spec])
     app = create_app(
         store,
         tools,
         auth=auth,
         search_paths=[FORMULAS],
-        tool_specs=[EXAMPLE_TOOLS],
+        tool_specs=[tools_spec],
         model=model,
         root=tmp_path,
         pepper=pepper,

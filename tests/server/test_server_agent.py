@@ -76,7 +76,7 @@ def test_an_agent_write_waits_for_consent_and_approval_over_http_runs_it(
         assert (interaction["tool"]["name"], interaction["tool"]["arguments"]) == ("book", {"room": "Blue"})
         assert rooms.booked == []
 
-        response = client.post(f"/v1/interactions/{interaction['id']}", json={"action": "approve"})
+        response = client.post(f"/v1/interactions/{interaction['id']}", json={"kind": "approve"})
 
         assert response.status_code == 200
         idle(client, run_id)
@@ -100,11 +100,11 @@ def test_an_edit_runs_the_edited_call_and_a_bad_edit_is_a_422(make_app: Callable
         interaction_id = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
 
         bad = client.post(
-            f"/v1/interactions/{interaction_id}", json={"action": "edit", "arguments": {"floor": 3}}
+            f"/v1/interactions/{interaction_id}", json={"kind": "edit", "arguments": {"floor": 3}}
         )
-        answer = client.post(f"/v1/interactions/{interaction_id}", json={"action": "answer", "text": "yes"})
+        answer = client.post(f"/v1/interactions/{interaction_id}", json={"kind": "answer", "text": "yes"})
         good = client.post(
-            f"/v1/interactions/{interaction_id}", json={"action": "edit", "arguments": {"room": "Red"}}
+            f"/v1/interactions/{interaction_id}", json={"kind": "edit", "arguments": {"room": "Red"}}
         )
 
         assert bad.status_code == 422 and "do not fit its parameters" in bad.json()["detail"]
@@ -121,7 +121,7 @@ def test_a_rejection_runs_nothing(make_app: Callable[..., FastAPI], store: Store
         run_id = _agent_run(client)
         interaction_id = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
 
-        client.post(f"/v1/interactions/{interaction_id}", json={"action": "reject", "reason": "too big"})
+        client.post(f"/v1/interactions/{interaction_id}", json={"kind": "reject", "reason": "too big"})
         idle(client, run_id)
 
     assert rooms.booked == []
@@ -163,11 +163,30 @@ def test_cancelling_a_waiting_agent_run_expires_its_consent_request(make_app: Ca
         interaction_id = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
 
         response = client.post(f"/v1/runs/{run_id}/cancel", json={"reason": "changed my mind"})
-        late = client.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"})
+        late = client.post(f"/v1/interactions/{interaction_id}", json={"kind": "approve"})
 
     assert response.json()["run"]["status"] == "cancelled"
     assert late.status_code == 409
     assert rooms.booked == []
+
+
+def test_the_end_of_an_agent_runs_stream_has_the_same_outcome_shape_as_a_formula_runs(
+    make_app: Callable[..., FastAPI],
+) -> None:
+    rooms = Rooms()
+    with TestClient(_app(make_app, rooms, [_call("book", room="Blue")])) as client:
+        run_id = _agent_run(client)
+        client.post(f"/v1/runs/{run_id}/cancel", json={"reason": "changed my mind"})
+        messages = parse_sse(client.get(f"/v1/runs/{run_id}/events").text)
+
+    end = messages[-1].json()
+    assert (messages[-2].event, messages[-1].event) == ("outcome", "end")
+    assert end["outcome"] == {
+        "status": "cancelled",
+        "stage": "execute",
+        "code": "cancelled",
+        "user_message": "changed my mind",
+    }
 
 
 def test_a_running_agent_run_is_recovered_by_the_next_server(

@@ -102,7 +102,7 @@ def test_answering_one_branch_never_reruns_a_step_running_in_another(
             asked = _open_interaction(client, run_id)
             wait_until(lambda: holds.started == ["long"], what="the long step to start")
 
-            answer = client.post(f"/v1/interactions/{asked['id']}", json={"action": "approve"})
+            answer = client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"})
 
             assert answer.status_code == 200
             assert client.get(f"/v1/runs/{run_id}").json()["active"] is True  # its task went on
@@ -142,7 +142,7 @@ human = { prompt = "Also notify?" }
             wait_until(lambda: holds.started == ["write:held-payment"], what="the write to start")
 
             assert (
-                client.post(f"/v1/interactions/{asked['id']}", json={"action": "approve"}).status_code == 200
+                client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
             )
             holds.release.set()
             idle(client, run_id)
@@ -188,7 +188,7 @@ formula = { name = "charge" }
             assert holds.written == []
 
             assert (
-                client.post(f"/v1/interactions/{asked['id']}", json={"action": "approve"}).status_code == 200
+                client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
             )
 
             # the branch that waited goes on while the other still runs
@@ -315,7 +315,7 @@ def test_start_up_recovery_leaves_a_run_whose_lease_another_live_process_holds(
         other.give_back(run_id)
         with TestClient(make_app(auth=False, tools=holds.registry())) as third:
             asked = _open_interaction(third, run_id)
-            third.post(f"/v1/interactions/{asked['id']}", json={"action": "approve"})
+            third.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"})
             idle(third, run_id)
     finally:
         holds.release.set()
@@ -335,7 +335,7 @@ def test_answering_a_run_another_process_advances_is_a_409_and_changes_nothing(
     other = LeaseBook(store)
     other.take(run_id)
 
-    response = client.post(f"/v1/interactions/{asked['id']}", json={"action": "approve"})
+    response = client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"})
 
     assert response.status_code == 409
     assert response.json()["reason"] == "run_leased"

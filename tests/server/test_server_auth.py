@@ -51,7 +51,7 @@ def test_another_owner_gets_404_for_the_run_its_events_and_its_interaction(
         "events": secure.get(f"/v1/runs/{run_id}/events", headers=bob),
         "events page": secure.get(f"/v1/runs/{run_id}/events", params={"format": "json"}, headers=bob),
         "interaction": secure.get(f"/v1/interactions/{interaction_id}", headers=bob),
-        "resolve": secure.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"}, headers=bob),
+        "resolve": secure.post(f"/v1/interactions/{interaction_id}", json={"kind": "approve"}, headers=bob),
         "cancel": secure.post(f"/v1/runs/{run_id}/cancel", headers=bob),
     }
 
@@ -84,7 +84,7 @@ def test_listings_show_only_the_callers_runs_and_interactions(
 def test_the_owner_resolves_and_streams_its_own_run(secure: TestClient, alice: dict[str, str]) -> None:
     run_id, interaction_id = _alices_waiting_run(secure, alice)
 
-    resolved = secure.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"}, headers=alice)
+    resolved = secure.post(f"/v1/interactions/{interaction_id}", json={"kind": "approve"}, headers=alice)
 
     assert resolved.status_code == 200
     assert resolved.json()["interaction"]["resolved_by"] == "alice"
@@ -110,7 +110,6 @@ def test_missing_or_bad_tokens_are_401_with_a_bearer_challenge(
         secure.get("/v1/runs", headers=headers),
         secure.post("/v1/runs", json=RELEASE, headers=headers),
         secure.get("/v1/runs/run_x/events", headers=headers),
-        secure.get("/readyz", headers=headers),
     ):
         assert response.status_code == 401
         challenge = response.headers["WWW-Authenticate"]
@@ -145,8 +144,12 @@ def test_a_token_hashed_with_another_pepper_does_not_work(
         assert client.get("/v1/runs", headers=bearer(token)).status_code == 200
 
 
-def test_health_needs_no_token_and_docs_are_served(secure: TestClient, alice: dict[str, str]) -> None:
+def test_health_and_readiness_need_no_token_and_docs_are_served(
+    secure: TestClient, alice: dict[str, str]
+) -> None:
+    # probes (a load balancer's, Kubernetes') carry no token: neither route tells anything about runs
     assert secure.get("/healthz").json() == {"status": "ok"}
+    assert secure.get("/readyz").json() == {"status": "ready"}
     assert secure.get("/readyz", headers=alice).json() == {"status": "ready"}
     schema = secure.get("/openapi.json").json()
     assert "/v1/runs/{run_id}/events" in schema["paths"]

@@ -44,7 +44,7 @@ def _finished_release(client: TestClient) -> str:
     run_id: str = client.post("/v1/runs", json=RELEASE).json()["run"]["id"]
     idle(client, run_id)
     interaction = client.get(f"/v1/runs/{run_id}").json()["interaction"]
-    client.post(f"/v1/interactions/{interaction['id']}", json={"action": "approve"})
+    client.post(f"/v1/interactions/{interaction['id']}", json={"kind": "approve"})
     idle(client, run_id)
     return run_id
 
@@ -60,12 +60,24 @@ def test_a_finished_run_replays_every_event_with_its_seq_type_and_json_then_ends
     messages = parse_sse(response.text)
     stored = store.events(run_id)
     assert [(m.id, m.event) for m in messages[:-1]] == [(str(e.seq), e.type) for e in stored]
-    assert [m.json() for m in messages[:-1]] == [json.loads(e.model_dump_json()) for e in stored]
+    # as stored, but an outcome's internal_reason stays in the store (SPEC §7)
+    assert [m.json() for m in messages[:-1]] == [
+        json.loads(e.model_dump_json(exclude={"internal_reason"} if e.type == "outcome" else None))
+        for e in stored
+    ]
     assert (messages[-1].event, messages[-1].id) == ("end", None)
+    # one shape for every run's end (SPEC §7): the agent's outcome fields, internal_reason left out
+    assert messages[-2].event == "outcome"
     assert messages[-1].json() == {
+        "type": "end",
         "run_id": run_id,
         "status": "completed",
-        "outcome": {"status": "completed", "reason": "all 4 steps finished"},
+        "outcome": {
+            "status": "completed",
+            "stage": "run",
+            "code": "done",
+            "user_message": "all 4 steps finished",
+        },
     }
 
 
@@ -206,6 +218,8 @@ def test_a_waiting_run_keeps_its_stream_open_with_heartbeats_until_it_ends(
                 rest = await stream.until("end")
         assert _texts(first) == ["asking"]
         assert beat.id is None
+        # typed like every event, and without a seq: a heartbeat is not part of the run's log
+        assert beat.json()["type"] == "heartbeat" and "seq" not in beat.json()
         assert beat.json()["run_id"] == run.id and beat.json()["last_seq"] == 1
         assert _texts(rest) == ["answered"]
         assert rest[-1].json()["status"] == "completed"

@@ -26,6 +26,18 @@ def test_formulas_on_the_search_path_are_listed_with_their_vars(client: TestClie
     assert items["review"]["type"] == "expansion"
 
 
+def test_a_formula_whose_tools_the_server_lacks_says_which_and_cannot_start(client: TestClient) -> None:
+    # served with tools.py alone (the example tools): plan-week also needs the demo's data and week planner
+    items = {item["name"]: item for item in client.get("/v1/formulas").json()["items"]}
+
+    assert items["plan-week"]["missing_tools"] == ["db_query", "place"]
+    assert {name for name, item in items.items() if item["missing_tools"]} == {"plan-week"}
+    refused = client.post("/v1/runs", json={"kind": "formula", "formula": "plan-week"})
+    assert refused.status_code == 422
+    assert "unknown tool 'db_query'" in refused.json()["detail"]
+    assert "unknown tool 'place'" in refused.json()["detail"]
+
+
 def test_the_first_formula_of_a_name_wins_and_a_broken_file_is_listed_with_its_error(
     client: TestClient, workdir: Path
 ) -> None:

@@ -12,13 +12,15 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from server_helpers import idle, parse_sse, write_formula
 
+from plangate.interactions import Reject, resolution_dict
 from plangate.store import Store
 
 RELEASE = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
 
 
-def _waiting_release(client: TestClient) -> tuple[str, str]:
-    run_id = client.post("/v1/runs", json=RELEASE).json()["run"]["id"]
+def _waiting_release(client: TestClient, version: str = "1.2.0") -> tuple[str, str]:
+    body = {**RELEASE, "vars": {"version": version}}
+    run_id = client.post("/v1/runs", json=body).json()["run"]["id"]
     idle(client, run_id)
     interaction_id: str = client.get(f"/v1/runs/{run_id}").json()["interaction"]["id"]
     return run_id, interaction_id
@@ -40,7 +42,7 @@ def test_open_interactions_are_listed_and_shown(client: TestClient) -> None:
 def test_approving_resolves_the_interaction_and_the_run_completes(client: TestClient) -> None:
     run_id, interaction_id = _waiting_release(client)
 
-    response = client.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"})
+    response = client.post(f"/v1/interactions/{interaction_id}", json={"kind": "approve"})
 
     assert response.status_code == 200
     body = response.json()
@@ -65,7 +67,7 @@ def test_rejecting_fails_the_step_with_the_reason_and_the_run_fails(client: Test
     run_id, interaction_id = _waiting_release(client)
 
     response = client.post(
-        f"/v1/interactions/{interaction_id}", json={"action": "reject", "reason": "not today"}
+        f"/v1/interactions/{interaction_id}", json={"kind": "reject", "reason": "not today"}
     )
 
     assert response.status_code == 200
@@ -88,7 +90,7 @@ def test_an_answer_becomes_the_steps_output(client: TestClient, workdir: Path) -
     interaction = client.get(f"/v1/runs/{run_id}").json()["interaction"]
     assert interaction["kind"] == "ask_user"
 
-    client.post(f"/v1/interactions/{interaction['id']}", json={"action": "answer", "text": "Ada"})
+    client.post(f"/v1/interactions/{interaction['id']}", json={"kind": "answer", "text": "Ada"})
 
     idle(client, run_id)
     shown = client.get(f"/v1/runs/{run_id}").json()
@@ -100,11 +102,11 @@ def test_resolving_twice_is_a_409_with_the_stale_reason_and_changes_nothing(
     client: TestClient, store: Store
 ) -> None:
     run_id, interaction_id = _waiting_release(client)
-    client.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"})
+    client.post(f"/v1/interactions/{interaction_id}", json={"kind": "approve"})
     idle(client, run_id)
     last_seq = store.last_seq(run_id)
 
-    again = client.post(f"/v1/interactions/{interaction_id}", json={"action": "reject", "reason": "late"})
+    again = client.post(f"/v1/interactions/{interaction_id}", json={"kind": "reject", "reason": "late"})
 
     assert again.status_code == 409
     assert again.json()["reason"] == "stale_interaction"
@@ -147,7 +149,7 @@ def test_concurrent_http_resolutions_give_one_200_and_one_409(client: TestClient
 
     def resolve(action: str) -> None:
         start.wait()
-        codes.append(client.post(f"/v1/interactions/{interaction_id}", json={"action": action}).status_code)
+        codes.append(client.post(f"/v1/interactions/{interaction_id}", json={"kind": action}).status_code)
 
     threads = [threading.Thread(target=resolve, args=(action,)) for action in ("approve", "approve")]
     for thread in threads:
@@ -162,12 +164,13 @@ def test_concurrent_http_resolutions_give_one_200_and_one_409(client: TestClient
 @pytest.mark.parametrize(
     ("body", "detail"),
     [
-        ({"action": "answer"}, "'answer' needs the field 'text'"),
-        ({"action": "edit"}, "'edit' needs the field 'arguments'"),
-        ({"action": "approve", "reason": "x"}, "'approve' takes no 'reason'"),
-        ({"action": "reject", "text": "x"}, "'reject' takes no 'text'"),
-        ({"action": "shrug"}, "body.action"),
-        ({"action": "approve", "why": "x"}, "body.why: unknown field"),
+        ({"kind": "answer"}, "'answer' needs the field 'text'"),
+        ({"kind": "edit"}, "'edit' needs the field 'arguments'"),
+        ({"kind": "approve", "reason": "x"}, "'approve' takes no 'reason'"),
+        ({"kind": "reject", "text": "x"}, "'reject' takes no 'text'"),
+        ({"kind": "shrug"}, "body.kind"),
+        ({"kind": "approve", "action": "approve"}, "found both"),
+        ({"kind": "approve", "why": "x"}, "body.why: unknown field"),
     ],
 )
 def test_a_resolution_that_does_not_fit_its_action_is_a_422(
@@ -186,7 +189,7 @@ def test_edit_does_not_apply_to_a_formula_step(client: TestClient, store: Store)
     _, interaction_id = _waiting_release(client)
 
     response = client.post(
-        f"/v1/interactions/{interaction_id}", json={"action": "edit", "arguments": {"a": 1}}
+        f"/v1/interactions/{interaction_id}", json={"kind": "edit", "arguments": {"a": 1}}
     )
 
     assert response.status_code == 422
@@ -194,8 +197,27 @@ def test_edit_does_not_apply_to_a_formula_step(client: TestClient, store: Store)
     assert store.get_interaction(interaction_id).status == "open"
 
 
+def test_a_resolution_is_its_kind_as_in_python_and_the_older_action_still_works(
+    client: TestClient, store: Store
+) -> None:
+    # one word for one thing: the API's body is the JSON form of the Python resolution
+    run_id, interaction_id = _waiting_release(client)
+    body = resolution_dict(Reject(reason="not this week"))
+    assert body == {"kind": "reject", "reason": "not this week"}
+    assert client.post(f"/v1/interactions/{interaction_id}", json=body).status_code == 200
+    resolved = store.get_interaction(interaction_id)
+    assert resolved.resolution == body
+    idle(client, run_id)
+
+    run_id, interaction_id = _waiting_release(client, "1.0.1")
+    response = client.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"})
+    assert response.status_code == 200, response.text
+    assert store.get_interaction(interaction_id).resolution == {"kind": "approve"}
+    idle(client, run_id)
+
+
 def test_an_unknown_interaction_is_a_404(client: TestClient) -> None:
-    assert client.post("/v1/interactions/int_nope", json={"action": "approve"}).status_code == 404
+    assert client.post("/v1/interactions/int_nope", json={"kind": "approve"}).status_code == 404
     assert client.get("/v1/interactions/int_nope").status_code == 404
 
 
@@ -213,7 +235,7 @@ def test_a_sub_runs_question_resumes_the_root_run(client: TestClient, workdir: P
     interaction = client.get(f"/v1/runs/{run_id}").json()["interaction"]
     assert interaction is not None and interaction["run_id"] != run_id
 
-    assert client.post(f"/v1/interactions/{interaction['id']}", json={"action": "approve"}).status_code == 200
+    assert client.post(f"/v1/interactions/{interaction['id']}", json={"kind": "approve"}).status_code == 200
 
     idle(client, run_id)
     shown = client.get(f"/v1/runs/{run_id}").json()

@@ -49,7 +49,7 @@ def test_a_release_streams_live_is_approved_over_http_and_ends(store: Store) -> 
                 seen.append(message)
                 if message.event == "interaction_opened":
                     answer = http.post(
-                        f"/v1/interactions/{message.json()['interaction_id']}", json={"action": "approve"}
+                        f"/v1/interactions/{message.json()['interaction_id']}", json={"kind": "approve"}
                     )
                     assert answer.status_code == 200
                 if message.event == "end":
@@ -76,7 +76,7 @@ def test_last_event_id_resumes_with_exactly_the_missing_events(store: Store) -> 
                     interaction_id = message.json()["interaction_id"]
                     break
         # Disconnected: the run moves on while nobody listens.
-        http.post(f"/v1/interactions/{interaction_id}", json={"action": "approve"})
+        http.post(f"/v1/interactions/{interaction_id}", json={"kind": "approve"})
         wait_until(lambda: store.get_run(run_id).status == "completed", what="the run to complete")
         last_id = first[-1].id
         assert last_id is not None

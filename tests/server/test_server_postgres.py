@@ -60,7 +60,7 @@ def _follow_and_approve(stream_with: httpx.Client, act_with: httpx.Client, run_i
             seen.append(message)
             if message.event == "interaction_opened":
                 answer = act_with.post(
-                    f"/v1/interactions/{message.json()['interaction_id']}", json={"action": "approve"}
+                    f"/v1/interactions/{message.json()['interaction_id']}", json={"kind": "approve"}
                 )
                 assert answer.status_code == 200
             if message.event == "end":

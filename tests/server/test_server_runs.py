@@ -107,6 +107,29 @@ def test_runs_are_listed_newest_first_filtered_and_paged_with_a_cursor(client: T
     assert client.get("/v1/runs", params={"kind": "agent"}).json()["items"] == []
 
 
+def test_sub_runs_are_left_out_of_the_top_level_list_and_listed_by_parent(client: TestClient) -> None:
+    release = client.post("/v1/runs", json=RELEASE).json()["run"]["id"]
+    fanout = client.post("/v1/runs", json={"kind": "formula", "formula": "fanout"}).json()["run"]["id"]
+    idle(client, fanout)
+    idle(client, release)
+
+    everything = client.get("/v1/runs").json()["items"]
+    assert len(everything) == 5  # the two runs and the fan-out's three sub-runs
+    top = client.get("/v1/runs", params={"top_level": "true"}).json()["items"]
+    assert [run["id"] for run in top] == [fanout, release]
+    assert [run["has_sub_runs"] for run in top] == [True, False]
+    children = client.get("/v1/runs", params={"parent": fanout}).json()["items"]
+    assert len(children) == 3
+    assert {run["parent_run_id"] for run in children} == {fanout}
+    assert [run["has_sub_runs"] for run in children] == [False] * 3
+
+    shown = client.get(f"/v1/runs/{fanout}").json()
+    assert sorted(sub["id"] for sub in shown["sub_runs"]) == sorted(run["id"] for run in children)
+    assert {sub["name"] for sub in shown["sub_runs"]} == {"deploy-region"}
+    assert shown["sub_runs_more"] is False
+    assert client.get(f"/v1/runs/{release}").json()["sub_runs"] == []
+
+
 @pytest.mark.parametrize(
     ("params", "status"),
     [

@@ -186,6 +186,18 @@ def test_list_runs_by_parent(store: Store) -> None:
     assert [run.id for run in store.list_runs(parent_run_id=parent).items] == children[::-1]
 
 
+def test_list_runs_top_level_leaves_sub_runs_out_and_pages(store: Store) -> None:
+    first = _run(store)
+    _run(store, parent_run_id=first)
+    second = _run(store)
+    _run(store, parent_run_id=second)
+    third = _run(store)
+    page = store.list_runs(top_level=True, limit=2)
+    assert [run.id for run in page.items] == [third, second]
+    rest = store.list_runs(top_level=True, limit=2, cursor=page.next_cursor)
+    assert [run.id for run in rest.items] == [first] and rest.next_cursor is None
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from plangate.tools import SUMMARY_LIMIT, ToolResult, clip_summary
+from plangate.tools.result import result_from_value
 
 
 def test_short_summaries_are_kept_and_long_ones_clipped_with_an_ellipsis() -> None:
@@ -84,3 +85,28 @@ def test_results_are_immutable() -> None:
     result = ToolResult.done("ok")
     with pytest.raises(ValidationError):
         result.observation = "changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("observation", "summary"),
+    [
+        (
+            '{\n  "url": "file:///tmp/published.jsonl",\n  "channel": "stable"\n}',
+            "url: file:///tmp/published.jsonl, channel: stable",
+        ),
+        ('{"passed": 120, "failed": 0, "suite": "all"}', "passed: 120, failed: 0, suite: all"),
+        ('{"rows": [[1, 2]], "ok": true}', "rows: [[1,2]], ok: true"),
+        ("[\n  1,\n  2,\n  3\n]", "3 items: 1, 2, 3"),
+        ('["eu-west"]', "1 item: eu-west"),
+        ("{}", "{}"),
+        ("{ not json\nsecond line", "{ not json"),
+    ],
+)
+def test_a_json_observation_gets_a_readable_one_line_summary(observation: str, summary: str) -> None:
+    # a pretty-printed JSON object used to be summarised by its first line: "{"
+    assert ToolResult.done(observation).summary == clip_summary(summary)
+
+
+def test_a_dict_returned_by_a_tool_is_summarised_by_its_keys() -> None:
+    result = result_from_value({"artifact": "dist/app-1.4.0.txt", "bytes": 31})
+    assert result.summary == "artifact: dist/app-1.4.0.txt, bytes: 31"

@@ -170,6 +170,9 @@ def test_a_killed_worker_child_puts_its_message_back_instead_of_acknowledging_it
     workers.wait_ready(proc)
     run_id = submit_formula(store, queue, "slow", seconds=4, label="child")
     until(lambda: _holder_pid(store, run_id) is not None, 60, "the worker's child to lease the run")
+    # Killed while its step works (not between the lease and the step's start, which a loaded machine can
+    # stretch): the step then starts once more after the message comes back.
+    until(lambda: _ran(store, run_id, "work") == 1, 60, "the worker's child to start the slow step")
     child = _holder_pid(store, run_id)
     assert child is not None and child != proc.pid
     os.kill(child, signal.SIGKILL)

@@ -22,7 +22,7 @@ from plangate.agent._transcript import Act
 from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
 from plangate.errors import StoreError
-from plangate.events import OutcomeEvent, SpeakEvent
+from plangate.events import Event, OutcomeEvent, SpeakEvent
 
 if TYPE_CHECKING:
     from plangate.agent.loop import RunLoop
@@ -60,7 +60,11 @@ async def run_deliver(loop: RunLoop) -> None:
         user_message=outcome.user_message,
         internal_reason=outcome.internal_reason,
     )
-    await loop.commit(Batch([SpeakEvent(text=answer), event], status=outcome.status))
+    # A done round's words were spoken with it (they are its outcome's message): when the summary comes
+    # back to the same text, saying it again would show the person the answer twice.
+    spoken = outcome.code == "done" and outcome.user_message == answer
+    events: list[Event] = [event] if spoken else [SpeakEvent(text=answer), event]
+    await loop.commit(Batch(events, status=outcome.status))
 
 
 async def _summary(loop: RunLoop, outcome: Outcome) -> str:

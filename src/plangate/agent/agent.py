@@ -310,6 +310,10 @@ class Agent:
     def _model_for(self, config: AgentConfig) -> Model:
         if self._model_spec is not None:
             return self._model()
+        if self._resolved is not None and self._resolved.name == config.model:
+            # the default model this agent started the run with ($PLANGATE_MODEL, ...): the same instance,
+            # as for a model given by spec (a scripted file goes on where it was, not from its start)
+            return self._resolved
         try:
             return resolve_model(config.model)
         except ConfigError as exc:

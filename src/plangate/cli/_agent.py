@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json as jsonlib
 import sys
-from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Annotated
 
@@ -20,7 +19,8 @@ from rich.markup import escape
 from rich.prompt import Prompt
 
 from plangate.agent import Agent, Mode, RunResult
-from plangate.cli._console import fail, out, print_json
+from plangate.cli._console import fail, out, print_json, prog
+from plangate.cli._events import OUTCOME_STYLE, EventPrinter, event_line
 from plangate.cli._loading import (
     ConfigOpt,
     StoreOpt,
@@ -32,24 +32,8 @@ from plangate.cli._loading import (
     tool_specs,
 )
 from plangate.errors import InteractionError, StaleInteraction, UserError
-from plangate.events import (
-    CorrectionEvent,
-    Event,
-    InteractionOpenedEvent,
-    InteractionResolvedEvent,
-    OutcomeEvent,
-    PlanEvent,
-    RoundEvent,
-    SpeakEvent,
-    StatusEvent,
-    StepAdvancedEvent,
-    StepStartedEvent,
-    ThinkingEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-)
 from plangate.interactions import Answer, Approve, Edit, Reject
-from plangate.store import Commit, Interaction, LeaseBook, Store
+from plangate.store import Interaction, LeaseBook, Store
 
 MODEL_ENV = "PLANGATE_MODEL"
 
@@ -69,94 +53,9 @@ JsonOpt = Annotated[
 ]
 
 Resolution = Approve | Reject | Answer | Edit
-_OUTCOME_STYLE = {
-    "completed": "green",
-    "aborted": "red",
-    "exhausted": "yellow",
-    "cancelled": "dim",
-    "waiting": "yellow",
-}
-
-
 def register(app: typer.Typer) -> None:
     """Add ``agent`` to ``app``."""
     app.command("agent")(agent_command)
-
-
-# -- live events ------------------------------------------------------------------------------------------
-
-
-def event_line(event: Event) -> str | None:
-    """The terminal line (rich markup) of an event, or None for events not worth a line."""
-    if isinstance(event, SpeakEvent):
-        return escape(event.text)
-    if isinstance(event, ThinkingEvent):
-        return f"[dim italic]{escape(event.text)}[/]"
-    if isinstance(event, PlanEvent):
-        steps = "\n".join(f"  {i}. {escape(s.content)}" for i, s in enumerate(event.steps, start=1))
-        return f"[bold]plan[/]\n{steps}"
-    if isinstance(event, StepStartedEvent):
-        return f"[cyan]→ step {event.step_index + 1}:[/] {escape(event.content)}"
-    if isinstance(event, StepAdvancedEvent):
-        return f"[green]✓ step {event.from_index + 1} done:[/] {escape(event.goal_check)}"
-    if isinstance(event, RoundEvent):
-        return _round_line(event)
-    if isinstance(event, ToolCallEvent):
-        arguments = jsonlib.dumps(event.arguments, ensure_ascii=False, sort_keys=True)
-        return f"  [blue]↳ {escape(event.tool)}[/] {escape(arguments)}"
-    if isinstance(event, ToolResultEvent):
-        style = "green" if event.success else "red"
-        return f"  [{style}]← {escape(event.summary or event.status)}[/]"
-    if isinstance(event, CorrectionEvent):
-        return f"[yellow]correction ({escape(event.code)}):[/] {escape(event.message)}"
-    if isinstance(event, InteractionOpenedEvent):
-        return f"[bold yellow]? {event.kind}[/] {escape(event.prompt)} [dim]({event.interaction_id})[/]"
-    if isinstance(event, InteractionResolvedEvent):
-        return f"[dim]{event.kind} {event.interaction_id}: {event.resolution}[/]"
-    if isinstance(event, OutcomeEvent):
-        style = _OUTCOME_STYLE.get(event.status, "white")
-        return f"[bold {style}]outcome: {event.status}[/] ({escape(event.code)})"
-    if isinstance(event, StatusEvent) and event.code != "started":
-        text = f"[{event.stage}] {event.code}" + (f": {event.text}" if event.text else "")
-        return f"[dim]{escape(text)}[/]"
-    return None
-
-
-def _round_line(event: RoundEvent) -> str:
-    result = event.result or {}
-    action = str(result.get("action", event.decision.get("action", "?")))
-    tool = result.get("tool")
-    line = f"[dim]round {event.round}[/] [bold]{escape(action)}[/]" + (
-        f" {escape(str(tool))}" if tool else ""
-    )
-    failed = [
-        str(event.validation.get(f"{check}_reason", ""))
-        for check in ("flow", "evidence", "safety")
-        if event.validation.get(f"{check}_passed") is False
-    ]
-    return line + (f" [red]({escape(failed[0])})[/]" if failed else "")
-
-
-class _Printer:
-    """Prints the events of one store's commits as they happen."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.unsubscribe: Callable[[], None] | None = None
-
-    def __enter__(self) -> _Printer:
-        self.unsubscribe = self.store.subscribe(self._on_commit)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.unsubscribe is not None:
-            self.unsubscribe()
-
-    def _on_commit(self, commit: Commit) -> None:
-        for event in commit.events:
-            line = event_line(event)
-            if line is not None:
-                out.print(line)
 
 
 # -- asking in the terminal -------------------------------------------------------------------------------
@@ -225,7 +124,7 @@ def report(result: RunResult, json: bool, hint: str = "") -> None:
         )
         out.print(f"  answer with: {escape(answer_commands(interaction, hint))}")
     else:
-        style = _OUTCOME_STYLE.get(result.status, "white")
+        style = OUTCOME_STYLE.get(result.status, "white")
         code = f" ({result.outcome.code})" if result.outcome else ""
         out.print(f"run [bold]{result.run_id}[/] [{style}]{result.status}[/]{code}")
     if result.status in ("aborted", "exhausted", "cancelled"):
@@ -235,11 +134,12 @@ def report(result: RunResult, json: bool, hint: str = "") -> None:
 def answer_commands(interaction: Interaction, hint: str = "") -> str:
     """The commands that resolve ``interaction`` from another terminal."""
     suffix = f" {hint}" if hint else ""
+    command = prog()
     if interaction.kind == "ask_user":
-        return f'plangate answer {interaction.id} "YOUR ANSWER"{suffix}'
+        return f'{command} answer {interaction.id} "YOUR ANSWER"{suffix}'
     return (
-        f"plangate approve {interaction.id}{suffix}  |  "
-        f'plangate reject {interaction.id} --reason "WHY"{suffix}'
+        f"{command} approve {interaction.id}{suffix}  |  "
+        f'{command} reject {interaction.id} --reason "WHY"{suffix}'
     )
 
 
@@ -321,7 +221,7 @@ def agent_command(
             if broker is not None:
                 _hand_over(runner, prompt, broker, json)
                 return
-            with _Printer(runner.store) if not json else nullcontext():
+            with EventPrinter(runner.store) if not json else nullcontext():
                 result = drive(runner, runner.run(prompt), ask_here=ask_here)
     except UserError as exc:
         fail(str(exc))
@@ -370,7 +270,7 @@ def resolve(
     """
     with project_tools(tools, run=(store, interaction.run_id)) as loaded:
         runner = Agent(model=model, tools=loaded.registry, store=store, leases=LeaseBook(store))
-        with _Printer(store) if not json else nullcontext():
+        with EventPrinter(store) if not json else nullcontext():
             result = runner.resume(interaction.run_id, interaction.id, resolution, by="cli")
     report(result, json, command_hint(store_url, tools, model))
 
@@ -387,7 +287,7 @@ def resume(
     """Continue an agent run whose process stopped (``plangate resume`` on an agent run)."""
     with project_tools(tools, run=(store, run_id)) as loaded:
         runner = Agent(model=model, tools=loaded.registry, store=store, leases=LeaseBook(store))
-        with _Printer(store) if not json else nullcontext():
+        with EventPrinter(store) if not json else nullcontext():
             result = runner.resume(run_id)
     report(result, json, command_hint(store_url, tools, model))
 

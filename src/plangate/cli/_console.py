@@ -1,15 +1,63 @@
-"""Shared terminal helpers: the consoles and the one-line error printer."""
+"""Shared terminal helpers: the consoles and the one-line error printer.
+
+Output that goes to a file or a pipe is never cut to a terminal's width: a table or a tree there keeps its
+lines whole (``$COLUMNS`` still sets a width where a script wants one).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+_UNBOUNDED = 100_000
+"""The width of a console that does not write to a terminal: wider than any line it prints."""
+
+
+class _Console(Console):
+    """A rich console that wraps to the terminal's width only when it writes to one."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        if not self.is_terminal and not self._environ.get("COLUMNS", "").isdigit():
+            return ConsoleDimensions(_UNBOUNDED, 25)
+        return super().size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        width, height = new_size
+        self._width, self._height = width, height
+
+
+out = _Console(highlight=False, soft_wrap=True)
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+PROG_ENV = "PLANGATE_PROG"
+"""How the person runs the CLI (``./dev plangate`` sets it), used in the commands printed to run next."""
+
+
+def prog() -> str:
+    """The command that runs this CLI as the person typed it, for the commands printed to run next:
+    ``$PLANGATE_PROG`` when set, ``plangate`` when that is on the PATH, else the path that ran it
+    (``.venv/bin/plangate``)."""
+    named = os.environ.get(PROG_ENV, "").strip()
+    if named:
+        return named
+    ran = sys.argv[0] if sys.argv else ""
+    if Path(ran).name != "plangate":
+        return "plangate"  # run from Python (a test, python -m): the console script's name
+    found = shutil.which("plangate")
+    if found is not None and Path(found).resolve() == Path(ran).resolve():
+        return "plangate"
+    return shlex.quote(ran)
 
 
 def fail(message: str, *, code: int = 2) -> None:

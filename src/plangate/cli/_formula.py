@@ -5,7 +5,7 @@ Not for: running formulas (``plangate run``) or any formula logic (``plangate.fo
 
 Exit codes: 0 fine (warnings allowed); 1 error-level issues (``check`` and ``show`` report a formula that
 cannot be cooked as issues); 2 the file cannot be loaded, or ``cook`` fails: one line naming the file and the
-path, never a traceback.
+path, never a traceback (``check --json`` prints its JSON then too, the problem as an issue).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from rich.tree import Tree
 
 from plangate.cli._console import fail, out, parse_vars, print_json
 from plangate.cli._loading import ToolsOpt, tool_specs, tools_from
-from plangate.errors import ConfigError, FormulaError
+from plangate.errors import ConfigError, FormulaError, FormulaNotFound
 from plangate.formulas import Formula, Issue, Plan, PlanStep, check_formula, cook, has_errors, load_formula
+from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import FormulaLoader
 
 NameArg = Annotated[str, typer.Argument(help="A formula name, or a path to a .formula.toml / .formula.json.")]
@@ -44,15 +45,22 @@ def register(app: typer.Typer) -> None:
 def _check(
     name: NameArg, path: PathOpt = None, var: VarOpt = None, tools: ToolsOpt = None, json: JsonOpt = False
 ) -> None:
-    """Check a formula: unknown steps, cycles, bad conditions, vars, tools. Exit 1 on any error.
+    """Check a formula: unknown steps, cycles, bad conditions, vars (give required ones with --var), tools.
 
     With --tools (or $PLANGATE_TOOLS), tool names are checked too, and a write step that says nothing of
-    consent is a warning."""
-    formula = _load(name, path)
-    specs = tool_specs(tools)
+    consent is a warning. With --json, the issues are printed as JSON whatever happens, a formula that
+    cannot be read included.
+
+    Exit codes: 0 no errors (warnings allowed); 1 error-level issues; 2 the formula cannot be read (not
+    found, bad TOML, a schema error) or an option is wrong."""
     try:
+        formula = load_formula(name, path)
+        specs = tool_specs(tools)
         registry = tools_from(specs) if specs else None
-    except ConfigError as exc:
+    except (FormulaError, ConfigError) as exc:
+        if json:
+            print_json({"formula": name, "ok": False, "steps": None, "issues": _load_issues(exc)})
+            raise typer.Exit(2) from None
         fail(str(exc))
         return
     plan, issues = check_formula(formula, parse_vars(var), tools=registry, search_paths=path)
@@ -68,8 +76,26 @@ def _check(
         )
     else:
         _print_issues(formula, plan, issues)
+        if any(issue.code == "missing-var" for issue in issues):
+            out.print("[dim]give the formula's vars with --var NAME=VALUE[/]")
     if failed:
         raise typer.Exit(1)
+
+
+def _load_issues(exc: FormulaError | ConfigError) -> list[dict[str, str]]:
+    """What stopped a check before it began, as issues (one per schema problem)."""
+    if isinstance(exc, FormulaSchemaError):
+        problems = exc.problems
+        where = f"{exc.source}: " if exc.source else ""
+        return [_issue("schema", path, f"{where}{message}") for path, message in problems]
+    if isinstance(exc, FormulaError):
+        code = "not-found" if isinstance(exc, FormulaNotFound) else "load-error"
+        return [_issue(code, exc.path, f"{exc.source}: {exc.detail}" if exc.source else exc.detail)]
+    return [_issue("bad-option", "", str(exc))]
+
+
+def _issue(code: str, path: str, message: str) -> dict[str, str]:
+    return {"level": "error", "code": code, "path": path, "message": message}
 
 
 def _show(name: NameArg, path: PathOpt = None, var: VarOpt = None, json: JsonOpt = False) -> None:

@@ -13,7 +13,7 @@ import asyncio
 import json as jsonlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,11 +21,12 @@ from typing import Annotated, Any
 import typer
 from rich.live import Live
 from rich.markup import escape
-from rich.prompt import Prompt
 from rich.table import Table
 
+from plangate.agent import Agent
 from plangate.cli import _agent
-from plangate.cli._console import err, fail, out, parse_vars, print_json
+from plangate.cli._console import err, fail, out, parse_vars, print_json, prog
+from plangate.cli._events import STEP_STYLE, EventPrinter
 from plangate.cli._loading import (
     ConfigOpt,
     StoreOpt,
@@ -36,15 +37,17 @@ from plangate.cli._loading import (
     store_from,
 )
 from plangate.cli._worker import BrokerOpt, queue_for
-from plangate.errors import UserError
+from plangate.errors import InteractionError, NotFoundError, StaleInteraction, UserError
 from plangate.events import (
     Event,
     GateEvent,
     InteractionOpenedEvent,
+    OutcomeEvent,
     StatusEvent,
     StepStateEvent,
     event_to_dict,
 )
+from plangate.formulas._runstate import StepRun
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
 from plangate.formulas.runtime import FormulaRunner, RunResult
 from plangate.interactions import Answer, Approve, Reject
@@ -67,16 +70,7 @@ YesOpt = Annotated[
     ),
 ]
 
-_STYLE = {
-    "complete": "green",
-    "failed": "red",
-    "skipped": "dim",
-    "cancelled": "dim",
-    "running": "cyan",
-    "waiting": "yellow",
-    "ready": "blue",
-    "pending": "white",
-}
+_STYLE = STEP_STYLE
 
 
 def register(app: typer.Typer) -> None:
@@ -97,29 +91,41 @@ def register(app: typer.Typer) -> None:
 
 
 class _Progress:
-    """A live table of a run's steps, fed by the store's commits."""
+    """A run's progress in the terminal: a line per event worth reading (its steps, tool calls and results,
+    its agent steps' rounds and questions, the outcome with its reason) and a table of its steps, live on a
+    terminal (the lines printed above it) and printed once at the end elsewhere."""
 
-    def __init__(self, store: Store, steps: list[str] | None = None) -> None:
+    def __init__(
+        self, store: Store, steps: list[str] | Mapping[str, StepRun] | None = None, *, root: str | None = None
+    ) -> None:
         self.store = store
-        self.rows: dict[str, tuple[str, str]] = {step: ("pending", "") for step in steps or []}
+        if isinstance(steps, Mapping):  # a run that exists: its steps as they stand
+            self.rows = {sid: (run.status, run.reason) for sid, run in steps.items()}
+        else:
+            self.rows = {step: ("pending", "") for step in steps or []}
+        self.root = root
         self.gates: dict[str, str] = {}
         self.live = Live(self._table(), console=out, refresh_per_second=8, transient=False)
+        # on a terminal the live table shows each step's state; elsewhere a line says each change
+        self.printer = EventPrinter(store, root, steps=not out.is_terminal)
 
     current: _Progress | None = None
 
     def __enter__(self) -> _Progress:
         self.unsubscribe = self.store.subscribe(self._on_commit)
-        if sys.stdout.isatty():
+        self.printer.__enter__()
+        if out.is_terminal:
             self.live.start()
         _Progress.current = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         _Progress.current = None
+        self.printer.__exit__()
         self.unsubscribe()
         if self.live.is_started:
             self.live.stop()
-        else:
+        elif self.rows:
             out.print(self._table())
 
     @staticmethod
@@ -136,8 +142,17 @@ class _Progress:
             if live is not None:
                 live.start()
 
+    @staticmethod
+    def shown(interaction_id: str) -> bool:
+        """Whether the question was printed already (opened in this process, while progress showed)."""
+        progress = _Progress.current
+        return progress is not None and interaction_id in progress.printer.asked
+
     def _on_commit(self, commit: Commit) -> None:
+        root = self.root or self.printer.root
         for event in commit.events:
+            if root is not None and event.run_id != root:
+                continue  # a sub-run's or an agent step's: the table is the root's steps
             if isinstance(event, StepStateEvent):
                 self.rows[event.step_id] = (event.status, event.reason)
             elif isinstance(event, GateEvent):
@@ -157,31 +172,34 @@ class _Progress:
         return table
 
 
-def _ask(interaction: Interaction) -> Approve | Reject | Answer:
-    """Ask the person at the terminal; approve/reject for consent, free text for a question."""
-    out.print(f"\n[bold yellow]?[/] {escape(interaction.prompt)}")
-    if interaction.kind == "ask_user":
-        return Answer(text=Prompt.ask("your answer", console=out))
-    choice = Prompt.ask("approve?", choices=["y", "n"], default="y", console=out)
-    if choice == "y":
-        return Approve()
-    return Reject(reason=Prompt.ask("reason (optional)", default="", console=out))
-
-
 def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> RunResult:
-    """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on."""
+    """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on.
+
+    The questions are the agent command's (``_agent.ask``): one set of prompts for every run."""
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
     result: RunResult = asyncio.run(first)
     while result.status == "waiting" and result.interaction is not None and ask_here:
+        interaction = result.interaction
         with _Progress.paused():
-            resolution = _ask(result.interaction)
-        runner.resolve(result.interaction.id, resolution, by="terminal")
+            if not _Progress.shown(interaction.id):
+                out.print(f"[bold yellow]? {interaction.kind}[/] {escape(interaction.prompt)}")
+            resolution = _agent.ask(interaction)
+        try:
+            runner.resolve(interaction.id, resolution, by="terminal")
+        except StaleInteraction:
+            raise
+        except InteractionError as exc:
+            # A resolution that does not fit (an edit the tool refuses) changed nothing: ask again.
+            out.print(f"[red]{escape(str(exc))}[/]")
+            continue
         result = asyncio.run(runner.resume(result.run_id))
     return result
 
 
-def _report(result: RunResult, json: bool, hint: str = "") -> None:
-    if json:
+def _report(result: RunResult, json: bool, hint: str = "", *, quiet: bool = False) -> None:
+    if quiet:
+        print(result.run_id)
+    elif json:
         print_json(
             {
                 "run_id": result.run_id,
@@ -201,8 +219,7 @@ def _report(result: RunResult, json: bool, hint: str = "") -> None:
             out.print(
                 f"waiting on interaction [bold]{result.interaction.id}[/]: "
                 f"{escape(result.interaction.prompt)}\n"
-                f"  answer with: plangate approve|reject|answer {result.interaction.id}"
-                + (f" {escape(hint)}" if hint else "")
+                f"  answer with: {escape(_agent.answer_commands(result.interaction, hint))}"
             )
     if result.status == "failed":
         raise typer.Exit(1)
@@ -262,6 +279,14 @@ def run_command(
     json: JsonOpt = False,
     model: StepModelOpt = None,
     yes: YesOpt = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print only the run's id (for scripts: run=$(plangate run NAME --detach -q)).",
+        ),
+    ] = False,
     broker: BrokerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -270,6 +295,7 @@ def run_command(
 
     With --broker, the run is checked, stored and handed to the workers (`plangate worker`); the command
     returns at once."""
+    shown = not (json or quiet)
     try:
         with project_tools(tools) as loaded:
             runner = FormulaRunner(
@@ -281,20 +307,22 @@ def run_command(
             )
             plan = runner.plan(name, parse_vars(var))
             if broker is not None:
-                _hand_over(runner, plan, broker, yes, json)
+                _hand_over(runner, plan, broker, yes, json, quiet)
                 return
-            if not json:
+            if shown:
                 _say_step_model(plan, model)
-            with _Progress(runner.store, [s.id for s in plan.steps]) if not json else nullcontext():
+            with _Progress(runner.store, [s.id for s in plan.steps]) if shown else nullcontext():
                 first = runner.start(plan, always_execute=yes)
-                result = _drive(runner, first, detach=detach, interactive=interactive)
+                result = _drive(runner, first, detach=detach or quiet, interactive=interactive)
     except UserError as exc:
         fail(str(exc))
         return
-    _report(result, json, _agent.command_hint(store, tools))
+    _report(result, json, _agent.command_hint(store, tools, model), quiet=quiet)
 
 
-def _hand_over(runner: FormulaRunner, plan: Plan, broker: str, yes: bool, json: bool) -> None:
+def _hand_over(
+    runner: FormulaRunner, plan: Plan, broker: str, yes: bool, json: bool, quiet: bool = False
+) -> None:
     """Store the run for the workers and enqueue it; nothing runs here."""
     queue = queue_for(broker)
     try:
@@ -302,6 +330,9 @@ def _hand_over(runner: FormulaRunner, plan: Plan, broker: str, yes: bool, json: 
         sent = queue.enqueue(run_id)
     finally:
         queue.close()
+    if quiet:
+        print(run_id)
+        return
     queued(run_id, sent, json)
 
 
@@ -314,14 +345,19 @@ def queued(run_id: str, sent: bool, json: bool) -> None:
     if not sent:
         how = "stored; the broker is unreachable, so the workers' reaper hands it on"
     out.print(f"run [bold]{run_id}[/] queued: {how}")
-    out.print(f"  follow it with: plangate events {run_id} --follow")
+    out.print(f"  follow it with: {prog()} events {run_id} --follow")
 
 
-def _say_step_model(plan: Plan, model: str | None) -> None:
-    """Name the model that the plan's agent and llm steps without a model of their own will use."""
+def _say_step_model(plan: Plan, model: str | None, pending: Mapping[str, StepRun] | None = None) -> None:
+    """Name the model that the plan's agent and llm steps without a model of their own will use: of an
+    existing run (``pending``: its step states), only those not started yet, unless ``--model`` is given
+    (a started agent step goes on with the model its agent recorded)."""
     if any(
-        isinstance(step.executor, AgentExecutor | LlmExecutor) and step.executor.model is None
+        isinstance(step.executor, AgentExecutor | LlmExecutor)
+        and step.executor.model is None
+        and (pending is None or model is not None or pending[step.id].status in ("pending", "ready"))
         for step in plan.steps
+        if pending is None or step.id in pending
     ):
         model_from(model, of="model of agent and llm steps")
 
@@ -347,7 +383,8 @@ def resume_command(
             return
         run_id = _root(opened, run_id)  # an agent step's agent, or a sub-run, continues with its formula
         with _runner_for(store, tools, run_id=run_id, model=model) as runner:
-            with _Progress(runner.store) if not json else nullcontext():
+            steps = runner.load(run_id).steps
+            with _Progress(runner.store, steps, root=run_id) if not json else nullcontext():
                 result = _drive(runner, runner.resume(run_id), detach=detach, interactive=interactive)
     except UserError as exc:
         fail(str(exc))
@@ -431,6 +468,8 @@ def _event_line(event: Event) -> str:
         return f"[{event.stage}] {event.code}" + (f": {event.text}" if event.text else "")
     if isinstance(event, InteractionOpenedEvent):
         return f"asks ({event.kind}, {event.interaction_id}): {event.prompt}"
+    if isinstance(event, OutcomeEvent):
+        return f"{event.status} ({event.stage} · {event.code}): {event.user_message}"
     return jsonlib.dumps(data, ensure_ascii=False, default=str)
 
 
@@ -464,7 +503,7 @@ def events_command(
 
 
 def _resolve(
-    interaction_id: str,
+    target: str,
     resolution: Approve | Reject | Answer,
     store: str | None,
     tools: list[str] | None,
@@ -475,7 +514,8 @@ def _resolve(
 ) -> None:
     try:
         opened = store_from(store)
-        interaction = opened.get_interaction(interaction_id)
+        interaction = open_interaction(opened, target)
+        interaction_id = interaction.id
         asking = opened.get_run(interaction.run_id)
         if broker is not None:
             _resolve_for_workers(opened, interaction, resolution, store, tools, broker, json)
@@ -489,15 +529,57 @@ def _resolve(
             return
         # a formula's own question, or one of its agent steps' (that agent continues as it is answered)
         with _runner_for(store, tools, interaction_id=interaction_id, model=model) as runner:
-            root = _root(runner.store, runner.resolve(interaction_id, resolution, by="cli"))
-            if not resume:
-                out.print(f"resolved {interaction_id}; run {root} continues with: plangate resume {root}")
-                return
-            result = asyncio.run(runner.resume(root))
+            root = _root(runner.store, interaction.run_id)
+            state = runner.load(root)
+            if not json:
+                _say_step_model(state.plan, model, pending=state.steps)
+            with _Progress(runner.store, state.steps, root=root) if not json else nullcontext():
+                runner.resolve(interaction_id, resolution, by="cli")
+                if not resume:
+                    out.print(f"resolved {interaction_id}; run {root} continues with: {prog()} resume {root}")
+                    return
+                result = asyncio.run(runner.resume(root))
     except UserError as exc:
         fail(str(exc))
         return
     _report(result, json, _agent.command_hint(store, tools))
+
+
+def open_interaction(store: Store, target: str) -> Interaction:
+    """The open interaction ``target`` names: an interaction id, or a run whose one open question (its
+    own, or one of its sub-runs' or agent steps': one place to answer) is meant.
+
+    Raises:
+        NotFoundError: no interaction and no run has that id.
+        InteractionError: the run waits on no question, or on several (they are listed).
+    """
+    try:
+        return store.get_interaction(target)
+    except NotFoundError:
+        try:
+            run = store.get_run(target)
+        except NotFoundError:
+            raise NotFoundError(f"no interaction and no run {target!r}") from None
+    found = _open_questions(store, run.id)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InteractionError(f"run {run.id!r} waits on no question ({run.status}); nothing to answer")
+    listed = "; ".join(f"{item.id} ({item.kind}: {item.prompt[:60]})" for item in found)
+    raise InteractionError(f"run {run.id!r} waits on {len(found)} questions, name one: {listed}")
+
+
+def _open_questions(store: Store, run_id: str) -> list[Interaction]:
+    found = list(store.list_interactions(status="open", run_id=run_id))
+    cursor: str | None = None
+    while True:
+        page = store.list_runs(parent_run_id=run_id, limit=100, cursor=cursor)
+        for child in page.items:
+            if child.status not in TERMINAL_STATUSES:
+                found.extend(_open_questions(store, child.id))
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
 
 
 def _resolve_for_workers(
@@ -533,7 +615,13 @@ def _resolve_for_workers(
 
 
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue the run here afterwards.")]
-IdArg = Annotated[str, typer.Argument(help="The interaction id.")]
+IdArg = Annotated[
+    str,
+    typer.Argument(
+        help="The interaction id, or a run's id: the one question it (or one of its sub-runs or agent "
+        "steps) waits on."
+    ),
+]
 ModelOpt = Annotated[
     str | None,
     typer.Option(
@@ -612,9 +700,11 @@ def complete_command(
         with _runner_for(store, tools, run_id=run_id) as runner:
             runner.complete_step(run_id, step, value)
             if not resume:
-                out.print(f"completed {step}; continue with: plangate resume {run_id}")
+                out.print(f"completed {step}; continue with: {prog()} resume {run_id}")
                 return
-            result = asyncio.run(runner.resume(run_id))
+            steps = runner.load(run_id).steps
+            with _Progress(runner.store, steps, root=run_id) if not json else nullcontext():
+                result = asyncio.run(runner.resume(run_id))
     except UserError as exc:
         fail(str(exc))
         return
@@ -627,9 +717,14 @@ def cancel_command(
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Cancel a run that has not ended."""
+    """Cancel a run that has not ended: a formula run with its sub-runs and steps' agents, or an agent run
+    (its open question expires)."""
     try:
-        FormulaRunner(store_from(store)).cancel(run_id, reason)
+        opened = store_from(store)
+        if opened.get_run(run_id).kind == "agent":
+            Agent(store=opened).cancel(run_id, reason)
+        else:
+            FormulaRunner(opened).cancel(run_id, reason)
     except UserError as exc:
         fail(str(exc))
         return

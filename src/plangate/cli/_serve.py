@@ -65,9 +65,18 @@ def serve_command(
             "the same store instead of running in this process (same API, same events).",
         ),
     ] = None,
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data-dir",
+            help="A directory whose SQLite files owners may register as data sources (POST /v1/sources; "
+            "repeatable; default: the current directory).",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools."""
+    """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools, copilot
+    turns (ask) and data sources."""
     try:
         import uvicorn
 
@@ -89,6 +98,7 @@ def serve_command(
                     tool_specs=loaded.specs,
                     model=model_from(model, of="model of agent runs"),
                     broker=broker_url(broker) if broker is not None else None,
+                    data_dirs=data_dir or (),
                 )
                 if no_auth:
                     exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"

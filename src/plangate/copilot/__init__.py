@@ -17,7 +17,8 @@ Example::
 Modules: ``turn`` orchestrates; ``_scope`` (the data), ``_ops`` (op parsing, the draft formula),
 ``_prompt``, ``_constrained`` (the grammar path of small local models), ``_generate``, ``_check``,
 ``policy``, ``_run``, ``_review`` and ``_numbers`` (the number guard), ``_periods`` (the period a question
-names), ``_store`` (store access), ``_attempt`` (one attempt's phases), ``results`` (what a turn returns).
+names), ``_asked`` (what it asks to compute), ``_store`` (store access), ``_attempt`` (one attempt's
+phases), ``results`` (what a turn returns).
 """
 
 from __future__ import annotations

@@ -25,11 +25,12 @@ from datetime import timedelta
 
 from pydantic import JsonValue
 
+from plangate.copilot._asked import Asked, asked
 from plangate.copilot._periods import asked_period
 from plangate.models import Model
 from plangate.models._grammar import LINES, NOT_BLANK
 from plangate.tools.data import SchemaInfo, TableInfo, source_parameters
-from plangate.tools.data.periods import Period
+from plangate.tools.data.periods import Period, maybe_date_column
 from plangate.tools.data.profile import CategoryColumn
 
 QUERY_STEP = "query"
@@ -67,6 +68,15 @@ _NUMBER_WORDS = {
     "twenty": 20,
 }
 _INTEGER = re.compile(r"(?<![\d.,-])(\d{1,4})(?![\d.,])")
+_NOT_BEFORE = re.compile(
+    r"\b(not|no|non|excluding|exclude|without|except|but|leaving|ignoring|other than|don't|do not)\b"
+    r"(?:\W+\w+){0,3}\W+$"
+)
+_NOT_AFTER = re.compile(
+    r"^\W*(?:\w+\W+){0,3}?(aside|excluded|left out|don't count|do not count|not counted)\b"
+)
+NO_GROUP_LIMIT = 100
+"""The limit of a grouped question that names no number: every group (up to this many)."""
 
 
 @dataclass(frozen=True)
@@ -79,12 +89,17 @@ class Hints:
         mentions: ``(table.column, value)`` for each category value it mentions.
         linked: the ``table.column`` names whose table or column the question names (``regions`` for
             "which regions"): the groups it can mean. Empty when it names none.
+        negated: the mentioned values it leaves out ("leaving cancelled orders aside"): filtered with
+            ``!=``.
+        asked: what it asks to compute (``_asked``), or None when unknown.
     """
 
     period: tuple[str, str] | None = None
     limits: list[int] = field(default_factory=list)
     mentions: list[tuple[str, str]] = field(default_factory=list)
     linked: list[str] = field(default_factory=list)
+    negated: frozenset[str] = frozenset()
+    asked: Asked | None = None
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -161,12 +176,23 @@ def question_hints(
     limits = [int(match.group(1)) for match in _INTEGER.finditer(question) if 0 < int(match.group(1)) <= 1000]
     limits += [number for word, number in _NUMBER_WORDS.items() if re.search(rf"\b{word}\b", lowered)]
     mentions: list[tuple[str, str]] = []
+    negated: set[str] = set()
     for column in categories:
         for value in column.values:
-            if len(value) > 1 and re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", lowered):
+            found = re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", lowered)
+            if len(value) > 1 and found:
                 mentions.append((column.name, value))
+                if _NOT_BEFORE.search(lowered[: found.start()]) or _NOT_AFTER.search(lowered[found.end() :]):
+                    negated.add(value)
     linked = linked_columns(question, schema) if schema is not None else []
-    return Hints(period_bounds(period) if period else None, sorted(set(limits)), mentions[:8], linked)
+    return Hints(
+        period_bounds(period) if period else None,
+        sorted(set(limits)),
+        mentions[:8],
+        linked,
+        frozenset(negated),
+        asked(question, schema, ignore=tuple(value for _, value in mentions)) if schema is not None else None,
+    )
 
 
 def _text(limit: int) -> dict[str, JsonValue]:
@@ -196,7 +222,7 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
                 "type": "object",
                 "properties": {
                     "column": {"enum": [column]},
-                    "op": {"enum": ["="]},
+                    "op": {"enum": ["!=" if value in hints.negated else "="]},
                     "value": {"enum": [value]},
                 },
                 "required": ["column", "op", "value"],
@@ -204,7 +230,14 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
             }
             for column, value in hints.mentions
         ]
-        properties["filters"] = {"type": "array", "items": {"anyOf": options}, "maxItems": 2}
+        # A value the question names is a filter it wants: at least one is written.
+        most = min(2, len(options))
+        properties["filters"] = {
+            "type": "array",
+            "items": {"anyOf": options},
+            "minItems": 1,
+            "maxItems": most,
+        }
     else:
         properties["filters"] = {"enum": [[]]}
     limits: list[JsonValue] = (
@@ -213,8 +246,120 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
     properties["limit"] = {"enum": limits}
     groups = properties["group_by"]
     if hints.linked and isinstance(groups, dict):
-        properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}}
+        cap = groups.get("maxItems")
+        # As many groups as the question names at most: a small model repeats a name it likes.
+        fewest = min(cap, len(hints.linked)) if isinstance(cap, int) else len(hints.linked)
+        properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}, "maxItems": fewest}
+    if hints.asked is not None:
+        _apply_asked(properties, hints.asked, schema)
     return arguments
+
+
+def _apply_asked(properties: dict[str, JsonValue], what: Asked, schema: SchemaInfo) -> None:
+    """Narrow the measure, the groups, the order and the limit to what the question asks to compute."""
+    if what.aggs:
+        properties["measures"] = {
+            "type": "array",
+            "items": _measure(what, properties["measures"]),
+            "minItems": 1,
+            "maxItems": 1,
+        }
+    base = next(iter(what.counted or what.measured), None)
+    dates = dates_near(schema, base.rpartition(".")[0]) if base else []
+    period = properties["period"]
+    span = _fields(period) if isinstance(period, dict) else {}
+    if dates and "column" in span and isinstance(period, dict):
+        # The period of a count or a sum is on the dates of what it counts (an order line's: its order's).
+        properties["period"] = {**period, "properties": {**span, "column": {"enum": dates}}}
+    if what.grouped is False:
+        # One value: nothing to group by, nothing to rank.
+        properties["group_by"] = {"enum": [[]]}
+        properties["order_by"] = {"enum": [[]]}
+        properties["limit"] = {"enum": [1]}
+        return
+    groups = properties["group_by"]
+    if what.grouped and isinstance(groups, dict):
+        properties["group_by"] = {**groups, "minItems": 1}
+    order = properties["order_by"]
+    item = order.get("items") if isinstance(order, dict) else None
+    if isinstance(item, dict) and isinstance(item.get("properties"), dict):
+        fields = dict(_fields(item))
+        if what.aggs:
+            fields["column"] = {"enum": list(what.aggs)}
+        if what.desc is not None:
+            fields["desc"] = {"enum": [what.desc]}
+        ranked = what.desc is not None or what.limit is not None
+        properties["order_by"] = {
+            "type": "array",
+            "items": {**item, "properties": fields},
+            "maxItems": 1,
+            **({"minItems": 1} if ranked else {}),
+        }
+    properties["limit"] = {"enum": [what.limit if what.limit is not None else NO_GROUP_LIMIT]}
+
+
+def dates_near(schema: SchemaInfo, table: str) -> list[JsonValue]:
+    """The date columns of ``table``, else of the tables it refers to, else of theirs (``order_items``:
+    ``orders.order_date``)."""
+    tables = {t.name: t for t in schema.tables}
+    level = [table]
+    seen = {table}
+    for _ in range(3):
+        found: list[JsonValue] = [
+            f"{name}.{column.name}"
+            for name in level
+            if name in tables
+            for column in tables[name].columns
+            if maybe_date_column(column)
+        ]
+        if found:
+            return found
+        parents = [
+            key.references_table for name in level if name in tables for key in tables[name].foreign_keys
+        ]
+        level = [name for name in dict.fromkeys(parents) if name not in seen]
+        seen.update(level)
+    return []
+
+
+def _fields(shape: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    fields = shape.get("properties")
+    return fields if isinstance(fields, dict) else {}
+
+
+def _measure(what: Asked, measures: JsonValue) -> JsonValue:
+    """The one measure the question asks for, its aggregate and its columns narrowed."""
+    item = measures.get("items") if isinstance(measures, dict) else None
+    options = item.get("anyOf") if isinstance(item, dict) else None
+    shapes = [o for o in (options if isinstance(options, list) else [item]) if isinstance(o, dict)]
+    counting = next((o for o in shapes if "times" not in _fields(o)), None)
+    summing = next((o for o in shapes if "times" in _fields(o)), None)
+    if set(what.aggs) <= {"count", "count_distinct"} and isinstance(counting, dict):
+        fields = dict(_fields(counting))
+        fields["agg"] = {"enum": list(what.aggs)}
+        if what.counted:
+            fields["column"] = {"enum": list(what.counted)}
+        return {**counting, "properties": fields}
+    if isinstance(summing, dict):
+        fields = dict(_fields(summing))
+        fields["agg"] = {"enum": list(what.aggs)}
+        fields.pop("times", None)
+        if what.measured:
+            fields["column"] = {"enum": list(what.measured)}
+        if not (what.times and what.aggs == ("sum",)):
+            return {**summing, "properties": fields}
+        # Revenue: a line's price always times the line's quantity; a total alone.
+        choices: list[JsonValue] = []
+        for column in what.measured:
+            table = column.rpartition(".")[0]
+            times: list[JsonValue] = [q for q in what.times if q.rpartition(".")[0] == table]
+            option: dict[str, JsonValue] = {**fields, "column": {"enum": [column]}}
+            if times:
+                option["times"] = {"enum": times}
+            required: list[JsonValue] = ["agg", "column", "times"] if times else ["agg", "column"]
+            choices.append({**summing, "properties": option, "required": required})
+        return {"anyOf": choices}
+    return item
 
 
 def op_lines_schema(schema: SchemaInfo, hints: Hints | None = None) -> dict[str, JsonValue]:

@@ -18,7 +18,7 @@ from pydantic import JsonValue
 
 from plangate.copilot._numbers import Known, invented
 from plangate.copilot._periods import asked_period
-from plangate.copilot._run import Read, RunOutcome
+from plangate.copilot._run import Read, RunOutcome, table_text
 from plangate.copilot._scope import Scope
 from plangate.copilot.results import Review, Signal
 from plangate.errors import PlangateError
@@ -233,6 +233,36 @@ def review_run(question: str, outcome: RunOutcome, scope: Scope, known: Known) -
                 )
             )
     return signals
+
+
+ANSWER_TEXT_KINDS = frozenset({"invented_number", "answer_denies_rows", "leaked_markup", "empty_output"})
+"""The signals about the answer's text alone (the query and its rows are fine)."""
+
+
+def rows_instead(review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:
+    """For a small model whose written answer is broken while its query is sound: the rows themselves as
+    the answer, with a ``degraded`` signal saying so (None when the query is at fault too, or the rows
+    would not pass the number guard either).
+
+    A 135M model copies figures badly ("2328.6014" for 2328.60): its rows are the answer it can stand by.
+    """
+    broken = [signal for signal in review.signals if signal.severity == "broken"]
+    if not broken or any(signal.kind not in ANSWER_TEXT_KINDS for signal in broken):
+        return None
+    result = outcome.result
+    if not result.columns or not result.rows or not outcome.completed:
+        return None
+    answer = table_text(result.columns, result.rows, limit=20)
+    if answer_signals(answer, known):
+        return None
+    replaced = "; ".join(signal.detail for signal in broken)
+    kept = [signal for signal in review.signals if signal.kind not in ANSWER_TEXT_KINDS]
+    note = Signal(
+        kind="answer_from_rows",
+        severity="degraded",
+        detail=f"the written answer was not usable ({replaced}): the answer shows the rows instead",
+    )
+    return answer, Review.of([*kept, note], review.note)
 
 
 # -- the model review -------------------------------------------------------------------------------------

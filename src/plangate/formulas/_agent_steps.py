@@ -128,12 +128,31 @@ class RuntimeStepAgent:
     def __init__(self, store: Store, leases: LeaseBook | None = None) -> None:
         self.store = store
         self.leases = leases
+        # One model object per spec (and per agent run started here) for this runner's life: a scripted
+        # model goes on where it was when its agent resumes in this process, instead of from its start.
+        self._models: dict[str, Model] = {}
+        self._started: dict[str, Model] = {}
+
+    def _model(self, spec: Model | str | None, run_id: str | None = None) -> Model | str | None:
+        if isinstance(spec, str):
+            if spec not in self._models:
+                from plangate.models import resolve_model
+
+                self._models[spec] = resolve_model(spec)
+            return self._models[spec]
+        if spec is None and run_id is not None:
+            return self._started.get(run_id)
+        return spec
 
     async def start(self, prompt: str, setup: AgentSetup, *, run_id: str, parent_run_id: str) -> AgentRunView:
         from plangate.agent import Agent
+        from plangate.models import resolve_model
 
+        model = self._model(setup.model)
+        if model is None:
+            model = self._started[run_id] = resolve_model(None)
         agent = Agent(
-            model=setup.model,
+            model=model,
             tools=setup.tools,
             store=_child_store(self.store, parent_run_id, run_id),
             max_rounds=setup.max_rounds,
@@ -155,9 +174,8 @@ class RuntimeStepAgent:
     ) -> AgentRunView:
         from plangate.agent import Agent
 
-        agent = Agent(
-            model=setup.model, tools=setup.tools, store=self.store, owner=setup.owner, leases=self.leases
-        )
+        model = self._model(setup.model, run_id)
+        agent = Agent(model=model, tools=setup.tools, store=self.store, owner=setup.owner, leases=self.leases)
         return self._view(await agent.resume_async(run_id, interaction_id, resolution, by=by))
 
     def cancel(self, run_id: str, reason: str) -> None:

@@ -43,6 +43,7 @@ from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import Resolution, answer_step, commit_answer
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
+from plangate.formulas._outcome import failed_steps_message, outcome_event, stored
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
@@ -197,9 +198,9 @@ class Scheduler:
     def _ending(self) -> tuple[RunStatus, str] | None:
         if self.tasks or self.to_launch or self.unfinished:
             return None
-        failed = [s.id for s in self.state.steps.values() if s.status == "failed"]
+        failed = [(s.id, s.reason) for s in self.state.steps.values() if s.status == "failed"]
         if failed:
-            return "failed", f"failed steps: {', '.join(failed)}"
+            return "failed", failed_steps_message(failed)
         return "completed", f"all {len(self.state.steps)} steps finished"
 
     # -- the run's context, as the phases see it ----------------------------------------------------------
@@ -300,7 +301,9 @@ class Scheduler:
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
-        self._flush(status=status, outcome={"status": status, "reason": reason}, checkpoint=True)
+        ended = outcome_event("completed" if status == "completed" else "failed", reason)
+        self.ops.append(lambda tx: self._append(tx, ended))  # the run's last event, as an agent run's
+        self._flush(status=status, outcome=stored(ended), checkpoint=True)
         return status, reason
 
     def _suspend(self) -> tuple[RunStatus, str]:

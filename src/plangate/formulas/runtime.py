@@ -31,6 +31,7 @@ from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoun
 from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import answer_step, commit_answer
+from plangate.formulas._outcome import outcome_event, stored
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
@@ -107,7 +108,8 @@ class FormulaRunner:
     """Runs formulas against one store and one tool registry.
 
     Args:
-        store: where runs live.
+        store: where runs live: a ``Store``, a store URL or a file path (``.plangate/plangate.db``), or None
+            for ``$PLANGATE_STORE`` / ``.plangate/plangate.db``.
         tools: what ``tool`` steps call; an ``agent`` step gets the ones it names.
         model: the model of ``agent`` and ``llm`` steps that name none: a ``Model``, a spec string, or None
             for the default model (``resolve_model(None)``). A resumed agent step without one continues
@@ -131,7 +133,7 @@ class FormulaRunner:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | str | Path | None = None,
         tools: ToolRegistry | None = None,
         *,
         search_paths: Iterable[str | Path] | None = None,
@@ -149,6 +151,7 @@ class FormulaRunner:
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
+        store = _store(store)
         self.store = store
         self.tools = tools if tools is not None else ToolRegistry()
         self.search_paths = list(search_paths) if search_paths is not None else None
@@ -592,7 +595,9 @@ class FormulaRunner:
                     with contextlib.suppress(InteractionError):  # answered already: nothing to expire
                         tx.expire_interaction(interaction_id)
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
+            ended = outcome_event("cancelled", reason)
+            tx.append(ended)
+            tx.set_status("cancelled", outcome=stored(ended))
 
     def _cancel_children(self, run_id: str, reason: str) -> None:
         cursor: str | None = None
@@ -617,7 +622,9 @@ class FormulaRunner:
         # but the run itself
         with self.store.transaction(run_id) as tx:
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            tx.set_status("cancelled", outcome={"status": "cancelled", "reason": reason})
+            ended = outcome_event("cancelled", reason)
+            tx.append(ended)
+            tx.set_status("cancelled", outcome=stored(ended))
 
     # -- results ------------------------------------------------------------------------------------------
 
@@ -657,7 +664,9 @@ class FormulaRunner:
         return f"{status}: failed steps {', '.join(failed)}" if failed else status
 
 
-def _store(store: Store | str | None) -> Store:
+def _store(store: Store | str | Path | None) -> Store:
+    if isinstance(store, Path):
+        return open_store(str(store))
     return store if store is not None and not isinstance(store, str) else open_store(store)
 
 
@@ -665,7 +674,7 @@ def run_formula(
     formula: FormulaSource,
     vars: Mapping[str, object] | None = None,
     *,
-    store: Store | str | None = None,
+    store: Store | str | Path | None = None,
     tools: ToolRegistry | None = None,
     **options: Any,
 ) -> RunResult:
@@ -674,7 +683,7 @@ def run_formula(
     Args:
         formula: a formula name on the search path, a file path, or a :class:`Plan`.
         vars: the formula's variables (strings are converted to each var's declared type).
-        store: a store, a store URL, or None for ``PLANGATE_STORE`` / ``.plangate/plangate.db``.
+        store: a store, a store URL or file path, or None for ``PLANGATE_STORE`` / ``.plangate/plangate.db``.
         tools: the tools ``tool`` steps may call (and ``agent`` steps name).
         **options: passed to :class:`FormulaRunner` (``model``, ``search_paths``, ``concurrency``, ...).
     """
@@ -683,7 +692,7 @@ def run_formula(
 
 
 def resume_run(
-    run_id: str, *, store: Store | str | None = None, tools: ToolRegistry | None = None, **options: Any
+    run_id: str, *, store: Store | str | Path | None = None, tools: ToolRegistry | None = None, **options: Any
 ) -> RunResult:
     """Continue a formula run from its last committed transition."""
     runner = FormulaRunner(_store(store), tools, **options)

@@ -20,7 +20,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from plangate.formulas.runtime import FormulaRunner
+from plangate.server._asks import AskJobs
 from plangate.server._problems import Problem
+from plangate.server._sources import SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.supervisor import RunSupervisor
 from plangate.server.tokens import hash_token, looks_like_token
@@ -39,6 +41,8 @@ class Services:
         auth: whether requests must carry a bearer token.
         pepper: the key of the token hash (``PLANGATE_TOKEN_PEPPER``), or None.
         search_paths: where formulas are looked for (before the default places).
+        sources: the data sources owners registered (what copilot turns may ask about).
+        asks: starts and shows copilot turns.
     """
 
     store: Store
@@ -46,6 +50,8 @@ class Services:
     runner: FormulaRunner
     supervisor: RunSupervisor
     broadcaster: Broadcaster
+    sources: SourceRegistry
+    asks: AskJobs
     auth: bool = True
     pepper: bytes | None = None
     search_paths: list[Path] = field(default_factory=list)

@@ -24,14 +24,16 @@ from plangate import __version__
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model
 from plangate.server._agents import AgentRuns
+from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._limits import MAX_BODY, BodyLimit
 from plangate.server._problems import install
+from plangate.server._sources import SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
 from plangate.server.supervisor import RunSupervisor
 from plangate.server.tokens import pepper_from_env
-from plangate.store import Store
+from plangate.store import SQLiteStore, Store
 from plangate.tools import ToolRegistry
 
 CONSOLE = Path(__file__).parent / "static"
@@ -61,6 +63,7 @@ def create_app(
     max_body: int = MAX_BODY,
     recover: bool = True,
     broker: str | None = None,
+    data_dirs: Iterable[str | Path] = (),
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -81,6 +84,8 @@ def create_app(
         broker: the Redis URL of the workers' queue: runs are stored and handed to workers (``plangate
             worker``), which advance them; answers are committed here and the run handed on again. None:
             runs are advanced in this process (the default). Same API, same events either way.
+        data_dirs: the directories SQLite files may be registered from as data sources (``POST
+            /v1/sources``); default: the current directory. The bundled shop data is always there.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -93,12 +98,19 @@ def create_app(
         from plangate.server._queued import QueuedRuns
 
         supervisor = QueuedRuns(store, runner, agents, broker)
+    sources = SourceRegistry(
+        store,
+        [Path(d) for d in data_dirs] or [Path.cwd()],
+        store.path if isinstance(store, SQLiteStore) else None,
+    )
     services = Services(
         store=store,
         tools=registry,
         runner=runner,
         supervisor=supervisor,
         broadcaster=Broadcaster(store, heartbeat=heartbeat),
+        sources=sources,
+        asks=AskJobs(store, supervisor, sources, model),
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,

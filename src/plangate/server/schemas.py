@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.server._public import public_outcome
@@ -69,35 +69,46 @@ class CancelRequest(_Request):
 
 
 class ResolveRequest(_Request):
-    """A person's answer to an open interaction."""
+    """A person's answer to an open interaction: ``kind`` (approve, reject, answer, edit), the word the
+    Python resolutions use (``Reject(reason=...).kind``); ``action``, its name in earlier versions of the
+    API, is still accepted in its place."""
 
-    action: Literal["approve", "reject", "answer", "edit"]
+    kind: Literal["approve", "reject", "answer", "edit"] = Field(
+        validation_alias=AliasChoices("kind", "action")
+    )
     reason: Annotated[str, Field(max_length=10_000)] | None = None
     text: Annotated[str, Field(max_length=100_000)] | None = None
     arguments: dict[str, JsonValue] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_word(cls, value: object) -> object:
+        if isinstance(value, dict) and "kind" in value and "action" in value:
+            raise ValueError("expected one of 'kind' and 'action' (the same field), found both")
+        return value
+
     @model_validator(mode="after")
-    def _fits_the_action(self) -> ResolveRequest:
-        needs = {"answer": "text", "edit": "arguments"}.get(self.action)
+    def _fits_the_kind(self) -> ResolveRequest:
+        needs = {"answer": "text", "edit": "arguments"}.get(self.kind)
         if needs is not None and getattr(self, needs) is None:
-            raise ValueError(f"{self.action!r} needs the field {needs!r}")
+            raise ValueError(f"{self.kind!r} needs the field {needs!r}")
         allowed = {"approve": set(), "reject": {"reason"}, "answer": {"text"}, "edit": {"arguments"}}
         extra = sorted(
             name
             for name in ("reason", "text", "arguments")
-            if getattr(self, name) is not None and name not in allowed[self.action]
+            if getattr(self, name) is not None and name not in allowed[self.kind]
         )
         if extra:
-            raise ValueError(f"{self.action!r} takes no {', '.join(repr(name) for name in extra)}")
+            raise ValueError(f"{self.kind!r} takes no {', '.join(repr(name) for name in extra)}")
         return self
 
     def resolution(self) -> Approve | Reject | Answer | Edit:
         """The resolution this request stands for."""
-        if self.action == "reject":
+        if self.kind == "reject":
             return Reject(reason=self.reason or "")
-        if self.action == "answer":
+        if self.kind == "answer":
             return Answer(text=self.text or "")
-        if self.action == "edit":
+        if self.kind == "edit":
             return Edit(arguments=dict(self.arguments or {}))
         return Approve()
 
@@ -114,6 +125,37 @@ class CheckRequest(_Request):
         if (self.formula is None) == (self.source is None):
             raise ValueError("expected exactly one of 'formula' (a name) and 'source' (TOML text)")
         return self
+
+
+SourceName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+"""The name of a data source (letters, digits, '_', '-'; at most 64)."""
+
+
+class AskRequest(_Request):
+    """Ask a question about one of the owner's data sources; the turn runs on the server."""
+
+    question: Annotated[str, Field(min_length=1, max_length=4000)]
+    source: SourceName | None = None
+    """A source from ``GET /v1/sources``; default: the bundled shop data (``shop``)."""
+    conversation_id: Annotated[
+        str | None,
+        Field(
+            max_length=64,
+            validation_alias=AliasChoices("conversation_id", "conversation"),
+            description="Continue this conversation (its earlier turns are the question's history).",
+        ),
+    ] = None
+    model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    """The copilot model's spec; default: the server's model."""
+
+
+class SourceRequest(_Request):
+    """Register a data source: a SQLite file under the server's data directories, or a PostgreSQL URL."""
+
+    data: Annotated[str, Field(min_length=1, max_length=2000)]
+    """A file name (or path) under a data directory, ``sqlite:///…``, or ``postgresql://…``."""
+    name: SourceName | None = None
+    """The name to register it under; default: the file's stem or the database's name."""
 
 
 def run_view(run: RunRecord) -> dict[str, JsonValue]:
@@ -136,12 +178,15 @@ def interaction_view(interaction: Interaction) -> dict[str, JsonValue]:
 
 __all__ = [
     "AgentRunRequest",
+    "AskRequest",
     "CancelRequest",
     "CheckRequest",
     "FormulaName",
     "FormulaRunRequest",
     "ResolveRequest",
     "RunRequest",
+    "SourceName",
+    "SourceRequest",
     "interaction_view",
     "run_view",
 ]

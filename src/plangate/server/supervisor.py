@@ -118,6 +118,14 @@ class RunSupervisor:
         self._adopt(stream.run_id, asyncio.get_running_loop().create_task(drive()))
         return stream.run_id
 
+    async def start_turn(self, turn: Coroutine[Any, Any, Any]) -> str:
+        """Execute a copilot turn in the background; returns the id of its ``ask`` run once that is stored.
+
+        Raises:
+            Exception: whatever the turn raised before its run was stored (nothing was written).
+        """
+        return await self._launch(turn)
+
     # -- continuing ---------------------------------------------------------------------------------------
 
     def resume(self, run_id: str) -> None:

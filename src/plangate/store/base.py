@@ -523,10 +523,12 @@ class Store(Protocol):
         kind: RunKind | None = None,
         owner: str | None = None,
         parent_run_id: str | None = None,
+        top_level: bool = False,
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        """Runs matching every filter given, newest first, one page of at most ``limit``."""
+        """Runs matching every filter given, newest first, one page of at most ``limit``; ``top_level``: only
+        runs without a parent (no sub-runs, no agent steps' agents)."""
         ...
 
     def get_snapshot(self, run_id: str) -> Snapshot | None:

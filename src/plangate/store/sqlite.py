@@ -185,10 +185,12 @@ class SQLiteStore:
         kind: RunKind | None = None,
         owner: str | None = None,
         parent_run_id: str | None = None,
+        top_level: bool = False,
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        """Runs matching every filter given, newest first, at most ``limit`` (1..1000) per page."""
+        """Runs matching every filter given, newest first, at most ``limit`` (1..1000) per page;
+        ``top_level``: only runs that are no other run's sub-run."""
         limit = check.page_limit(limit)
         clauses: list[str] = []
         params: list[object] = []
@@ -203,6 +205,8 @@ class SQLiteStore:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if top_level:
+            clauses.append("parent_run_id IS NULL")
         if cursor is not None:
             clauses.append("pos < ?")
             params.append(check.cursor_position(cursor))

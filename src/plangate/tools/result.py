@@ -80,12 +80,13 @@ class ToolResult(BaseModel):
 
     @classmethod
     def done(cls, observation: str, *, summary: str | None = None, data: JsonValue = None) -> ToolResult:
-        """A successful result; the summary defaults to the observation's first non-empty line."""
+        """A successful result; the summary defaults to one readable line of the observation (its first
+        non-empty line, or for JSON its top-level keys and values: ``url: file:///…, channel: stable``)."""
         return cls(
             status="done",
             success=True,
             observation=observation,
-            summary=summary if summary is not None else _first_line(observation),
+            summary=summary if summary is not None else summarize(observation),
             data=data,
         )
 
@@ -133,11 +134,32 @@ class ToolResult(BaseModel):
         )
 
 
-def _first_line(text: str) -> str:
+def summarize(observation: str) -> str:
+    """One readable line for an observation: a JSON object as ``key: value, ...``, a JSON list as its
+    count and first items, any other text as its first non-empty line (never a lone ``{``)."""
+    text = observation.strip()
+    if text[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return clip_summary(", ".join(f"{key}: {_flat(item)}" for key, item in value.items()) or "{}")
+        if isinstance(value, list):
+            items = ", ".join(_flat(item) for item in value[:SUMMARY_LIMIT])
+            noun = "item" if len(value) == 1 else "items"
+            return clip_summary(f"{len(value)} {noun}" + (f": {items}" if items else ""))
     for line in text.splitlines():
         if line.strip():
             return line
     return ""
+
+
+def _flat(value: object) -> str:
+    # a value inside a summary: strings bare, anything else as compact JSON
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def result_from_value(value: object) -> ToolResult:
@@ -169,4 +191,5 @@ __all__ = [
     "ToolStatus",
     "clip_summary",
     "result_from_value",
+    "summarize",
 ]

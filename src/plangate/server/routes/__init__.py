@@ -1,4 +1,5 @@
-"""The HTTP routes, one module per resource: runs, events, interactions, formulas and tools, health.
+"""The HTTP routes, one module per resource: runs, events, interactions, formulas and tools,
+health, copilot turns (ask, turns, conversations) and data sources.
 
 For: declaring endpoints and turning requests into calls on the server's services. Not for: executing runs
 (``supervisor.py``) or fanning out events (``broadcast.py``).
@@ -6,9 +7,17 @@ For: declaring endpoints and turning requests into calls on the server's service
 
 from __future__ import annotations
 
-from plangate.server.routes import events, formulas, health, interactions, runs
+from plangate.server.routes import ask, events, formulas, health, interactions, runs, sources
 
-ROUTERS = (health.router, runs.router, events.router, interactions.router, formulas.router)
+ROUTERS = (
+    health.router,
+    runs.router,
+    events.router,
+    interactions.router,
+    formulas.router,
+    ask.router,
+    sources.router,
+)
 """Every router, in the order the OpenAPI document lists them."""
 
 __all__ = ["ROUTERS"]

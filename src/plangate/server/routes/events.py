@@ -3,8 +3,9 @@
 For: the one stream clients follow a run with. Each SSE message has ``id:`` the event's ``seq``, ``event:``
 its type and ``data:`` its JSON. The stream replays the stored events after ``Last-Event-ID`` (or
 ``?after=``), then follows the run live; every ``heartbeat`` seconds (5 by default) it sends a
-``heartbeat`` message (no id); once the run reaches a terminal status it sends ``end`` with that status and
-closes. A ``waiting`` run keeps its stream open. Not for: producing events (the engines) or fanning commits
+``heartbeat`` message (no id; its data is typed, ``{"type": "heartbeat", ...}``, with no ``seq``); once the
+run reaches a terminal status it sends ``end`` with that status and its outcome, and closes. A ``waiting``
+run keeps its stream open. Not for: producing events (the engines) or fanning commits
 out (``broadcast.py``).
 
 Exactly once, in order: the stream subscribes to the run's commits *before* it reads the store, so an event
@@ -174,13 +175,13 @@ class _Cursor:
         """Whatever is still unsent, then the ``end`` message with the run's final status and outcome."""
         frames = self.from_store()
         run = self.store.get_run(self.run_id)
-        data = {"run_id": run.id, "status": run.status, "outcome": public_outcome(run.outcome)}
+        data = {"type": "end", "run_id": run.id, "status": run.status, "outcome": public_outcome(run.outcome)}
         frames.append(f"event: end\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
         return frames
 
     def heartbeat(self) -> bytes:
         """A ``heartbeat`` message (no id, so a reconnecting client's cursor stays on the last event)."""
-        data = {"run_id": self.run_id, "at": time.time(), "last_seq": self.sent}
+        data = {"type": "heartbeat", "run_id": self.run_id, "at": time.time(), "last_seq": self.sent}
         return f"event: heartbeat\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 

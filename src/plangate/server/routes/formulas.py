@@ -1,8 +1,10 @@
 """``/v1/formulas`` and ``/v1/tools``: what the server can run, for clients that build or start runs.
 
-For: the formulas on the server's search path (name, description, vars), checking a formula by name or from
-its text, and the tool catalogue with JSON schemas (the console's edit form validates against it). Not for:
-running anything. Listing and checking read formula files: plain functions, run in FastAPI's thread pool.
+For: the formulas on the server's search path (name, description, vars, and the tools its steps name that
+this server lacks: such a formula is listed, and says why it cannot start), checking a formula by name or
+from its text, and the tool catalogue with JSON schemas (the console's edit form validates against it).
+Not for: running anything. Listing and checking read formula files: plain functions, run in FastAPI's
+thread pool.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from plangate.errors import FormulaError
 from plangate.formulas import Formula, Issue, check_formula, has_errors, parse_formula
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import SUFFIXES, read_formula_file, search_dirs
-from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.formulas.plan import AgentExecutor, ToolExecutor
+from plangate.server._deps import OwnerDep, Services, ServicesDep
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server.schemas import CheckRequest
@@ -26,8 +29,9 @@ router = APIRouter(tags=["formulas"])
 
 @router.get("/v1/formulas", response_model=None, summary="List the formulas on the server's search path")
 def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
-    """Every formula found, first match per name (the order runs use): name, type, description, vars. A file
-    that cannot be read is listed with its ``error``."""
+    """Every formula found, first match per name (the order runs use): name, type, description, vars, and
+    ``missing_tools``: the tools its steps name that this server does not have (a run of it would be
+    refused; empty when it can run). A file that cannot be read is listed with its ``error``."""
     items: list[JsonValue] = []
     seen: set[str] = set()
     for folder in search_dirs(services.search_paths):
@@ -36,7 +40,7 @@ def list_formulas(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue
             if name in seen:
                 continue
             seen.add(name)
-            items.append(_describe(name, path))
+            items.append(_describe(name, path, services))
     return {"items": items}
 
 
@@ -90,7 +94,7 @@ def _name_of(path: Path) -> str:
     return path.stem
 
 
-def _describe(name: str, path: Path) -> dict[str, JsonValue]:
+def _describe(name: str, path: Path, services: Services) -> dict[str, JsonValue]:
     try:
         formula: Formula = read_formula_file(path)
     except FormulaError as exc:
@@ -104,7 +108,28 @@ def _describe(name: str, path: Path) -> dict[str, JsonValue]:
         "description": formula.description,
         "version": formula.version,
         "vars": variables,
+        "missing_tools": list(_missing_tools(formula, services)),
     }
+
+
+def _missing_tools(formula: Formula, services: Services) -> list[str]:
+    """The tools the formula's steps name (a tool step's, an agent step's) that the server lacks, in the
+    order the steps name them. Cooked with its defaults (missing vars get stand-ins, as ``show`` does);
+    a formula that cannot be cooked names none here (starting it says why)."""
+    if formula.type != "workflow":
+        return []  # an expansion or an aspect runs only inside another formula
+    plan, _ = check_formula(formula, {}, search_paths=services.search_paths)
+    if plan is None:
+        return []
+    have = set(services.tools.names())
+    missing: dict[str, None] = {}
+    for step in plan.steps:
+        executor = step.executor
+        named = [executor.name] if isinstance(executor, ToolExecutor) else []
+        if isinstance(executor, AgentExecutor):
+            named = list(executor.tools)
+        missing.update((tool, None) for tool in named if tool not in have)
+    return list(missing)
 
 
 def _load_issues(exc: FormulaError) -> list[Issue]:

@@ -1,7 +1,8 @@
 """``/healthz`` and ``/readyz``: is the process up, and can it reach its store.
 
-For: probes. ``/healthz`` needs no token and says only that the process answers; ``/readyz`` (which needs a
-token, like every other route) reads the store. Not for: anything about runs.
+For: probes, which carry no token: ``/healthz`` says only that the process answers; ``/readyz`` reads the
+store and says whether it can (nothing about any owner's runs, so it needs no token either). Not for:
+anything about runs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from fastapi import APIRouter
 from pydantic import JsonValue
 
 from plangate.errors import StoreError
-from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server._deps import ServicesDep
 from plangate.server._problems import Problem
 
 router = APIRouter(tags=["health"])
@@ -22,8 +23,10 @@ async def healthz() -> dict[str, JsonValue]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=None, summary="Readiness: the store can be read")
-def readyz(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+@router.get(
+    "/readyz", response_model=None, summary="Readiness: the store can be read (no token needed)"
+)
+def readyz(services: ServicesDep) -> dict[str, JsonValue]:
     """``{"status": "ready"}``, or a 503 problem when the store cannot be read (a plain function: FastAPI
     runs it in its thread pool, off the event loop)."""
     try:

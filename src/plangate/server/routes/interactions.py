@@ -44,9 +44,7 @@ def list_interactions(
 
 
 @router.get("/{interaction_id}", response_model=None, summary="Show one interaction")
-def get_interaction(
-    interaction_id: str, services: ServicesDep, owner: OwnerDep
-) -> dict[str, JsonValue]:
+def get_interaction(interaction_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The interaction, if it belongs to one of the caller's runs."""
     return {"interaction": interaction_view(services.store.get_interaction(interaction_id, owner=owner))}
 
@@ -72,6 +70,7 @@ async def resolve_interaction(
         raise Problem(409, "stale-interaction", str(exc), reason=StaleInteraction.code) from None
     except InteractionError as exc:
         raise Problem(422, "resolution-does-not-fit", str(exc)) from None
+
     def answer() -> dict[str, JsonValue]:
         return {
             "interaction": interaction_view(store.get_interaction(interaction_id, owner=owner)),

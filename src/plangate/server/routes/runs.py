@@ -57,19 +57,37 @@ def list_runs(
         list[RunStatus] | None, Query(description="Only runs with one of these statuses.")
     ] = None,
     kind: Annotated[RunKind | None, Query(description="Only runs of this kind.")] = None,
+    top_level: Annotated[
+        bool, Query(description="Only runs that are no other run's sub-run (the console's list).")
+    ] = False,
+    parent: Annotated[str | None, Query(max_length=200, description="Only the sub-runs of this run.")] = None,
     cursor: Annotated[
         str | None, Query(max_length=64, description="`next_cursor` of the previous page.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> dict[str, JsonValue]:
-    """One page of runs; pass ``next_cursor`` back as ``cursor`` for the next one (null: no more)."""
+    """One page of runs; pass ``next_cursor`` back as ``cursor`` for the next one (null: no more). Each run
+    says whether it has sub-runs (``has_sub_runs``: a fan-out's, a sub-formula's, an agent step's agent),
+    listed with ``?parent=<its id>``."""
+    store = services.store
     try:
-        page = services.store.list_runs(
-            status=status or None, kind=kind, owner=owner, limit=limit, cursor=cursor
+        page = store.list_runs(
+            status=status or None,
+            kind=kind,
+            owner=owner,
+            parent_run_id=parent,
+            top_level=top_level,
+            limit=limit,
+            cursor=cursor,
         )
     except ConfigError as exc:
         raise Problem(400, "invalid-cursor", str(exc)) from None
-    return {"items": [run_view(run) for run in page.items], "next_cursor": page.next_cursor}
+    items: list[JsonValue] = []
+    for run in page.items:
+        item = run_view(run)
+        item["has_sub_runs"] = bool(store.list_runs(parent_run_id=run.id, limit=1).items)
+        items.append(item)
+    return {"items": items, "next_cursor": page.next_cursor}
 
 
 @router.get(
@@ -77,14 +95,18 @@ def list_runs(
 )
 def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The run; for a formula run also each step's state and reason; the open interaction (of the run or of
-    one of its sub-runs), if any."""
+    one of its sub-runs: the one place to answer it), if any; its sub-runs (the first 100, newest first;
+    ``sub_runs_more`` when there are more, listed by ``GET /v1/runs?parent=``)."""
     store = services.store
     run = store.get_run(run_id, owner=owner)
     interaction = _open_interaction(store, run)
+    children = store.list_runs(parent_run_id=run.id, limit=_SUB_RUNS)
     data: dict[str, JsonValue] = {
         "run": run_view(run),
         "interaction": interaction_view(interaction) if interaction is not None else None,
         "active": services.supervisor.active(run.id),
+        "sub_runs": [_sub_run(child) for child in children.items],
+        "sub_runs_more": children.next_cursor is not None,
     }
     if run.kind == "formula":
         data["steps"] = _steps(services.runner, run)
@@ -103,6 +125,20 @@ async def cancel_run(
     run = await run_in_threadpool(services.store.get_run, run_id, owner=owner)
     await services.supervisor.cancel(run, (body or CancelRequest()).reason)
     return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
+
+
+_SUB_RUNS = 100
+
+
+def _sub_run(run: RunRecord) -> dict[str, JsonValue]:
+    """What a run's page shows of one of its sub-runs: enough for a line and a link."""
+    return {
+        "id": run.id,
+        "kind": run.kind,
+        "name": run.name,
+        "status": run.status,
+        "updated_at": run.updated_at,
+    }
 
 
 def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:

@@ -1,9 +1,11 @@
 // The plangate console: the runs list, the start-a-run box and the page of one run (its live timeline, its
-// open interaction, and a formula run's steps). A static ES module page: no build step, no framework,
-// nothing fetched from outside the server it is served by. This module asks for the token, keeps the runs
-// list fresh and routes between runs (#/runs/<id>).
+// open interaction, and a formula run's steps), and the Ask view (ask.js). A static ES module page: no build
+// step, no framework, nothing fetched from outside the server it is served by. This module asks for the
+// token, keeps the runs list fresh (top-level runs; a run's sub-runs nested under it, shown on demand and for
+// the run on the page) and routes between runs (#/runs/<id>) and the Ask view (#/ask…).
 
 import { api, getToken, onTokenNeeded, setToken } from "./api.js";
+import { AskView, askRoute } from "./ask.js";
 import { badge, clock, h, replace } from "./dom.js";
 import { $, clearError, itemsOf, onRunsChanged, showError } from "./page.js";
 import { RunView, currentRunId } from "./runview.js";
@@ -55,10 +57,20 @@ function showAuthState() {
 
 // -- the runs list ----------------------------------------------------------------------------------------
 
-const runsList = { items: [], cursor: null, extra: [], signature: "", timer: null, busy: false };
+const runsList = {
+  items: [],
+  cursor: null,
+  extra: [],
+  signature: "",
+  timer: null,
+  busy: false,
+  expanded: new Set(), // runs whose sub-runs are shown under them
+  children: new Map(), // run id -> its sub-runs, as last read
+};
 
 function runsQuery(cursor) {
-  const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  // sub-runs (a fan-out's, a sub-formula's, an agent step's agent) are listed under their parent
+  const params = new URLSearchParams({ limit: String(PAGE_SIZE), top_level: "true" });
   if ($("filter-status").value) params.set("status", $("filter-status").value);
   if ($("filter-kind").value) params.set("kind", $("filter-kind").value);
   if (cursor) params.set("cursor", cursor);
@@ -72,6 +84,7 @@ async function refreshRuns() {
     const page = await api("GET", runsQuery(null));
     runsList.items = itemsOf(page);
     if (!runsList.extra.length) runsList.cursor = page.next_cursor || null;
+    await loadChildren([...runsList.expanded]);
     renderRuns();
   } catch (error) {
     if (error.status !== 401) showError(error);
@@ -92,37 +105,103 @@ async function moreRuns() {
   }
 }
 
+async function loadChildren(ids) {
+  await Promise.all(
+    ids.map(async (id) => {
+      try {
+        const page = await api("GET", `/v1/runs?parent=${encodeURIComponent(id)}&limit=100`);
+        runsList.children.set(id, itemsOf(page));
+      } catch (error) {
+        if (error.status === 404) runsList.expanded.delete(id);
+      }
+    }),
+  );
+}
+
+async function toggleChildren(id) {
+  if (runsList.expanded.has(id)) runsList.expanded.delete(id);
+  else {
+    runsList.expanded.add(id);
+    await loadChildren([id]);
+  }
+  runsList.signature = "";
+  renderRuns();
+}
+
+/** Open the sub-runs of the runs above the one on the page (nearest first), so that it shows in the list. */
+async function openLineage(ids) {
+  const fresh = ids.filter((id) => !runsList.expanded.has(id));
+  if (!fresh.length) return;
+  for (const id of fresh) runsList.expanded.add(id);
+  await loadChildren(fresh);
+  runsList.signature = "";
+  renderRuns();
+}
+
+function allRuns(runs) {
+  const found = [];
+  for (const run of runs) {
+    found.push(run);
+    if (runsList.expanded.has(run.id)) found.push(...allRuns(runsList.children.get(run.id) || []));
+  }
+  return found;
+}
+
+function runItem(run, depth) {
+  const current = run.id === currentRunId();
+  const open = runsList.expanded.has(run.id);
+  const name = run.name || run.id;
+  const toggle = run.has_sub_runs
+    ? h("button", {
+        type: "button",
+        class: "link subruns-toggle",
+        "aria-expanded": String(open),
+        "aria-label": `${open ? "Hide" : "Show"} the sub-runs of ${name}`,
+        text: open ? "▾ sub-runs" : "▸ sub-runs",
+        onclick: () => toggleChildren(run.id),
+      })
+    : null;
+  const children = open ? runsList.children.get(run.id) || [] : [];
+  return h(
+    "li",
+    { class: current ? "run-item current" : "run-item", dataset: { run: run.id, status: run.status, depth: String(depth) } },
+    h(
+      "a",
+      { href: `#/runs/${encodeURIComponent(run.id)}`, "aria-current": current ? "page" : null },
+      h("span", { class: "run-name", text: name }),
+      badge(run.status),
+      h("small", { class: "run-sub", text: `${run.kind} · ${clock(run.updated_at || run.created_at)}` }),
+    ),
+    toggle,
+    open && children.length
+      ? h("ul", { class: "runs nested", "aria-label": `Sub-runs of ${name}` }, children.map((child) => runItem(child, depth + 1)))
+      : null,
+  );
+}
+
 function renderRuns() {
   const seen = new Set();
   const runs = [...runsList.items, ...runsList.extra].filter((r) => !seen.has(r.id) && seen.add(r.id));
-  const signature = JSON.stringify(runs.map((r) => [r.id, r.status, r.updated_at])) + currentRunId();
+  const shown = allRuns(runs);
+  const signature =
+    JSON.stringify(shown.map((r) => [r.id, r.status, r.updated_at, r.has_sub_runs, runsList.expanded.has(r.id)])) +
+    currentRunId();
   $("runs-more").hidden = !runsList.cursor;
   $("runs-empty").hidden = runs.length > 0;
-  const current = runs.find((r) => r.id === currentRunId());
+  const current = shown.find((r) => r.id === currentRunId());
   // while the run's stream is connected it is the fresher source; the list may be a poll behind
   if (current && view.run && !view.following) view.setStatus(current.status);
   if (signature === runsList.signature) return; // nothing changed: keep the DOM (and focus) as it is
   runsList.signature = signature;
   replace(
     $("runs"),
-    runs.map((run) =>
-      h(
-        "li",
-        { class: run.id === currentRunId() ? "run-item current" : "run-item", dataset: { run: run.id, status: run.status } },
-        h(
-          "a",
-          { href: `#/runs/${encodeURIComponent(run.id)}`, "aria-current": run.id === currentRunId() ? "page" : null },
-          h("span", { class: "run-name", text: run.name || run.id }),
-          badge(run.status),
-          h("small", { class: "run-sub", text: `${run.kind} · ${clock(run.updated_at || run.created_at)}` }),
-        ),
-      ),
-    ),
+    runs.map((run) => runItem(run, 0)),
   );
 }
 
 function resetRunsList() {
   runsList.extra = [];
+  runsList.children.clear();
   runsList.cursor = null;
   runsList.signature = "";
   refreshRuns();
@@ -136,9 +215,28 @@ function pollRuns() {
   }, POLL_MS);
 }
 
-const view = new RunView();
+const view = new RunView({ onLineage: (ids) => openLineage(ids) });
+const askView = new AskView();
+
+function showView(name) {
+  $("runs-view").hidden = name !== "runs";
+  $("ask-view").hidden = name !== "ask";
+  for (const [link, which] of [["nav-runs", "runs"], ["nav-ask", "ask"]]) {
+    if (which === name) $(link).setAttribute("aria-current", "page");
+    else $(link).removeAttribute("aria-current");
+  }
+}
 
 function route() {
+  const conversation = askRoute();
+  if (conversation !== undefined) {
+    showView("ask");
+    if (view.id) view.showNone(); // no run's stream stays open behind the Ask view
+    askView.open(conversation);
+    return;
+  }
+  askView.hide();
+  showView("runs");
   const id = currentRunId();
   runsList.signature = ""; // redraw the list so the current run is marked
   renderRuns();
@@ -160,6 +258,10 @@ function init() {
       loadFormulas();
       loadTools();
       refreshRuns();
+      if (askRoute() !== undefined) {
+        askView.hide();
+        route();
+      }
     }
   });
   $("notice-close").addEventListener("click", clearError);

@@ -1,5 +1,6 @@
 // The open interaction of a run, as a card at the top of the run page: approve, reject with a reason, edit
-// the call's arguments (a form from the tool's JSON schema), or answer a question.
+// the call's arguments (a form from the tool's JSON schema), or answer a question. A question asked inside
+// the run (by an agent step's agent, by a sub-run) shows on the run too, with a link to the run that asks.
 
 import { h, pretty, uid } from "./dom.js";
 import { argumentsForm } from "./schemaform.js";
@@ -22,8 +23,24 @@ export function normalizeInteraction(source, runKind = "") {
     prompt: source.prompt || "",
     tool: source.tool || null,
     stepId: source.step_id || null,
+    runId: source.run_id || null,
     runKind,
   };
+}
+
+/**
+ * A question asked inside the run on the page (an agent step's agent, a sub-run): which run asks, linked,
+ * so that it can be answered here (one place) or there. `origin` is {runId, label} or null.
+ */
+function originLine(origin) {
+  if (!origin) return null;
+  return h(
+    "p",
+    { class: "card-origin" },
+    "Asked inside this run by ",
+    h("a", { href: `#/runs/${encodeURIComponent(origin.runId)}`, class: "origin-link", text: origin.label }),
+    ": answer it here or on its own page.",
+  );
 }
 
 /** Which step asks: a formula step's id, or an agent's plan step (its index, counted from 1 for people). */
@@ -39,7 +56,7 @@ function stepLine(interaction) {
  * Build the card. `toolSpec` is the tool's entry from /v1/tools (or null); `resolve(body)` sends the
  * resolution and resolves when the server accepted it (it rejects with an Error whose message is shown).
  */
-export function interactionCard(interaction, { toolSpec, resolve }) {
+export function interactionCard(interaction, { toolSpec, resolve, origin = null }) {
   const headingId = uid("interaction");
   const error = h("p", { class: "card-error", role: "alert" });
   const buttons = [];
@@ -66,6 +83,7 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
 
   const parts = [
     h("h2", { id: headingId, text: HEADINGS[interaction.kind] || "The run is waiting for you" }),
+    originLine(origin),
     stepLine(interaction),
     h("p", { class: "prompt", text: interaction.prompt }),
   ];
@@ -91,7 +109,7 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
         answer.focus();
         return;
       }
-      send({ action: "answer", text: answer.value }, el);
+      send({ kind: "answer", text: answer.value }, el);
     });
     parts.push(
       h("div", { class: "field" }, h("label", { for: answerId, text: "Your answer" }), answer),
@@ -100,9 +118,9 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
   } else {
     const reasonId = uid("reason");
     const reason = h("input", { id: reasonId, type: "text", placeholder: "why not (told to the run)" });
-    const approve = button("Approve", "primary", (el) => send({ action: "approve" }, el));
+    const approve = button("Approve", "primary", (el) => send({ kind: "approve" }, el));
     const reject = button("Reject", "danger", (el) => {
-      const body = { action: "reject" };
+      const body = { kind: "reject" };
       if (reason.value.trim()) body.reason = reason.value.trim();
       send(body, el);
     });
@@ -118,7 +136,7 @@ export function interactionCard(interaction, { toolSpec, resolve }) {
           error.textContent = problem.message;
           return;
         }
-        send({ action: "edit", arguments: args }, el);
+        send({ kind: "edit", arguments: args }, el);
       });
       const editorId = uid("editor");
       editor = h(

@@ -1,5 +1,8 @@
-// The page of one run: its header and status, the open interaction at the top, the outcome, a formula
-// run's steps as a DAG, and the timeline, all kept live from the run's event stream.
+// The page of one run: its header and status (and the run it is a sub-run of, linked), the open interaction
+// at the top (its own, or one asked inside it by a sub-run or an agent step's agent: one place to answer,
+// with a link to the run that asks), the outcome, its sub-runs, a formula run's steps as a DAG, and the
+// timeline, all kept live from the run's event stream. The run document is what says which question is
+// open: replayed events never bring back a card.
 
 import { api, followEvents } from "./api.js";
 import { StepGraph } from "./dag.js";
@@ -9,13 +12,29 @@ import { $, TERMINAL, announce, runsChanged, showError } from "./page.js";
 import { catalog } from "./start.js";
 import { Timeline } from "./timeline.js";
 
+/** The step of `parentId` whose agent is the run `childId` (`<parent>.<step>.agent<N>`), or null. */
+function stepOf(parentId, childId) {
+  const prefix = `${parentId}.`;
+  if (!childId.startsWith(prefix)) return null;
+  const rest = childId.slice(prefix.length);
+  const match = rest.match(/^(.+)\.agent\d+$/);
+  return match ? match[1] : null;
+}
+
 export function currentRunId() {
   const match = location.hash.match(/^#\/runs\/([^/?]+)/);
   return match ? decodeURIComponent(match[1]) : null;
 }
 
+/** What a run is called in a line: its name and id, or its id. */
+function runLabel(run) {
+  return run.name && run.name !== run.id ? `${run.name} (${run.id})` : run.id;
+}
+
 export class RunView {
-  constructor() {
+  /** `onLineage(ids)` hears the runs above the one shown (nearest first), for the runs list to open. */
+  constructor({ onLineage = () => {} } = {}) {
+    this.onLineage = onLineage;
     this.run = null;
     this.controller = null;
     this.timeline = new Timeline($("timeline"));
@@ -24,6 +43,8 @@ export class RunView {
     this.refreshTimer = null;
     this.following = false;
     this.lastSeq = 0;
+    this.docSeq = 0; // the run's last event when its document was read: events up to it are history
+    this.subRuns = [];
   }
 
   async open(id) {
@@ -59,12 +80,17 @@ export class RunView {
     this.following = false;
     this.ended = false;
     this.lastSeq = 0;
+    this.docSeq = 0;
+    this.subRuns = [];
     this.timeline.reset();
     replace($("run-status"));
     this.graph.setSteps({});
     replace($("interaction"));
     replace($("outcome"));
     $("steps-section").hidden = true;
+    $("subruns-section").hidden = true;
+    $("run-parent").hidden = true;
+    replace($("run-parent"));
   }
 
   showNone() {
@@ -79,18 +105,63 @@ export class RunView {
     const id = this.id;
     const doc = await api("GET", `/v1/runs/${encodeURIComponent(id)}`);
     if (id !== this.id) return;
+    const first = this.run === null;
     this.run = doc.run;
     const run = doc.run;
+    this.docSeq = Math.max(this.docSeq, Number(run.last_seq) || 0);
     this.timeline.runKind = run.kind;
     $("run-title").textContent = run.name || run.id;
     $("run-meta").textContent = `${run.kind} run ${run.id} · started ${clock(run.created_at)}`;
     this.setStatus(run.status);
-    this.showInteraction(normalizeInteraction(doc.interaction, run.kind));
+    this.subRuns = Array.isArray(doc.sub_runs) ? doc.sub_runs : [];
+    this.showSubRuns(Boolean(doc.sub_runs_more));
+    this.showInteraction(TERMINAL.has(run.status) ? null : normalizeInteraction(doc.interaction, run.kind));
     if (run.outcome) this.showOutcome(run.outcome);
     if (doc.steps && Object.keys(doc.steps).length) {
       $("steps-section").hidden = false;
       this.graph.setSteps(doc.steps);
     }
+    if (first) this.showParent(run).catch(() => {});
+  }
+
+  /** "Sub-run of <parent>", linked, and the runs above it handed to the runs list. */
+  async showParent(run) {
+    if (!run.parent_run_id) return;
+    const id = this.id;
+    const parent = (await api("GET", `/v1/runs/${encodeURIComponent(run.parent_run_id)}`)).run;
+    if (id !== this.id) return;
+    const step = stepOf(parent.id, run.id);
+    replace(
+      $("run-parent"),
+      run.kind === "agent" && step ? `The agent of step ${step} of ` : "Sub-run of ",
+      h("a", { href: `#/runs/${encodeURIComponent(parent.id)}`, class: "parent-link", text: runLabel(parent) }),
+    );
+    $("run-parent").hidden = false;
+    const lineage = [parent.id];
+    let above = parent;
+    while (above.parent_run_id && lineage.length < 10) {
+      above = (await api("GET", `/v1/runs/${encodeURIComponent(above.parent_run_id)}`)).run;
+      lineage.push(above.id);
+    }
+    if (id === this.id) this.onLineage(lineage);
+  }
+
+  showSubRuns(more) {
+    $("subruns-section").hidden = this.subRuns.length === 0;
+    $("subruns-more").hidden = !more;
+    replace(
+      $("subruns"),
+      this.subRuns.map((child) =>
+        h(
+          "li",
+          { class: "subrun", dataset: { run: child.id, status: child.status } },
+          h("a", { href: `#/runs/${encodeURIComponent(child.id)}`, text: runLabel(child) }),
+          " ",
+          badge(child.status),
+          h("small", { class: "muted", text: ` ${child.kind}` }),
+        ),
+      ),
+    );
   }
 
   scheduleRefresh() {
@@ -128,19 +199,26 @@ export class RunView {
   onEvent(type, data) {
     const event = data || {};
     this.timeline.add(type, event);
+    // an event the run document already took into account (replayed history) changes no card
+    const live = typeof event.seq !== "number" || event.seq > this.docSeq;
     switch (type) {
       case "interaction_opened":
+        if (!live) break;
         this.setStatus("waiting");
         this.showInteraction(normalizeInteraction(event, this.run ? this.run.kind : ""));
         announce(`The run is waiting for you: ${event.prompt || ""}`);
         break;
       case "interaction_resolved":
+        if (!live) break;
         if (this.interaction && this.interaction.id === event.interaction_id) this.showInteraction(null);
         if (!TERMINAL.has(this.status)) this.setStatus("running");
+        this.scheduleRefresh();
         break;
       case "step_state":
         $("steps-section").hidden = false;
-        if (this.graph.stepState(event)) this.scheduleRefresh();
+        // a step that waits may wait on a question asked inside it (its agent's, its sub-run's): the run
+        // document brings that question to this page
+        if (this.graph.stepState(event) || (live && event.status === "waiting")) this.scheduleRefresh();
         break;
       case "gate":
         this.graph.gate(event);
@@ -201,7 +279,18 @@ export class RunView {
       return;
     }
     const toolSpec = interaction.tool ? catalog.tools.get(interaction.tool.name) || null : null;
-    const card = interactionCard(interaction, { toolSpec, resolve: (body) => this.resolve(interaction, body) });
+    let origin = null;
+    if (interaction.runId && this.id && interaction.runId !== this.id) {
+      const child = this.subRuns.find((run) => run.id === interaction.runId);
+      const step = stepOf(this.id, interaction.runId);
+      const label = child && child.kind === "agent" && step ? `the agent of step ${step}` : runLabel(child || { id: interaction.runId });
+      origin = { runId: interaction.runId, label };
+    }
+    const card = interactionCard(interaction, {
+      toolSpec,
+      origin,
+      resolve: (body) => this.resolve(interaction, body),
+    });
     replace($("interaction"), card);
   }
 
@@ -216,7 +305,7 @@ export class RunView {
       throw error;
     }
     const done = { approve: "Approved.", reject: "Rejected.", answer: "Answer sent.", edit: "Approved with your changes." };
-    announce(done[body.action] || "Sent.");
+    announce(done[body.kind] || "Sent.");
     if (this.interaction && this.interaction.id === interaction.id) this.showInteraction(null);
     if (!TERMINAL.has(this.status)) this.setStatus("running");
     // the stream may have stopped while the run waited; pick it up again where it left off

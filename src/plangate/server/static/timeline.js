@@ -40,11 +40,11 @@ export class Timeline {
       return;
     }
     this.open = null;
-    // a formula run ends with a run-level status event rather than an outcome event: show it as one
-    const final = type === "status" && event.stage === "run" && TERMINAL.has(event.code);
-    const render = final ? finalStatus : RENDERERS[type];
+    // every run ends with an outcome event; a formula's run-level status just before it says the same
+    if (type === "status" && event.stage === "run" && TERMINAL.has(event.code)) return;
+    const render = RENDERERS[type];
     const item = render ? render.call(this, event) : generic(type, event);
-    if (item) this.push(type, event, item, final ? "event-outcome" : "");
+    if (item) this.push(type, event, item);
   }
 
   push(type, event, body, extra = "") {
@@ -88,10 +88,6 @@ function jsonBlock(value, summary, { inline = true } = {}) {
   const text = pretty(value);
   if (inline && text.length <= 100 && !text.includes("\n")) return h("code", { class: "inline-json", text });
   return h("details", { class: "json" }, h("summary", { text: summary || "details" }), h("pre", { text }));
-}
-
-function finalStatus(event) {
-  return [label("Outcome"), " ", badge(event.code), event.text ? h("p", { class: "outcome-message", text: event.text }) : null];
 }
 
 function generic(type, event) {
