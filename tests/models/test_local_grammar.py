@@ -493,10 +493,18 @@ def test_copied_arguments_are_only_words_and_numbers_the_conversation_wrote() ->
     for call in placed:
         registry.validate(call.name, call.arguments)
         assert call.arguments["task"] in seen.words
-        assert call.arguments["day"] in range(7)  # an enum of its own (0..6) is left as it is
+        assert call.arguments["day"] in (2, 3)  # its enum (0..6) narrowed to the numbers written
         if "slot" in call.arguments:
             assert call.arguments["slot"] in (*seen.numbers, *seen.words)
     assert {call.arguments["task"] for call in placed} >= {"t4", "t 9"}
+    assert {call.arguments["day"] for call in placed} == {2, 3}
+
+
+def test_an_enum_is_narrowed_to_the_values_written_in_any_case_else_left_whole() -> None:
+    days = {"enum": ["monday", "tuesday", "wednesday"], "examples": ["monday"]}
+    told = tool_arguments_schema(days, SMALL, seen_in(["Move it to Tuesday, at 12:00."], SMALL))
+    assert told == {"enum": ["tuesday"]}
+    assert tool_arguments_schema(days, SMALL, seen_in(["Move it."], SMALL)) == {"enum": days["enum"]}
 
 
 def test_an_argument_with_nothing_seen_to_copy_stays_open() -> None:

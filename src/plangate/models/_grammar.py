@@ -426,11 +426,22 @@ def seen_in(texts: Iterable[str], limits: GrammarLimits | None = None) -> Seen:
 
 
 def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
-    """``node`` (a portable schema) with its open strings and integers limited to what was ``seen``.
+    """``node`` (a portable schema) with its open strings and integers limited to what was ``seen``, and its
+    enums to the values that were seen (text compared without case: ``Tuesday`` is ``tuesday``), when any
+    was: a model offered the whole enum copies the one its example shows instead of the one it was told.
 
     Returns the node and what became of it: ``copied`` (limited), ``open`` (a string or integer left open,
-    nothing seen fitting it) or ``fixed`` (anything else).
+    nothing seen fitting it) or ``fixed`` (anything else, an enum none of whose values was seen included).
     """
+    if "enum" in node:
+        words = {word.casefold() for word in seen.words}
+        kept = [
+            value
+            for value in node["enum"]
+            if (isinstance(value, str) and value.casefold() in words)
+            or (isinstance(value, int) and not isinstance(value, bool) and value in seen.numbers)
+        ]
+        return ({**node, "enum": kept}, "copied") if kept else (node, "fixed")
     if "anyOf" in node:
         options = [_copied(option, seen) for option in node["anyOf"]]
         if any(state == "copied" for _, state in options):
