@@ -482,7 +482,7 @@ def test_a_terse_decision_holds_only_what_its_action_needs_and_still_parses() ->
 
 
 def test_copied_arguments_are_only_words_and_numbers_the_conversation_wrote() -> None:
-    texts = ['Place task "t 9" (t4) on day 2, please.', "overview: 3 free windows"]
+    texts = ['Place "t 9" or (t4) on 2, please.', "overview: 3 free windows"]
     seen = seen_in(texts, SMALL)
     assert {"t 9", "t4", "2", "please", "overview", "3"} <= set(seen.words)
     assert seen.numbers == (9, 2, 3)  # in order of appearance: the 9 of "t 9" is a word of its own
@@ -504,6 +504,8 @@ def test_an_enum_is_narrowed_to_the_values_written_in_any_case_else_left_whole()
     days = {"enum": ["monday", "tuesday", "wednesday"], "examples": ["monday"]}
     told = tool_arguments_schema(days, SMALL, seen_in(["Move it to Tuesday, at 12:00."], SMALL))
     assert told == {"enum": ["tuesday"]}
+    shortened = tool_arguments_schema(days, SMALL, seen_in(["Move it to Wed or to Mo."], SMALL))
+    assert shortened == {"enum": ["wednesday"]}  # first letters, three at least
     assert tool_arguments_schema(days, SMALL, seen_in(["Move it."], SMALL)) == {"enum": days["enum"]}
 
 
@@ -520,3 +522,24 @@ def test_a_long_enum_becomes_a_tree_that_allows_exactly_its_values() -> None:
     assert grammar.count('"1') < 10  # shared prefixes written once, not a flat list of 28 literals
     got = {json.loads(text) for text in sentences(grammar, 2000)}
     assert got == set(values)
+
+
+def test_a_value_written_after_a_parameters_name_is_the_one_that_parameter_copies() -> None:
+    texts = ['Put the task "review" (the 2026-06 numbers) in a free slot, for example task "review", '
+             'day "wed", slot "09:00". Or place task t9 at 12:00.', "t1 t2 09:00-12:00"]
+    seen = seen_in(texts, SMALL)
+    assert ("task", "review") in seen.named and ("task", "t9") in seen.named and ("day", "wed") in seen.named
+    parameters = {
+        "type": "object",
+        "properties": {
+            "task": {"type": "string"},
+            "day": {"enum": ["monday", "wednesday"]},
+            "note": {"type": "string"},
+        },
+        "required": ["task", "day"],
+    }
+    copied = tool_arguments_schema(parameters, SMALL, seen)
+    assert copied is not None
+    assert copied["properties"]["task"] == {"enum": ["review", "t9"]}
+    assert copied["properties"]["day"] == {"enum": ["wednesday"]}
+    assert "t1" in copied["properties"]["note"]["enum"]  # no value named for it: any word written

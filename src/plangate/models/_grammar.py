@@ -386,10 +386,22 @@ class Seen:
         words: its words, stripped of the punctuation around them (``(t4)`` → ``t4``, ``09:00.`` →
             ``09:00``), and its phrases in double quotes, in order of first appearance.
         numbers: the whole numbers written as words of their own.
+        named: ``(name, value)`` for a value written right after a word that may name a parameter, in
+            lower case: a phrase in double quotes (``task "review"``) or a word with a digit in it
+            (``task t9``, ``slot 09:00``). A parameter of that name copies only these when one fits.
     """
 
     words: tuple[str, ...] = ()
     numbers: tuple[int, ...] = ()
+    named: tuple[tuple[str, str], ...] = ()
+
+    def for_name(self, name: str) -> Seen | None:
+        """What a parameter called ``name`` copies when the conversation named values for it, else None."""
+        values = tuple(dict.fromkeys(value for key, value in self.named if key == name.casefold()))
+        if not values:
+            return None
+        numbers = tuple(int(value) for value in values if _WHOLE_NUMBER.fullmatch(value))
+        return Seen(values, numbers)
 
 
 _EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>«»“”‘’·…*_"
@@ -397,6 +409,14 @@ _EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>«»“”‘’·…*_"
 _QUOTED = re.compile(r'"([^"\n]{1,80})"|“([^”\n]{1,80})”')
 
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,15}")
+
+# A word that may name a parameter, then its value: a quoted phrase, or a word with a digit in it.
+_NAMED = re.compile(
+    r'(?<![\w"])([A-Za-z][A-Za-z_]{0,30})\s*[:=]?\s+(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|([^\s"“]*\d[^\s"”]*))'
+)
+
+# An enum value may be written as its first letters (``wed`` for ``wednesday``), from this many on.
+_ABBREVIATION = 3
 
 MAX_SEEN_WORDS = 600
 """Distinct words a grammar offers at most; past it, the earliest are kept (the request comes first)."""
@@ -412,7 +432,12 @@ def seen_in(texts: Iterable[str], limits: GrammarLimits | None = None) -> Seen:
     longest = (limits or GrammarLimits()).open_string
     words: dict[str, None] = {}
     numbers: dict[int, None] = {}
+    named: dict[tuple[str, str], None] = {}
     for text in texts:
+        for name, quoted, curly, word in _NAMED.findall(text):
+            value = (quoted or curly).strip() or word.strip(_EDGE_PUNCTUATION)
+            if value and len(value) <= longest:
+                named.setdefault((name.casefold(), value))
         found = [a or b for a, b in _QUOTED.findall(text)]
         found += [raw.strip(_EDGE_PUNCTUATION) for raw in text.split()]
         for word in found:
@@ -422,25 +447,35 @@ def seen_in(texts: Iterable[str], limits: GrammarLimits | None = None) -> Seen:
             words.setdefault(word)
             if _WHOLE_NUMBER.fullmatch(word):
                 numbers.setdefault(int(word))
-    return Seen(tuple(words), tuple(numbers))
+    return Seen(tuple(words), tuple(numbers), tuple(named))
+
+
+def _enum_matches(value: object, words: set[str], seen: Seen) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value in seen.numbers
+    if not isinstance(value, str):
+        return False
+    text = value.casefold()
+    return text in words or any(
+        len(word) >= _ABBREVIATION and word.isalpha() and text.startswith(word) for word in words
+    )
 
 
 def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
     """``node`` (a portable schema) with its open strings and integers limited to what was ``seen``, and its
-    enums to the values that were seen (text compared without case: ``Tuesday`` is ``tuesday``), when any
-    was: a model offered the whole enum copies the one its example shows instead of the one it was told.
+    enums to the values that were seen (text compared without case, ``Tuesday`` is ``tuesday``, and by its
+    first letters, ``wed`` is ``wednesday``), when any was: a model offered the whole enum copies the one
+    its example shows instead of the one it was told. A property whose name the conversation wrote a value
+    for (``Seen.named``) copies that value, when it fits.
 
     Returns the node and what became of it: ``copied`` (limited), ``open`` (a string or integer left open,
     nothing seen fitting it) or ``fixed`` (anything else, an enum none of whose values was seen included).
     """
     if "enum" in node:
         words = {word.casefold() for word in seen.words}
-        kept = [
-            value
-            for value in node["enum"]
-            if (isinstance(value, str) and value.casefold() in words)
-            or (isinstance(value, int) and not isinstance(value, bool) and value in seen.numbers)
-        ]
+        kept = [value for value in node["enum"] if _enum_matches(value, words, seen)]
         return ({**node, "enum": kept}, "copied") if kept else (node, "fixed")
     if "anyOf" in node:
         options = [_copied(option, seen) for option in node["anyOf"]]
@@ -451,7 +486,7 @@ def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
         return {"anyOf": [option for option, _ in options]}, "copied" if "copied" in states else "fixed"
     kind = node.get("type")
     if kind == "object" and "properties" in node:
-        properties = {name: _copied(sub, seen)[0] for name, sub in node["properties"].items()}
+        properties = {name: _property(name, sub, seen) for name, sub in node["properties"].items()}
         return {**node, "properties": properties}, "fixed"
     if kind == "array":
         return {**node, "items": _copied(node["items"], seen)[0]}, "fixed"
@@ -462,6 +497,15 @@ def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
     if kind == "integer":
         return ({"enum": list(seen.numbers)}, "copied") if seen.numbers else (node, "open")
     return node, "fixed"
+
+
+def _property(name: str, node: _Node, seen: Seen) -> _Node:
+    named = seen.for_name(name)
+    if named is not None:
+        copied, state = _copied(node, named)
+        if state == "copied":
+            return copied
+    return _copied(node, seen)[0]
 
 
 def tool_arguments_schema(
