@@ -543,3 +543,18 @@ def test_a_value_written_after_a_parameters_name_is_the_one_that_parameter_copie
     assert copied["properties"]["task"] == {"enum": ["review", "t9"]}
     assert copied["properties"]["day"] == {"enum": ["wednesday"]}
     assert "t1" in copied["properties"]["note"]["enum"]  # no value named for it: any word written
+
+
+def test_an_optional_argument_with_nothing_written_to_copy_is_left_out() -> None:
+    parameters = {
+        "type": "object",
+        "properties": {
+            "day": {"anyOf": [{"enum": ["monday", "tuesday"]}, {"type": "null"}]},
+            "duration": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 12}, {"type": "null"}]},
+        },
+    }
+    copied = tool_arguments_schema(parameters, SMALL, seen_in(["What is free on Monday?"], SMALL))
+    assert copied is not None and list(copied["properties"]) == ["day"]
+    assert copied["properties"]["day"] == {"anyOf": [{"enum": ["monday"]}, {"type": "null"}]}
+    copied = tool_arguments_schema(parameters, SMALL, seen_in(["A 2-slot window on any day?", "2"], SMALL))
+    assert copied is not None and list(copied["properties"]) == ["duration"]

@@ -468,25 +468,33 @@ def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
     enums to the values that were seen (text compared without case, ``Tuesday`` is ``tuesday``, and by its
     first letters, ``wed`` is ``wednesday``), when any was: a model offered the whole enum copies the one
     its example shows instead of the one it was told. A property whose name the conversation wrote a value
-    for (``Seen.named``) copies that value, when it fits.
+    for (``Seen.named``) copies that value, when it fits; an optional one with nothing seen to copy is left
+    out (the tool's default applies: a value nobody wrote is not passed).
 
     Returns the node and what became of it: ``copied`` (limited), ``open`` (a string or integer left open,
-    nothing seen fitting it) or ``fixed`` (anything else, an enum none of whose values was seen included).
+    nothing seen fitting it), ``unseen`` (an enum none of whose values was seen, left whole) or ``fixed``
+    (anything else).
     """
     if "enum" in node:
         words = {word.casefold() for word in seen.words}
         kept = [value for value in node["enum"] if _enum_matches(value, words, seen)]
-        return ({**node, "enum": kept}, "copied") if kept else (node, "fixed")
+        return ({**node, "enum": kept}, "copied") if kept else (node, "unseen")
     if "anyOf" in node:
         options = [_copied(option, seen) for option in node["anyOf"]]
         if any(state == "copied" for _, state in options):
             # A day written as a word leaves no room for an invented number, and the other way round.
-            options = [(option, state) for option, state in options if state != "open"]
-        states = {state for _, state in options}
-        return {"anyOf": [option for option, _ in options]}, "copied" if "copied" in states else "fixed"
+            options = [(option, state) for option, state in options if state not in ("open", "unseen")]
+        states = {state for option, state in options if option.get("type") != "null"}
+        state = "copied" if "copied" in states else "fixed" if "fixed" in states or not states else "unseen"
+        return {"anyOf": [option for option, _ in options]}, state
     kind = node.get("type")
     if kind == "object" and "properties" in node:
-        properties = {name: _property(name, sub, seen) for name, sub in node["properties"].items()}
+        required = set(node.get("required", ()))
+        properties = {}
+        for name, sub in node["properties"].items():
+            copied, state = _property(name, sub, seen)
+            if name in required or state not in ("open", "unseen"):
+                properties[name] = copied
         return {**node, "properties": properties}, "fixed"
     if kind == "array":
         return {**node, "items": _copied(node["items"], seen)[0]}, "fixed"
@@ -499,13 +507,13 @@ def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
     return node, "fixed"
 
 
-def _property(name: str, node: _Node, seen: Seen) -> _Node:
+def _property(name: str, node: _Node, seen: Seen) -> tuple[_Node, str]:
     named = seen.for_name(name)
     if named is not None:
         copied, state = _copied(node, named)
         if state == "copied":
-            return copied
-    return _copied(node, seen)[0]
+            return copied, state
+    return _copied(node, seen)
 
 
 def tool_arguments_schema(
