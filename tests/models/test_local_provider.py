@@ -196,7 +196,7 @@ def test_the_packaged_model_asks_for_compact_prompts_and_copies_arguments_from_t
         decision_json_schema(),
         tool_names=["place"],
         tool_parameters=parameters,
-        argument_sources=["Place task t9 today."],
+        argument_sources=["Place t9 today."],
     )
     grammar = model.grammar_text(request)
     assert grammar is not None and '"\\"t9\\""' in grammar and '"\\"today\\""' in grammar
