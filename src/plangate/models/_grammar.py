@@ -14,7 +14,11 @@ small model write something the decoders refuse:
 - strings are bounded in length and written without ``\\u`` escapes (no lone surrogates), numbers have a
   bounded number of digits, and the open ``tool_call.arguments`` object is bounded in keys and depth, so the
   whole output is finite and a token limit can be chosen that it never reaches in practice; an open object
-  holds one key (a grammar cannot keep two keys apart, and the decoders refuse a repeated one).
+  holds one key (a grammar cannot keep two keys apart, and the decoders refuse a repeated one);
+- for a small model (``GrammarLimits.terse`` and ``copy_arguments``), a decision holds only the fields its
+  action needs, and a call's arguments are values the conversation wrote (``seen_in``: its words, quoted
+  phrases and numbers; an enum's values it named; the value written after a parameter's name), with the
+  optional ones nobody gave left out.
 
 The converter reads the portable subset the schema module documents (``type``, ``enum``, ``properties``,
 ``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern: "\\S"``
