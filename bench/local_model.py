@@ -15,7 +15,9 @@ cooperative person would. Reported, honestly, per the issue:
 - consent: consent requests raised, writes that ran, and writes that ran without an approval of their own
   (same tool, given before the write; target 0, i.e. every write asked first);
 - median seconds per round (a task's wall time over its execute rounds, the closing message included;
-  target at most 2 s on two cores), with the machine's load average before and after;
+  target at most 2 s on two cores), with the machine's load average before and after, and the CPU seconds
+  per round the process used (with ``PLANGATE_LOCAL_THREADS=1`` about what a round takes on an idle core,
+  whatever else the machine runs);
 - how every run ended (every run must end with an outcome);
 - prompt tokens per execute round, how many of them llama.cpp evaluated again (the rest it kept from the
   previous call: the prefix they share), and tokens generated per decision;
@@ -205,6 +207,9 @@ class Outcome:
     consents: int
     unconsented: int
     seconds: float
+    cpu_seconds: float
+    """CPU time this process spent on the task (llama.cpp's threads included): what its wall time would be
+    with one thread on a core of its own."""
     prompts: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     """Each execute round's (prompt tokens, prompt tokens evaluated again)."""
     generated: list[int] = dataclasses.field(default_factory=list)
@@ -228,7 +233,7 @@ async def run_task(model: LocalModel, task: Task, workdir: Path, *, goal: bool) 
         max_rounds=ROUNDS,
         done_when=task.done_when if goal else None,
     )
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = await agent.run_async(task.prompt)
     approved: list[tuple[str, float]] = []  # (tool, when) of every consent request approved
     for _ in range(ROUNDS):
@@ -241,7 +246,7 @@ async def run_task(model: LocalModel, task: Task, workdir: Path, *, goal: bool) 
         else:
             resolution = Answer(text="go ahead")
         result = await agent.resume_async(result.run_id, result.interaction.id, resolution)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     events = store.events(result.run_id)
     rounds = sum(1 for e in events if isinstance(e, RoundEvent))
     usages = [e.usage for e in events if isinstance(e, RoundEvent) and e.usage is not None]
@@ -271,6 +276,7 @@ async def run_task(model: LocalModel, task: Task, workdir: Path, *, goal: bool) 
         consents=len(approved),
         unconsented=unconsented,
         seconds=elapsed,
+        cpu_seconds=cpu,
         prompts=prompts,
         generated=[usage.output_tokens for usage in usages],
     )
@@ -317,6 +323,7 @@ def _report(results: list[Outcome], label: str) -> None:
     consents = sum(r.consents for r in results)
     unconsented = sum(r.unconsented for r in results)
     per_round = [r.seconds / r.rounds for r in results if r.rounds]
+    cpu_per_round = [r.cpu_seconds / r.rounds for r in results if r.rounds]
     correct = sum(r.correct for r in results)
     print(f"-- {label}")
     print(f"decisions that parsed         {parsed}/{rounds} = {parsed / max(rounds, 1):.1%}   target 100%")
@@ -328,6 +335,9 @@ def _report(results: list[Outcome], label: str) -> None:
     if per_round:
         print(f"seconds per round             median {statistics.median(per_round):.2f}, "
               f"p90 {_percentile(per_round, 0.9):.2f}   target median <= 2")
+        # On a machine shared with other work, wall time measures the machine; CPU time measures the model.
+        print(f"CPU seconds per round         median {statistics.median(cpu_per_round):.2f}, "
+              f"p90 {_percentile(cpu_per_round, 0.9):.2f}   (one thread: ~ wall time, idle core)")
     print(f"how runs ended                {dict(Counter(r.status for r in results))}")
     _prompt_lines(results)
 
