@@ -339,6 +339,29 @@ def test_tx_run_is_the_run_as_it_was_at_the_start(store: Store) -> None:
         assert (tx.run_id, tx.run.name, tx.run.status) == (run_id, "weekly review", "queued")
 
 
+def test_tx_status_is_the_status_the_run_had_at_the_start(store: Store) -> None:
+    run_id = _run(store)
+    with store.transaction(run_id) as tx:
+        tx.set_status("running")
+        assert tx.status == tx.run.status == "queued"
+    with store.transaction(run_id) as tx:
+        assert tx.status == "running"
+
+
+def test_events_appended_in_one_block_are_stored_in_order_and_only_if_it_commits(store: Store) -> None:
+    run_id = _run(store)
+    with store.transaction(run_id) as tx:
+        appended = [tx.append(StatusEvent(stage="run", code=f"c{i}", text=f"event {i}")) for i in range(5)]
+        assert [event.seq for event in tx.events] == [1, 2, 3, 4, 5]
+    with pytest.raises(RuntimeError, match="boom"), store.transaction(run_id) as tx:
+        tx.append(StatusEvent(stage="run", code="lost", text="never stored"))
+        raise RuntimeError("boom")
+    with store.transaction(run_id) as tx:
+        appended.append(tx.append(StatusEvent(stage="run", code="c5", text="event 5")))
+    assert store.events(run_id) == appended
+    assert store.last_seq(run_id) == 6
+
+
 def test_a_closed_store_refuses_calls(backend: Backend) -> None:
     store = backend.open()
     run_id = _run(store)

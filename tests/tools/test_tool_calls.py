@@ -166,8 +166,9 @@ def test_a_timeout_becomes_a_failed_result() -> None:
     assert result.observation == "tool 'slow' stopped after 0.01 s"
 
 
-def test_a_timeout_error_raised_by_the_tool_itself_is_a_tool_error() -> None:
-    @tool(timeout=60)
+@pytest.mark.parametrize("timeout", [60, None])
+def test_a_timeout_error_raised_by_the_tool_itself_is_a_tool_error(timeout: float | None) -> None:
+    @tool(timeout=timeout)
     async def upstream() -> str:
         """Its own upstream timed out."""
         raise TimeoutError("upstream took too long")
@@ -175,6 +176,20 @@ def test_a_timeout_error_raised_by_the_tool_itself_is_a_tool_error() -> None:
     result = run(upstream.invoke({}))
     assert result.error_code == "tool_error"
     assert result.error_message == "TimeoutError: upstream took too long"
+
+
+@pytest.mark.parametrize("timeout", [60, None])
+def test_an_awaitable_a_sync_tool_returns_is_awaited(timeout: float | None) -> None:
+    async def later() -> dict[str, int]:
+        return {"n": 2}
+
+    @tool(timeout=timeout)
+    def deferred() -> object:
+        """Hands back an awaitable."""
+        return later()
+
+    result = run(deferred.invoke({}))
+    assert (result.status, result.data, result.summary) == ("done", {"n": 2}, "n: 2")
 
 
 @dataclasses.dataclass

@@ -110,3 +110,24 @@ def test_a_json_observation_gets_a_readable_one_line_summary(observation: str, s
 def test_a_dict_returned_by_a_tool_is_summarised_by_its_keys() -> None:
     result = result_from_value({"artifact": "dist/app-1.4.0.txt", "bytes": 31})
     assert result.summary == "artifact: dist/app-1.4.0.txt, bytes: 31"
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), _json_values, max_size=8) | st.lists(_json_values, max_size=8))
+def test_a_returned_object_or_list_is_summarised_as_its_json_text_would_be(value: object) -> None:
+    result = result_from_value(value)
+    # what the summary of the observation, parsed back from its text, says
+    assert result.summary == ToolResult.done(result.observation).summary
+    assert result.data == value
+
+
+def test_a_returned_object_with_keys_that_are_not_text_is_summarised_as_its_json_text() -> None:
+    result = result_from_value({1: "yes", None: "none", 2.5: [1, 2]})
+    assert result.observation == '{"1":"yes","None":"none","2.5":[1,2]}'
+    assert result.summary == ToolResult.done(result.observation).summary == "1: yes, None: none, 2.5: [1,2]"

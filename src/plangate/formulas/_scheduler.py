@@ -276,13 +276,13 @@ class Scheduler:
         # stays flat however large the plan, and a resume folds no more events than that
         every = max(self.host.checkpoint_every, _EVENTS_PER_STEP_PER_SNAPSHOT * len(self.state.steps))
         snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
-        with self._transaction() as (tx, run):
+        with self._transaction() as (tx, began):
             for op in self.ops:
                 op(tx)
-            if status is not None and (run.status != status or outcome is not None):
+            if status is not None and (began != status or outcome is not None):
                 tx.set_status(status, outcome=outcome)
             if snapshot:
-                self.state.seq = tx.events[-1].seq if tx.events else run.last_seq
+                self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
                 tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
         self.ops.clear()
         if snapshot:
@@ -290,14 +290,14 @@ class Scheduler:
             self.plan_changed = False
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[tuple[Transaction, RunRecord]]:
-        """A transaction on the run, with the run as it began, refused when another holder took the run's
-        lease (fenced by the lease's generation) or the run ended."""
+    def _transaction(self) -> Iterator[tuple[Transaction, RunStatus]]:
+        """A transaction on the run, with the run's status as it began, refused when another holder took
+        the run's lease (fenced by the lease's generation) or the run ended."""
         with self.host.leases.transaction(self.run_id) as tx:
-            run = tx.run  # read once: each read parses the row again
-            if run.status in TERMINAL_STATUSES:
-                raise _RunEnded(run.status)
-            yield tx, run
+            began = tx.status  # not ``tx.run``: that parses the whole row, on every pass
+            if began in TERMINAL_STATUSES:
+                raise _RunEnded(began)
+            yield tx, began
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)

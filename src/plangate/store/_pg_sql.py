@@ -121,6 +121,12 @@ class PostgresDb:
         with self._sql:
             return self._conn.execute(placeholders(query), params).rowcount
 
+    def run_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run a statement that changes rows once for each parameter tuple of ``rows`` (psycopg pipelines
+        them where libpq can: one round trip, not one per row)."""
+        with self._sql, self._conn.cursor() as cursor:
+            cursor.executemany(placeholders(query), rows)
+
 
 @functools.lru_cache(maxsize=1024)
 def placeholders(query: str) -> str:

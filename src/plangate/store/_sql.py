@@ -1,7 +1,7 @@
 """One way to run a statement on either backend, so that the unit of work, documents and tokens are written
 once for SQLite and PostgreSQL.
 
-For: ``Db``, the three calls the shared code needs (one row, all rows, a row count), with errors already
+For: ``Db``, the calls the shared code needs (one row, all rows, a row count, a batch), with errors already
 turned into ``StoreError``; and its SQLite form. Not for: opening connections or transactions (each store
 does that its own way), or SQL that only one backend speaks.
 
@@ -35,6 +35,10 @@ class Db(Protocol):
         """Run a statement that changes rows; how many it changed."""
         ...
 
+    def run_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run a statement that changes rows once for each parameter tuple of ``rows``."""
+        ...
+
 
 class SQLiteDb:
     """``Db`` on a ``sqlite3`` connection; errors are explained by ``sql``."""
@@ -60,3 +64,8 @@ class SQLiteDb:
         """Run a statement that changes rows; how many it changed."""
         with self._sql:
             return self._conn.execute(query, params).rowcount
+
+    def run_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run a statement that changes rows once for each parameter tuple of ``rows``."""
+        with self._sql:
+            self._conn.executemany(query, rows)

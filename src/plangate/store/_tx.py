@@ -54,6 +54,7 @@ class StoreTransaction:
         self._seq: int = run_row["last_seq"]
         self._clock = clock
         self._events: list[Event] = []
+        self._rows: list[tuple[str, int, str, str, float]] = []  # the events' rows, not yet inserted
         self._snapshot: tuple[int, str] | None = None
         self._status: RunStatus | None = None
         self._outcome: str | None = None
@@ -69,6 +70,12 @@ class StoreTransaction:
     def run(self) -> RunRecord:
         """The run as it was when the transaction began."""
         return rows.run_record(self._run_row)
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status when the transaction began, read from the row as it is."""
+        status: RunStatus = self._run_row["status"]
+        return status
 
     @property
     def events(self) -> Sequence[Event]:
@@ -90,7 +97,9 @@ class StoreTransaction:
             raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
         seq = self._seq + 1
         stored = event.model_copy(update={"run_id": self._run_id, "seq": seq, "at": self._clock()})
-        self._db.run(_INSERT_EVENT, (self._run_id, seq, stored.type, payload, stored.at))
+        # inserted with the others when the block ends (one statement for them all): nothing reads the
+        # log inside a transaction, and the store holds the run's lock until it commits
+        self._rows.append((self._run_id, seq, stored.type, payload, stored.at))
         self._seq = seq
         self._events.append(stored)
         self._dirty = True
@@ -367,6 +376,9 @@ class StoreTransaction:
         self._check_open()
         if not self._dirty:
             return
+        if self._rows:
+            self._db.run_many(_INSERT_EVENT, self._rows)
+            self._rows = []
         now = self._clock()
         if self._snapshot is not None:
             version, state = self._snapshot

@@ -388,6 +388,11 @@ class Transaction(Protocol):
         ...
 
     @property
+    def status(self) -> RunStatus:
+        """The run's status when the transaction began (``run.status``, without reading the whole row)."""
+        ...
+
+    @property
     def events(self) -> Sequence[Event]:
         """The events appended so far, as stored (with ``run_id``, ``seq`` and ``at``)."""
         ...

@@ -143,16 +143,24 @@ def summarize(observation: str) -> str:
             value = json.loads(text)
         except ValueError:
             value = None
-        if isinstance(value, dict):
-            return clip_summary(", ".join(f"{key}: {_flat(item)}" for key, item in value.items()) or "{}")
-        if isinstance(value, list):
-            items = ", ".join(_flat(item) for item in value[:SUMMARY_LIMIT])
-            noun = "item" if len(value) == 1 else "items"
-            return clip_summary(f"{len(value)} {noun}" + (f": {items}" if items else ""))
+        summary = _json_summary(value)
+        if summary is not None:
+            return summary
     for line in text.splitlines():
         if line.strip():
             return line
     return ""
+
+
+def _json_summary(value: object) -> str | None:
+    """``summarize``'s line for a JSON object or list already parsed; None for any other value."""
+    if isinstance(value, dict):
+        return clip_summary(", ".join(f"{key}: {_flat(item)}" for key, item in value.items()) or "{}")
+    if isinstance(value, list):
+        items = ", ".join(_flat(item) for item in value[:SUMMARY_LIMIT])
+        noun = "item" if len(value) == 1 else "items"
+        return clip_summary(f"{len(value)} {noun}" + (f": {items}" if items else ""))
+    return None
 
 
 def _flat(value: object) -> str:
@@ -181,7 +189,11 @@ def result_from_value(value: object) -> ToolResult:
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         message = f"the tool returned a {type(value).__name__}, which is not JSON: {exc}"
         return ToolResult.failed("invalid_result", message)
-    return ToolResult.done(text, data=data)
+    # the summary of the text just written is the summary of ``data``: no need to parse the text back
+    # (unless a key is not a string: the text spells it as one, so the text is what is summarised)
+    plain = not isinstance(data, dict) or all(isinstance(key, str) for key in data)
+    summary = _json_summary(data) if plain else None
+    return ToolResult.done(text, data=data, summary=summary)
 
 
 __all__ = [

@@ -33,6 +33,7 @@ Reconciler = Callable[[str], ToolResult | None]
 """Given an idempotency key, return the result of the write if it already happened, else ``None``."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,16 +150,15 @@ class Tool:
             _current_call.reset(token)
 
     async def _run(self, kwargs: dict[str, Any]) -> ToolResult:
+        if self.timeout is None:  # no scope to enter and leave on every call: nothing can expire
+            try:
+                value = await self._call(kwargs)
+            except Exception as exc:
+                return _raised(self.name, exc)
+            return result_from_value(value)
         try:
             async with asyncio.timeout(self.timeout) as scope:
-                if inspect.iscoroutinefunction(self.function):
-                    value = await self.function(**kwargs)
-                else:
-                    # A thread keeps the event loop responsive; on timeout the thread is left to finish, so
-                    # long sync tools should also bound themselves (the data tools do).
-                    value = await asyncio.to_thread(self.function, **kwargs)
-                if inspect.isawaitable(value):
-                    value = await value
+                value = await self._call(kwargs)
         except TimeoutError as exc:
             if scope.expired():
                 message = f"tool {self.name!r} stopped after {self.timeout:g} s"
@@ -167,6 +167,18 @@ class Tool:
         except Exception as exc:
             return _raised(self.name, exc)
         return result_from_value(value)
+
+    async def _call(self, kwargs: dict[str, Any]) -> Any:
+        if inspect.iscoroutinefunction(self.function):
+            value = await self.function(**kwargs)
+        else:
+            # A thread keeps the event loop responsive; on timeout the thread is left to finish, so long
+            # sync tools should also bound themselves (the data tools do).
+            value = await asyncio.to_thread(self.function, **kwargs)
+        # what most tools return is plain data, which is never awaitable: no ABC check for it
+        if type(value) not in _PLAIN and inspect.isawaitable(value):
+            value = await value
+        return value
 
     def _prepare(self, arguments: object) -> tuple[dict[str, JsonValue], dict[str, Any]]:
         if not isinstance(arguments, Mapping):
