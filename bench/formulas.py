@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from plangate.formulas.plan import Plan, PlanStep, ToolExecutor
+from plangate.formulas.plan import CookedStep, Plan, ToolExecutor
 from plangate.formulas.runtime import FormulaRunner
 from plangate.store import open_store
 from plangate.tools import ToolRegistry, tool
@@ -55,7 +55,7 @@ async def noop(i: int) -> dict[str, int]:
 
 def plangate_plan(n: int, shape: str) -> Plan:
     steps = [
-        PlanStep(
+        CookedStep(
             id=f"s{i}",
             title=f"step {i}",
             needs=[f"s{i - 1}"] if shape == "chain" and i else [],

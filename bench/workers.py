@@ -5,12 +5,15 @@ What it measures, on throwaway PostgreSQL and Redis servers it starts itself (``
 1. Throughput of N formula runs of 10 no-op tool steps (``workers_data/ten.formula.toml``), in-process
    (one ``FormulaRunner``, up to 8 runs at once, as the server's supervisor runs them) vs 1, 2 and 4
    ``plangate worker`` processes (concurrency 1 each): runs/s and the wall time per step.
-2. Takeover after SIGKILL: a worker holding a run is killed (its whole process group); the time until
-   another worker holds the run's lease, median and max over K kills.
-3. DBOS (``dbos``, on a database of the same PostgreSQL server): the same 10-step workflow, its time per
-   step, and the ratio of plangate's (in-process) to DBOS's.
+2. Takeover: the worker holding a run is killed (SIGKILL, its whole process group) K times, and paused
+   (SIGSTOP: looks alive, as a dead worker on another machine does) P times; the time until another
+   worker holds the run's lease, median and max.
+3. Side by side with DBOS (``dbos``, on a database of the same PostgreSQL server): the same 10-step
+   workflow in plangate's runner and as a DBOS workflow, one at a time and 8 at once, in one process
+   each: the time per step of each, and the ratio.
 
-Usage: ``.venv/bin/python bench/workers.py`` (1,000 runs, 20 kills) or ``--quick`` (100 runs, 5 kills).
+Usage: ``.venv/bin/python bench/workers.py`` (1,000 runs, 20 kills, 5 pauses) or ``--quick`` (100 runs,
+5 kills, 2 pauses); ``--only takeover`` (or ``throughput``, ``dbos``; repeatable) runs one phase.
 The figures depend on the machine and its load: the load average is printed with them.
 """
 
@@ -27,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "workers_data"
@@ -58,7 +62,8 @@ def _fresh_schema(url: str, name: str) -> str:
     return f"{url}?options=-csearch_path%3D{name}"
 
 
-def in_process(url: str, runs: int) -> float:
+def in_process(url: str, runs: int, at_once: int = 8) -> float:
+    """Seconds for ``runs`` runs of ``ten`` in this process, ``at_once`` at a time."""
     from plangate.formulas.runtime import FormulaRunner
     from plangate.store import open_store
     from plangate.tools.specs import load_tools
@@ -67,8 +72,8 @@ def in_process(url: str, runs: int) -> float:
     runner = FormulaRunner(store, load_tools([TOOLS]), search_paths=[DATA])
     plan = runner.plan("ten")
 
-    async def all_runs() -> None:
-        slots = asyncio.Semaphore(8)
+    async def all_runs(runs: int) -> None:
+        slots = asyncio.Semaphore(at_once)
 
         async def one() -> None:
             async with slots:
@@ -77,8 +82,9 @@ def in_process(url: str, runs: int) -> float:
 
         await asyncio.gather(*(one() for _ in range(runs)))
 
+    asyncio.run(all_runs(at_once))  # warm: what the first runs build (imports, the pool's connections)
     started = time.perf_counter()
-    asyncio.run(all_runs())
+    asyncio.run(all_runs(runs))
     took = time.perf_counter() - started
     store.close()
     return took
@@ -117,6 +123,13 @@ class Workers:
         except ProcessLookupError:
             pass
         proc.wait(timeout=30)
+
+    def holding(self, pid: int) -> subprocess.Popen[bytes]:
+        """The live worker whose process group has the process ``pid`` (the child holding a lease)."""
+        for proc in self.procs:
+            if proc.poll() is None and _in_group(pid, proc.pid):
+                return proc
+        raise RuntimeError(f"no live worker has process {pid}")
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -161,7 +174,16 @@ def through_workers(url: str, broker: str, runs: int, count: int, folder: Path) 
         store.close()
 
 
-def takeover(url: str, broker: str, kills: int, folder: Path) -> list[float]:
+def takeover(url: str, broker: str, kills: int, pauses: int, folder: Path) -> tuple[list[float], list[float]]:
+    """Seconds from a kill (and from a pause) of the worker holding a run until another worker holds it.
+
+    One run of one long step is handed from worker to worker: each time, a fresh worker is started and
+    ready first, then the worker holding the run is stopped, and the clock runs until the run's lease has
+    a new generation (another worker took it). SIGKILL on this machine is seen at once (the holder's
+    process is gone); SIGSTOP stands for a worker on another machine that died or was cut off: its
+    process looks alive from here, so the run waits for the lease to expire (``--lease-ttl``) and the
+    next pass of a reaper, as it would across machines.
+    """
     from plangate.formulas.runtime import FormulaRunner
     from plangate.store import open_store
     from plangate.tools.specs import load_tools
@@ -172,29 +194,42 @@ def takeover(url: str, broker: str, kills: int, folder: Path) -> list[float]:
     workers = Workers(url, broker, folder)
     queue = RunQueue(broker)
     runner = FormulaRunner(store, load_tools([TOOLS]), search_paths=[DATA])
-    times: list[float] = []
+    killed: list[float] = []
+    paused: list[float] = []
+    run_id = ""
     try:
-        for proc in [workers.start(), workers.start()]:
-            workers.ready(proc)
-        for _ in range(kills):
-            run_id = runner.submit("hold")
-            queue.enqueue(run_id)
-            while (lease := store.get_lease(run_id)) is None:
-                time.sleep(0.02)
-            holder_pid = int(lease.holder.rsplit(":", 3)[1])
-            victim = next(p for p in workers.procs if p.poll() is None and _in_group(holder_pid, p.pid))
-            workers.kill(victim)
-            killed = time.perf_counter()
-            while (now := store.get_lease(run_id)) is None or now.generation == lease.generation:
-                time.sleep(0.02)
-            times.append(time.perf_counter() - killed)
-            workers.ready(workers.start())  # back to two workers
-            runner.cancel(run_id, "measured")
+        workers.ready(workers.start())
+        run_id = runner.submit("hold")
+        queue.enqueue(run_id)
+        lease = _lease_taken(store, run_id, None, 120)
+        for n in range(kills + pauses):
+            workers.ready(workers.start())  # the one that will take the run over
+            victim = workers.holding(int(lease.holder.rsplit(":", 3)[1]))
+            stopped = time.perf_counter()
+            if n < kills:
+                workers.kill(victim)
+            else:
+                os.killpg(victim.pid, signal.SIGSTOP)
+            lease = _lease_taken(store, run_id, lease.generation, 120)
+            (killed if n < kills else paused).append(time.perf_counter() - stopped)
+            workers.kill(victim)  # a paused one too (SIGKILL ends a stopped process)
     finally:
+        if run_id:
+            runner.cancel(run_id, "measured")
         workers.stop()
         queue.close()
         store.close()
-    return times
+    return killed, paused
+
+
+def _lease_taken(store: Any, run_id: str, generation: int | None, timeout: float) -> Any:
+    """The run's lease once it is held with a generation other than ``generation``."""
+    deadline = time.monotonic() + timeout
+    while (lease := store.get_lease(run_id)) is None or lease.generation == generation:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no worker took run {run_id} over within {timeout:.0f} s")
+        time.sleep(0.02)
+    return lease
 
 
 def _in_group(pid: int, group: int) -> bool:
@@ -204,7 +239,11 @@ def _in_group(pid: int, group: int) -> bool:
         return False
 
 
-def dbos_per_step(base_url: str, runs: int) -> float:
+def dbos_runs(base_url: str, runs: int, at_once: tuple[int, ...]) -> list[float]:
+    """Seconds for ``runs`` DBOS workflows of 10 no-op steps, for each count of workflows at once (threads:
+    DBOS's workflows are synchronous functions here)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import psycopg
     from dbos import DBOS
 
@@ -222,58 +261,101 @@ def dbos_per_step(base_url: str, runs: int) -> float:
     def ten() -> int:
         return sum(1 for _ in range(10) if noop())
 
+    def one(_: int) -> None:
+        assert ten() == 10
+
     DBOS.launch()
+    took: list[float] = []
     try:
-        ten()  # warm: the first workflow creates what DBOS keeps per process
-        started = time.perf_counter()
-        for _ in range(runs):
-            assert ten() == 10
-        took = time.perf_counter() - started
+        for count in at_once:
+            with ThreadPoolExecutor(count) as pool:
+                list(pool.map(one, range(count)))  # warm: what DBOS keeps per process and thread
+                started = time.perf_counter()
+                list(pool.map(one, range(runs)))
+                took.append(time.perf_counter() - started)
     finally:
         DBOS.destroy()
-    return took / (runs * 10)
+    return took
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 runs and 5 kills instead of 1,000 and 20")
+    parser.add_argument(
+        "--quick", action="store_true", help="100 runs, 5 kills and 2 pauses instead of 1,000, 20 and 5"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("throughput", "takeover", "dbos"),
+        action="append",
+        help="run only this phase (repeatable; default: all three)",
+    )
     options = parser.parse_args(argv)
-    runs, kills = (100, 5) if options.quick else (1000, 20)
+    phases = set(options.only or ("throughput", "takeover", "dbos"))
+    runs, kills, pauses = (100, 5, 2) if options.quick else (1000, 20, 5)
     services = _services()
     folder = Path(tempfile.mkdtemp(prefix="plangate-bench-workers-"))
     os.chmod(folder, 0o755)
     postgres = services.Postgres.start(folder / "pg")  # type: ignore[attr-defined]
     redis_server = services.Redis.start(folder / "redis")  # type: ignore[attr-defined]
-    print(f"bench/workers.py: {runs} runs of 10 no-op tool steps; {_load()}")
+    print(f"bench/workers.py: {runs} runs of 10 no-op tool steps; {_load()}", flush=True)
     print("(this machine has 2 cores, shared with other work: the figures are what it gave, not a ceiling)")
     try:
-        took = in_process(_fresh_schema(postgres.url, "inproc"), runs)
-        print(
-            f"in-process (8 at once):  {runs / took:7.1f} runs/s, {took / (runs * 10) * 1000:6.2f} ms a step"
-        )
-        per_step = took / (runs * 10)
-        for count in (1, 2, 4):
-            url = _fresh_schema(postgres.url, f"w{count}")
-            took = through_workers(url, redis_server.url, runs, count, folder)
-            print(
-                f"{count} Celery worker(s):      {runs / took:7.1f} runs/s, "
-                f"{took / (runs * 10) * 1000:6.2f} ms a step (wall time / steps)"
-            )
-        times = takeover(_fresh_schema(postgres.url, "takeover"), redis_server.url, kills, folder)
-        print(
-            f"takeover after SIGKILL ({kills} kills, lease ttl 10 s, workers on one machine): median "
-            f"{statistics.median(times):.2f} s, max {max(times):.2f} s"
-        )
-        dbos_step = dbos_per_step(postgres.url, max(runs // 10, 20))
-        print(
-            f"DBOS {_version('dbos')} (one process, workflows one after another): {dbos_step * 1000:.2f} ms "
-            f"a step; plangate in-process / DBOS per-step overhead: {per_step / dbos_step:.2f}"
-        )
+        if "throughput" in phases:
+            _throughput(postgres.url, redis_server.url, runs, folder)
+        if "takeover" in phases:
+            _takeover(postgres.url, redis_server.url, kills, pauses, folder)
+        if "dbos" in phases:
+            _side_by_side(postgres.url, runs)
         print(_load())
     finally:
         redis_server.stop()
         postgres.stop()
     return 0
+
+
+def _throughput(url: str, broker: str, runs: int, folder: Path) -> None:
+    took = in_process(_fresh_schema(url, "inproc"), runs)
+    print(
+        f"in-process (8 at once):  {runs / took:7.1f} runs/s, {took / (runs * 10) * 1000:6.2f} ms a step",
+        flush=True,
+    )
+    for count in (1, 2, 4):
+        took = through_workers(_fresh_schema(url, f"w{count}"), broker, runs, count, folder)
+        print(
+            f"{count} Celery worker(s):      {runs / took:7.1f} runs/s, "
+            f"{took / (runs * 10) * 1000:6.2f} ms a step (wall time / steps)",
+            flush=True,
+        )
+
+
+def _takeover(url: str, broker: str, kills: int, pauses: int, folder: Path) -> None:
+    killed, paused = takeover(_fresh_schema(url, "takeover"), broker, kills, pauses, folder)
+    print(
+        f"takeover after SIGKILL ({kills} kills, workers on this machine, lease ttl 10 s, reaper every 2 s): "
+        f"median {statistics.median(killed):.2f} s, max {max(killed):.2f} s"
+    )
+    print(
+        f"takeover after SIGSTOP ({pauses} pauses: a worker that looks alive, as one on another machine "
+        "does): "
+        f"median {statistics.median(paused):.2f} s, max {max(paused):.2f} s",
+        flush=True,
+    )
+
+
+def _side_by_side(url: str, runs: int) -> None:
+    """plangate in-process and DBOS on the same PostgreSQL server, the same 10-step workflow, one at a
+    time and 8 at once: the time per step of each, and their ratio."""
+    dbos_runs_n = max(runs // 2, 50)
+    ours = [in_process(_fresh_schema(url, f"side{n}"), dbos_runs_n, n) for n in (1, 8)]
+    theirs = dbos_runs(url, dbos_runs_n, (1, 8))
+    print(f"side by side with DBOS {_version('dbos')} ({dbos_runs_n} workflows of 10 no-op steps each):")
+    for n, mine, peer in zip((1, 8), ours, theirs, strict=True):
+        step, peer_step = mine / (dbos_runs_n * 10), peer / (dbos_runs_n * 10)
+        print(
+            f"  {n} at once: plangate {step * 1000:6.2f} ms a step, DBOS {peer_step * 1000:6.2f} ms a step; "
+            f"plangate / DBOS per-step overhead {step / peer_step:.2f}",
+            flush=True,
+        )
 
 
 def _version(name: str) -> str:

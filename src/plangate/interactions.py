@@ -6,6 +6,7 @@ Not for: storing interactions (``plangate.store``) or deciding what a resolution
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
@@ -69,10 +70,10 @@ class Edit(_Resolution):
 Resolution = Annotated[Approve | Reject | Answer | Edit, Field(discriminator="kind")]
 """One of :class:`Approve`, :class:`Reject`, :class:`Answer`, :class:`Edit`."""
 
-RESOLUTION_ADAPTER: TypeAdapter[Approve | Reject | Answer | Edit] = TypeAdapter(Resolution)
+RESOLUTION_ADAPTER: TypeAdapter[Resolution] = TypeAdapter(Resolution)
 
 
-def parse_resolution(value: Any) -> Approve | Reject | Answer | Edit:
+def parse_resolution(value: Mapping[str, object]) -> Resolution:
     """Build a resolution from its dict form (``{"kind": "reject", "reason": "..."}``).
 
     Raises:
@@ -86,7 +87,7 @@ def parse_resolution(value: Any) -> Approve | Reject | Answer | Edit:
         raise InteractionError(f"invalid resolution: {where}: {first['msg']}") from None
 
 
-def resolution_dict(resolution: Approve | Reject | Answer | Edit) -> dict[str, JsonValue]:
+def resolution_dict(resolution: Resolution) -> dict[str, JsonValue]:
     """The JSON form stored with the interaction and sent on the wire."""
     data: dict[str, JsonValue] = resolution.model_dump(mode="json")
     return data

@@ -12,9 +12,9 @@ import pytest
 from agent_helpers import memory_store, of_type
 
 from plangate.agent import Agent
-from plangate.agent._compact import Meter, clip, estimate_tokens, text_tokens
 from plangate.agent._context import PINNED
 from plangate.agent._state import AgentState, Memory, read_input
+from plangate.agent._tokens import Meter, clip, estimate_tokens, text_tokens
 from plangate.errors import ConfigError
 from plangate.events import StatusEvent
 from plangate.interactions import Answer

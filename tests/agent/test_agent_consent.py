@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from agent_helpers import agent, call, decision, make_desk, memory_store, of_type, plan
 
-from plangate.agent import Agent, RunResult
+from plangate.agent import Agent, AgentResult
 from plangate.decisions import digest_arguments
 from plangate.errors import InteractionError, NotFoundError, StaleInteraction
 from plangate.interactions import Answer, Approve, Edit, Reject
@@ -294,7 +294,7 @@ def test_two_threads_resolving_one_interaction_exactly_one_wins(tmp_path: Path, 
     assert waiting.interaction is not None
     interaction_id = waiting.interaction.id
     barrier = threading.Barrier(2)
-    outcomes: list[RunResult | BaseException] = []
+    outcomes: list[AgentResult | BaseException] = []
     opened: list[SQLiteStore] = []
 
     def resolve() -> None:
@@ -314,7 +314,7 @@ def test_two_threads_resolving_one_interaction_exactly_one_wins(tmp_path: Path, 
     for thread in threads:
         thread.join()
 
-    assert sorted(type(o).__name__ for o in outcomes) == ["RunResult", "StaleInteraction"]
+    assert sorted(type(o).__name__ for o in outcomes) == ["AgentResult", "StaleInteraction"]
     assert desk.calls == [("place", {"task": "gym", "slot": 3})]
     assert len(shared.receipts(waiting.run_id)) == 1
     for store in {id(s): s for s in [shared, *opened]}.values():

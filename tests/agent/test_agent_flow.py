@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from agent_helpers import agent, call, decision, make_desk, memory_store, of_type, plan, route
 
-from plangate.agent import Agent, RunResult
+from plangate.agent import Agent, AgentResult
 from plangate.events import (
     Event,
     OutcomeEvent,
@@ -211,7 +211,7 @@ def test_model_abort_ends_with_its_code_and_message_and_no_deliver_call() -> Non
 def test_stream_yields_typed_events_in_seq_order_as_committed() -> None:
     runner, _ = agent([call("lookup", query="a"), decision("done", speak="ok"), "Done."], mode="react")
 
-    async def collect() -> tuple[list[Event], RunResult | None, str]:
+    async def collect() -> tuple[list[Event], AgentResult | None, str]:
         stream = runner.stream("look up a")
         seen = [event async for event in stream]
         return seen, stream.result, stream.run_id

@@ -16,7 +16,7 @@ from agent_helpers import make_desk
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plangate.agent import Agent, RunResult, _execute
+from plangate.agent import Agent, AgentResult, _execute
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import ScriptedModel
 from plangate.store import SQLiteStore
@@ -95,7 +95,7 @@ def _output(draw: st.DrawFn) -> str:
     return draw(st.text(max_size=20)) if shape == "raw" else text
 
 
-def _resolve(runner: Agent, result: RunResult, approve: bool) -> RunResult:
+def _resolve(runner: Agent, result: AgentResult, approve: bool) -> AgentResult:
     assert result.interaction is not None
     kind = result.interaction.kind
     resolution = Answer(text="yes") if kind == "ask_user" else (Approve() if approve else Reject(reason="no"))

@@ -14,15 +14,16 @@ from plangate.errors import ConfigError
 
 
 def test_the_top_level_names_are_the_engines_own() -> None:
-    from plangate.agent import Agent, RunResult
+    from plangate.agent import Agent, AgentResult
     from plangate.formulas import load_formula
-    from plangate.formulas.runtime import run_formula
+    from plangate.formulas.runtime import FormulaResult, run_formula
     from plangate.interactions import Answer, Approve, Edit, Reject
     from plangate.tools import tool
 
     expected = {
         "Agent": Agent,
-        "RunResult": RunResult,
+        "AgentResult": AgentResult,
+        "FormulaResult": FormulaResult,
         "tool": tool,
         "Approve": Approve,
         "Reject": Reject,
@@ -34,6 +35,17 @@ def test_the_top_level_names_are_the_engines_own() -> None:
     assert {name: getattr(plangate, name) for name in expected} == expected
     with pytest.raises(AttributeError, match="no attribute 'Agnet'"):
         _ = plangate.Agnet  # type: ignore[attr-defined]
+
+
+def test_run_result_is_a_deprecated_alias_of_the_agent_result() -> None:
+    from plangate.agent import AgentResult
+
+    with pytest.warns(DeprecationWarning, match=r"RunResult is deprecated: use plangate.AgentResult"):
+        assert plangate.RunResult is AgentResult
+    with pytest.warns(DeprecationWarning, match=r"use plangate.agent.AgentResult"):
+        assert plangate.agent.RunResult is AgentResult
+    with pytest.raises(AttributeError, match="no attribute 'RunResults'"):
+        _ = plangate.agent.RunResults  # type: ignore[attr-defined]
 
 
 def test_importing_plangate_loads_no_engine() -> None:

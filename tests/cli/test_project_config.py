@@ -256,3 +256,39 @@ def test_a_hanging_call_ends_at_the_server_s_timeout_and_the_run_goes_on(project
         "MCP server 'notes' gave no answer within 1 s",
     )
     store.close()
+
+
+def test_formula_check_knows_the_tools_and_mcp_servers_of_plangate_toml(project: Path) -> None:
+    # Before, `formula check` never read plangate.toml: without --tools it checked no tool name at all, so
+    # a typo passed and a write step of an MCP server was not flagged.
+    (project / "tools").mkdir()
+    (project / "tools" / "local.py").write_text(TOOLS_PY, encoding="utf-8")
+    (project / "plangate.toml").write_text(
+        textwrap.dedent(
+            f"""
+            tools = ["tools/local.py:tools"]
+            [[mcp]]
+            name = "time"
+            command = {json.dumps(sys.executable)}
+            args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+            effect_default = "write"
+            """
+        ),
+        encoding="utf-8",
+    )
+    steps = [
+        {"id": "find", "tool": {"name": "lookup", "args": {"query": "week"}}},
+        {"id": "now", "tool": {"name": "time_get_current_time", "args": {"timezone": "UTC"}}},
+        {"id": "typo", "tool": {"name": "lokup", "args": {"query": "x"}}},
+    ]
+    (project / "week.formula.json").write_text(json.dumps({"formula": "week", "steps": steps}), "utf-8")
+
+    code, out, err = invoke("formula", "check", "week", "--path", str(project), "--json")
+
+    assert code == 1, err
+    issues = {(issue["code"], issue["path"]) for issue in json.loads(out)["issues"]}
+    assert ("unknown-tool", "steps[2].tool.name") in issues
+    assert ("write-without-consent", "steps[1].consent") in issues
+    assert not any(path.startswith("steps[0]") for _, path in issues)
+    named = {issue["message"] for issue in json.loads(out)["issues"] if issue["code"] == "unknown-tool"}
+    assert any("'lokup'" in message and "lookup" in message for message in named)

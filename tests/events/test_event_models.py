@@ -13,7 +13,7 @@ from plangate.events import (
     InteractionOpenedEvent,
     InteractionTool,
     PlanEvent,
-    PlanStep,
+    PlanEventStep,
     SpeakEvent,
     StepStateEvent,
     ToolCallEvent,
@@ -95,7 +95,7 @@ def test_optional_fields_have_the_documented_defaults() -> None:
 
 def test_nested_models_are_validated_from_plain_data() -> None:
     plan = PlanEvent.model_validate({"steps": [{"content": "look", "done_when": "seen"}]})
-    assert plan.steps == [PlanStep(content="look", done_when="seen")]
+    assert plan.steps == [PlanEventStep(content="look", done_when="seen")]
     opened = InteractionOpenedEvent.model_validate(
         {
             "interaction_id": "int_1",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from formula_helpers import Library, cooked, formula
 
-from plangate.formulas import Issue, Plan, PlanStep, check, check_formula, has_errors
+from plangate.formulas import CookedStep, Issue, Plan, check, check_formula, has_errors
 from plangate.formulas.check import SUPPORTED_EXECUTORS
 
 
@@ -367,7 +367,8 @@ def test_check_formula_reports_sub_formulas_that_cannot_be_loaded() -> None:
 
 def test_duplicate_ids_in_a_stored_plan() -> None:
     plan = Plan(
-        formula="f", steps=[PlanStep(id="a", title="a", source="x"), PlanStep(id="a", title="a", source="y")]
+        formula="f",
+        steps=[CookedStep(id="a", title="a", source="x"), CookedStep(id="a", title="a", source="y")],
     )
     assert [(i.code, i.path, i.message) for i in check(plan)] == [
         ("duplicate-id", "y", "duplicate step id 'a' (also at x)")

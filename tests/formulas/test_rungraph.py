@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from plangate.formulas._rungraph import PlanGraph, gate_reads
-from plangate.formulas.plan import Plan, PlanGate, PlanStep, ToolExecutor
+from plangate.formulas.plan import CookedStep, Plan, PlanGate, ToolExecutor
 
 
 def step(
     step_id: str, gate: str | None = None, *, parent: str | None = None, children: list[str] | None = None
-) -> PlanStep:
-    return PlanStep(
+) -> CookedStep:
+    return CookedStep(
         id=step_id,
         title=step_id,
         parent=parent,

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from plangate.conditions import ConditionContext, StepState, compile_condition
 from plangate.events import StepStateEvent
 from plangate.formulas._runstate import RunState, StepRun
-from plangate.formulas.plan import Plan, PlanStep, ToolExecutor
+from plangate.formulas.plan import CookedStep, Plan, ToolExecutor
 
 STATUSES = ("pending", "ready", "running", "waiting", "complete", "failed", "skipped", "cancelled")
 
 
-def step(step_id: str, *, parent: str | None = None, children: list[str] | None = None) -> PlanStep:
-    return PlanStep(
+def step(step_id: str, *, parent: str | None = None, children: list[str] | None = None) -> CookedStep:
+    return CookedStep(
         id=step_id,
         title=step_id,
         parent=parent,

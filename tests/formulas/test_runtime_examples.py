@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from runtime_helpers import EXAMPLES, memory_store
 
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve
 from plangate.tools import ToolRegistry
 
@@ -25,7 +25,9 @@ def example_tools() -> ToolRegistry:
     return registry
 
 
-def run_answering(runner: FormulaRunner, name: str, vars: dict[str, object]) -> tuple[RunResult, list[str]]:
+def run_answering(
+    runner: FormulaRunner, name: str, vars: dict[str, object]
+) -> tuple[FormulaResult, list[str]]:
     """Run, approving every approval and answering every question, until the run ends."""
     asked: list[str] = []
     result = asyncio.run(runner.start(name, vars))

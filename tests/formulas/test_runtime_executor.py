@@ -12,7 +12,7 @@ from runtime_helpers import EXAMPLES, Calls, make_tools, memory_store, write_for
 
 from plangate.errors import FormulaError, InteractionError, StaleInteraction
 from plangate.events import GateEvent, OutcomeEvent, StepStateEvent
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.store import Store, open_store
 
@@ -26,11 +26,11 @@ def runner_for(tmp_path: Path, calls: Calls, store: Store | None = None, **optio
     )
 
 
-def start(runner: FormulaRunner, name: str, vars: dict[str, object] | None = None) -> RunResult:
+def start(runner: FormulaRunner, name: str, vars: dict[str, object] | None = None) -> FormulaResult:
     return asyncio.run(runner.start(name, vars))
 
 
-def resume(runner: FormulaRunner, run_id: str) -> RunResult:
+def resume(runner: FormulaRunner, run_id: str) -> FormulaResult:
     return asyncio.run(runner.resume(run_id))
 
 

@@ -11,17 +11,17 @@ from typing import Any
 from runtime_helpers import Calls, make_tools, memory_store, write_formula
 
 from plangate.events import Event, GateEvent, StepStateEvent
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.store import Commit
 from plangate.tools import ToolRegistry, tool
 
 
-def run(tmp_path: Path, name: str, tools: ToolRegistry | None = None, **options: Any) -> RunResult:
+def run(tmp_path: Path, name: str, tools: ToolRegistry | None = None, **options: Any) -> FormulaResult:
     runner = FormulaRunner(memory_store(), tools or make_tools(Calls()), search_paths=[tmp_path], **options)
     return asyncio.run(runner.start(name))
 
 
-def gate_events(result: RunResult, runner_store: Any) -> list[GateEvent]:
+def gate_events(result: FormulaResult, runner_store: Any) -> list[GateEvent]:
     return [e for e in runner_store.events(result.run_id) if isinstance(e, GateEvent)]
 
 

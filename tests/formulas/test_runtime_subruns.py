@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from runtime_helpers import memory_store, write_formula
 
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools import ToolRegistry, tool
 
@@ -102,7 +102,7 @@ def test_the_sub_run_ids_are_committed_before_any_sub_run_starts(tmp_path: Path)
     store = memory_store()
     runner = FormulaRunner(store, work.registry(), search_paths=[tmp_path])
 
-    async def scenario() -> tuple[list[str], list[str], RunResult]:
+    async def scenario() -> tuple[list[str], list[str], FormulaResult]:
         task = asyncio.ensure_future(runner.start("wide"))
         await _until(lambda: sum(work.entered.values()) == WIDE, "every sub-run to start")
         (root,) = [r for r in store.list_runs(kind="formula", limit=100).items if r.parent_run_id is None]
@@ -260,7 +260,7 @@ def test_a_run_cancelled_from_elsewhere_stops_at_its_next_commit_with_its_sub_ru
     work.held = {"*"}
     store = memory_store()
 
-    async def scenario() -> RunResult:
+    async def scenario() -> FormulaResult:
         task = asyncio.ensure_future(
             FormulaRunner(store, work.registry(), search_paths=[tmp_path]).start("wide")
         )

@@ -15,7 +15,7 @@ from runtime_helpers import memory_store, write_formula
 from plangate.errors import FormulaError, InteractionError
 from plangate.events import InteractionOpenedEvent, StatusEvent, StepStateEvent, ToolCallEvent
 from plangate.formulas import check_formula, load_formula
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.store import Store
 from plangate.tools import ToolRegistry, ToolResult, current_call, digest_json, tool
@@ -94,11 +94,11 @@ def publish_formula(tmp_path: Path, consent: str = "") -> Path:
     return write_formula(tmp_path, "rel", PUBLISH.replace("{consent}", consent))
 
 
-def start(runner: FormulaRunner, source: object, **options: Any) -> RunResult:
+def start(runner: FormulaRunner, source: object, **options: Any) -> FormulaResult:
     return asyncio.run(runner.start(source, **options))  # type: ignore[arg-type]
 
 
-def resume(runner: FormulaRunner, run_id: str) -> RunResult:
+def resume(runner: FormulaRunner, run_id: str) -> FormulaResult:
     return asyncio.run(runner.resume(run_id))
 
 

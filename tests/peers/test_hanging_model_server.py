@@ -52,6 +52,24 @@ def test_an_agent_run_on_a_hung_openai_server_ends_aborted_after_the_timeout(
     assert hanging_server.requests() == 1  # a timeout is not retried
 
 
+def test_a_timeout_in_the_route_call_ends_the_run_at_once_without_planning(
+    hanging_server: HangingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the route phase took the timeout for an unreadable answer, went on to plan, and the run
+    # waited a second whole timeout for the plan call before it ended ("plan", "model_error").
+    monkeypatch.setenv("OPENAI_BASE_URL", hanging_server.base_url)
+    monkeypatch.setenv("PLANGATE_MODEL_TIMEOUT", "1")
+    store = open_store(str(tmp_path / "runs.db"))
+    agent = Agent(model="openai:stuck", tools=ToolRegistry([echo]), store=store, mode="auto")
+    result = agent.run("Say hello.")
+    assert result.status == "aborted"
+    assert result.outcome is not None
+    assert (result.outcome.stage, result.outcome.code) == ("route", "model_error")
+    assert (result.outcome.internal_reason or "").startswith("ModelTimeoutError: openai:stuck: no answer")
+    assert isinstance(store.events(result.run_id)[-1], OutcomeEvent)
+    assert hanging_server.requests() == 1
+
+
 def test_the_spec_s_timeout_applies_to_a_formula_llm_step(
     hanging_server: HangingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

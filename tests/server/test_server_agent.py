@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from server_helpers import idle, parse_sse, wait_until
 
 from plangate.agent import _execute
+from plangate.events import StatusEvent
 from plangate.models import ModelRequest, ModelUnavailableError, ScriptedModel
 from plangate.store import Store
 from plangate.tools import ToolRegistry, tool
@@ -153,6 +154,42 @@ def test_an_agent_run_that_cannot_start_is_a_422_and_nothing_is_stored(
 
     assert response.status_code == 422
     assert detail in response.json()["detail"]
+    assert store.list_runs().items == []
+
+
+def test_an_agent_runs_done_when_is_proven_by_its_receipt_over_http(
+    make_app: Callable[..., FastAPI], store: Store
+) -> None:
+    # The script has no "done": only the runtime, checking the condition after the receipt, ends the rounds.
+    script = [_call("rooms"), "There are the Blue and Red rooms."]
+    with TestClient(_app(make_app, Rooms(), script)) as client:
+        run_id = _agent_run(client, done_when="receipts.any(tool == 'rooms' and success)")
+        run = client.get(f"/v1/runs/{run_id}").json()["run"]
+    assert store.get_run(run_id).input["agent"]["done_when"] == "receipts.any(tool == 'rooms' and success)"  # type: ignore[index]
+    assert run["status"] == "completed", run
+    codes = [event.code for event in store.events(run_id) if isinstance(event, StatusEvent)]
+    assert "proven" in codes
+
+
+@pytest.mark.parametrize(
+    ("done_when", "column", "says"),
+    [
+        ("receipts.any(tool == )", 22, "expected"),
+        ("1 == 1", 1, "receipts"),
+        ("receipts.any(colour == 'red')", 14, "colour"),
+    ],
+)
+def test_a_bad_done_when_is_a_422_naming_the_field_and_the_column_and_nothing_is_stored(
+    make_app: Callable[..., FastAPI], store: Store, done_when: str, column: int, says: str
+) -> None:
+    with TestClient(_app(make_app, Rooms(), [])) as client:
+        response = client.post("/v1/runs", json={"kind": "agent", "prompt": "hello", "done_when": done_when})
+
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["detail"].startswith("done_when: ")
+    assert says in problem["detail"]
+    assert problem["errors"] == [{"field": "done_when", "message": problem["detail"][11:], "column": column}]
     assert store.list_runs().items == []
 
 

@@ -193,7 +193,8 @@ formula = { name = "charge" }
 
             # the branch that waited goes on while the other still runs
             wait_until(lambda: holds.written == ["card"], what="the approved write")
-            assert store.get_run(asked["run_id"]).status == "completed"
+            # The tool has written before its step's end is committed: wait for that commit, not for a pass.
+            wait_until(lambda: store.get_run(asked["run_id"]).status == "completed", what="the branch's end")
             assert store.get_run(run_id).status == "running"
             holds.release.set()
             idle(client, run_id)

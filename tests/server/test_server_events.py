@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from server_helpers import AsgiStream, Message, idle, lifespan, parse_sse
 
 from plangate.events import SpeakEvent, StatusEvent
-from plangate.server.broadcast import Broadcaster
+from plangate.server.broadcast import Broadcaster, WireEvent, sse_frame
 from plangate.store import Store
 
 RELEASE = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
@@ -272,3 +272,14 @@ def test_the_subscription_is_released_when_the_client_leaves(
             assert broadcaster.subscriber_count(run.id) == 0
 
     _run(scenario())
+
+
+def test_the_frames_are_byte_for_byte_what_clients_parse() -> None:
+    event = SpeakEvent(run_id="run_1", seq=7, at=1.5, text="héllo\nworld")
+    assert WireEvent.of(event).frame == (
+        'id: 7\nevent: speak\n'
+        'data: {"run_id":"run_1","seq":7,"at":1.5,"type":"speak","text":"héllo\\nworld"}\n\n'
+    ).encode()
+    assert sse_frame("end", '{"type":"end","status":"completed"}') == (
+        b'event: end\ndata: {"type":"end","status":"completed"}\n\n'
+    )

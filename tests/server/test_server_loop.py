@@ -1,5 +1,7 @@
 """The server never blocks its event loop on the store: another process holding SQLite's write lock for 3 s
-delays neither the heartbeats of other runs' streams nor the requests that only read.
+delays neither the heartbeats of other runs' streams nor the requests that only read, nor do the writes the
+server makes meanwhile (a run's commit, the renewal of a run's lease, a person's resolution), which wait for
+the lock as they must.
 
 Real parts only: a uvicorn server on 127.0.0.1, SSE clients reading live streams, and a second process that
 takes the write lock with ``BEGIN IMMEDIATE`` while one of the server's runs has a commit to make (which
@@ -37,6 +39,8 @@ HEARTBEAT = 0.25
 LOCK_SECONDS = 3.0
 # What "not delayed" allows beyond the heartbeat interval (the issue's bound).
 ALLOWED_DELAY = 0.1
+# A lease this short is renewed every 2 s: at least once while the lock is held, and never lost meanwhile.
+LEASE_TTL = 6.0
 
 LOCKER = """
 import sqlite3, sys, time
@@ -159,8 +163,7 @@ def test_a_held_write_lock_delays_no_heartbeat_and_no_read(store: Store, store_p
                 wait_until(lambda run_id=run_id: store.get_run(run_id).status == "waiting", what="consent")
             listeners = [Listener(f"{url}/v1/runs/{run_id}/events", headers) for run_id in waiting]
             wait_until(lambda: all(len(item.heartbeats()) >= 2 for item in listeners), what="heartbeats")
-            # Started last, so that it ends well before its lease's first renewal (a store write that the
-            # supervisor's lease book still makes on the event loop, every 10 s).
+            # Started last, so that it ends well before its lease's first renewal (another test's subject).
             busy = http.post("/v1/runs", json={"kind": "agent", "prompt": "Survey", "mode": "react"})
             busy_id = busy.json()["run"]["id"]
             wait_until(lambda: bool(started), what="the survey to start")
@@ -194,3 +197,99 @@ def test_a_held_write_lock_delays_no_heartbeat_and_no_read(store: Store, store_p
         gap = _max_gap(item.heartbeats(), locked_at, unlocked_at)
         assert gap <= HEARTBEAT + ALLOWED_DELAY, f"a heartbeat came {gap:.3f} s after the previous one"
     assert max(reads) < LOCK_SECONDS / 3, f"a read took {max(reads):.3f} s while the lock was held"
+
+
+def _waiting_runs(http: httpx.Client, store: Store, count: int) -> list[str]:
+    """``count`` agent runs waiting for consent to their write."""
+    waiting = []
+    for _ in range(count):
+        created = http.post("/v1/runs", json={"kind": "agent", "prompt": "reserve-room-a", "mode": "react"})
+        waiting.append(created.json()["run"]["id"])
+    for run_id in waiting:
+        wait_until(lambda run_id=run_id: store.get_run(run_id).status == "waiting", what="consent")
+    return waiting
+
+
+def _booked(store: Store, run_id: str) -> bool:
+    return any(event.type == "tool_result" for event in store.events(run_id))
+
+
+def _renewed_at(store: Store, run_id: str) -> float:
+    lease = store.get_lease(run_id)
+    return 0.0 if lease is None else lease.expires_at - LEASE_TTL
+
+
+def test_a_lease_renewal_during_a_held_write_lock_delays_no_heartbeat(store: Store, store_path: Path) -> None:
+    release = threading.Event()
+    started: list[float] = []
+    token = make_token(store, "ana")
+    app = create_app(store, _tools(release, started), model=_model(), heartbeat=HEARTBEAT)
+    app.state.services.runner.leases.ttl = LEASE_TTL  # the book of every run this server advances
+    headers = bearer(token)
+    listener: Listener | None = None
+    try:
+        with live_server(app) as url, httpx.Client(base_url=url, headers=headers, timeout=30) as http:
+            (waiting,) = _waiting_runs(http, store, 1)
+            listener = Listener(f"{url}/v1/runs/{waiting}/events", headers)
+            wait_until(lambda: len(listener.heartbeats()) >= 2, what="heartbeats")
+            busy = http.post("/v1/runs", json={"kind": "agent", "prompt": "Survey", "mode": "react"})
+            busy_id = busy.json()["run"]["id"]
+            wait_until(lambda: bool(started), what="the survey to start")
+
+            # The busy run's tool is held for the whole lock: the only write its run makes meanwhile is the
+            # renewal of its lease, due every LEASE_TTL / 3 seconds, so at least once inside the lock.
+            with write_lock(store_path) as locker:
+                assert locker.stdout is not None
+                locked_at = float(locker.stdout.readline())
+                unlocked_at = float(locker.stdout.readline())
+            # The renewal that fell due waited for the lock and was written as soon as it was let go.
+            wait_until(lambda: _renewed_at(store, busy_id) >= unlocked_at - 0.05, within=1.0, what="renewal")
+            release.set()
+            wait_until(lambda: store.get_run(busy_id).status == "completed", what="the busy run to finish")
+            time.sleep(HEARTBEAT * 3)
+            listener.close()
+    finally:
+        release.set()
+
+    assert unlocked_at - locked_at >= LOCK_SECONDS - 0.05
+    gap = _max_gap(listener.heartbeats(), locked_at, unlocked_at)
+    assert gap <= HEARTBEAT + ALLOWED_DELAY, f"a heartbeat came {gap:.3f} s after the previous one"
+
+
+def test_a_resolution_during_a_held_write_lock_delays_no_heartbeat(store: Store, store_path: Path) -> None:
+    token = make_token(store, "ana")
+    app = create_app(store, _tools(threading.Event(), []), model=_model(), heartbeat=HEARTBEAT)
+    headers = bearer(token)
+    listeners: list[Listener] = []
+    answered: list[tuple[float, int]] = []  # (when the response came, time.time(); its status)
+    with live_server(app) as url, httpx.Client(base_url=url, headers=headers, timeout=30) as http:
+        resolved, watched = _waiting_runs(http, store, 2)
+        interaction = http.get(f"/v1/runs/{resolved}").json()["interaction"]["id"]
+        listeners = [Listener(f"{url}/v1/runs/{run_id}/events", headers) for run_id in (resolved, watched)]
+        wait_until(lambda: all(len(item.heartbeats()) >= 2 for item in listeners), what="heartbeats")
+
+        def approve() -> None:
+            with httpx.Client(base_url=url, headers=headers, timeout=30) as other:
+                response = other.post(f"/v1/interactions/{interaction}", json={"action": "approve"})
+                answered.append((time.time(), response.status_code))
+
+        with write_lock(store_path) as locker:
+            assert locker.stdout is not None
+            locked_at = float(locker.stdout.readline())
+            approving = threading.Thread(target=approve)
+            approving.start()  # its lease and its commit wait for the lock; nothing else may
+            unlocked_at = float(locker.stdout.readline())
+        approving.join(timeout=20)
+        # The approved call ran; the scripted model then asks to book again, so the run waits once more.
+        wait_until(lambda: _booked(store, resolved), what="the approved call")
+        time.sleep(HEARTBEAT * 3)
+        for item in listeners:
+            item.close()
+
+    assert unlocked_at - locked_at >= LOCK_SECONDS - 0.05
+    ((answered_at, status),) = answered
+    assert status == 200 and answered_at >= unlocked_at - 0.05  # committed once the lock was let go
+    assert store.get_run(watched).status == "waiting"
+    for item in listeners:
+        gap = _max_gap(item.heartbeats(), locked_at, unlocked_at)
+        assert gap <= HEARTBEAT + ALLOWED_DELAY, f"a heartbeat came {gap:.3f} s after the previous one"

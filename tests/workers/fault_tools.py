@@ -1,10 +1,11 @@
 """The tools of the worker tests: no-op and slow reads, and a write that counts its own executions.
 
-``record`` is the write whose exactly-once promise the fault tests check: each execution inserts one row
-into ``fault_writes`` of the test's own PostgreSQL schema (``FAULT_DB``), in one transaction with nothing
-else, keyed by the call's idempotency key, with no unique constraint: a write run twice shows up as two
-rows. Its ``reconcile(key)`` reads that table, so a worker that takes a run over after a crash can tell
-whether the write happened. The table is the tool's own, not the store's.
+``record`` is the write whose exactly-once promise the fault tests check (``record_blind`` is the same
+write without a ``reconcile`` hook; a label ending in ``-hang`` makes either hang after its effect): each
+execution inserts one row into ``fault_writes`` of the test's own PostgreSQL schema (``FAULT_DB``), in one
+transaction with nothing else, keyed by the call's idempotency key, with no unique constraint: a write run
+twice shows up as two rows. Its ``reconcile(key)`` reads that table, so a worker that takes a run over
+after a crash can tell whether the write happened. The table is the tool's own, not the store's.
 """
 
 from __future__ import annotations
@@ -67,9 +68,7 @@ def _reconcile(key: str) -> ToolResult | None:
     return None if found is None else ToolResult.done(f"recorded {found[0]}")
 
 
-@tool(effect="write", reconcile=_reconcile)
-def record(label: str) -> str:
-    """Record that this write ran (one row per execution)."""
+def _record(label: str) -> str:
     call = current_call()
     key = call.idempotency_key if call is not None and call.idempotency_key else f"nokey:{label}"
     delay = float(os.environ.get("FAULT_WRITE_DELAY", "0"))
@@ -80,7 +79,21 @@ def record(label: str) -> str:
             "INSERT INTO fault_writes (key, label, pid, at) VALUES (%s, %s, %s, %s)",
             (key, label, os.getpid(), time.time()),
         )
+    if label.endswith("-hang"):
+        time.sleep(3600)  # done, and never says so: its worker is killed here, between effect and receipt
     return f"recorded {label}"
 
 
-registry = ToolRegistry([noop, pause, block, record])
+@tool(effect="write", reconcile=_reconcile)
+def record(label: str) -> str:
+    """Record that this write ran (one row per execution)."""
+    return _record(label)
+
+
+@tool(effect="write")
+def record_blind(label: str) -> str:
+    """Record that this write ran, with no way to tell afterwards whether it did (no reconcile hook)."""
+    return _record(label)
+
+
+registry = ToolRegistry([noop, pause, block, record, record_blind])

@@ -9,6 +9,7 @@ commit is refused. Writes are counted by the write tool itself (``fault_writes``
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from worker_helpers import FORMULAS, Workers, approve_open, submit_agent, submit_formula, until
 
 from plangate.events import StepStateEvent
-from plangate.store import Store
+from plangate.store import TERMINAL_STATUSES, Store
 from plangate.workers import RunQueue
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -85,6 +86,49 @@ def test_the_command_line_hands_a_run_to_a_worker_and_an_answer_hands_it_on(
         worker.wait(timeout=60)
     assert fault_tools.executions(store_url) == {f"{run_id}:first-write:1": 1, consent.id: 1}
     assert "advanced " in (tmp_path / "worker.log").read_text()
+
+
+def test_a_worker_started_in_a_project_runs_the_tools_of_its_plangate_toml_mcp_servers(
+    store: Store, store_url: str, broker: str, tmp_path: Path
+) -> None:
+    # Before, `plangate worker` read plangate.toml only with --config, and refused a file with [[mcp]]
+    # servers ("workers do not start MCP servers"): an MCP tool could run in-process but not on a worker.
+    project = tmp_path / "project"
+    (project / "formulas").mkdir(parents=True)
+    (project / "plangate.toml").write_text(
+        f'store = "{store_url}"\n[[mcp]]\nname = "time"\ncommand = {json.dumps(sys.executable)}\n'
+        'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\neffect_default = "read"\n',
+        encoding="utf-8",
+    )
+    step = {"id": "now", "tool": {"name": "time_get_current_time", "args": {"timezone": "Europe/Paris"}}}
+    formula = {"formula": "clock", "steps": [step]}
+    (project / "formulas" / "clock.formula.json").write_text(json.dumps(formula), encoding="utf-8")
+    unset = ("PLANGATE_STORE", "PLANGATE_CONFIG", "PLANGATE_TOOLS")
+    env = {key: value for key, value in os.environ.items() if key not in unset}
+    log = open(tmp_path / "worker.log", "wb")
+    # fmt: off
+    worker = subprocess.Popen(
+        [PLANGATE, "worker", "--broker", broker, "--path", "formulas", "--concurrency", "1"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=project, start_new_session=True,
+    )
+    # fmt: on
+    log.close()
+    try:
+        handed = subprocess.run(
+            [PLANGATE, "run", "clock", "--path", "formulas", "--broker", broker, "--json"],
+            capture_output=True, text=True, env=env, cwd=project, timeout=90,
+        )  # fmt: skip
+        assert handed.returncode == 0, handed.stderr
+        run_id = json.loads(handed.stdout)["run_id"]
+        until(lambda: store.get_run(run_id).status in TERMINAL_STATUSES, 90, "the worker to run the step")
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+    logged = (tmp_path / "worker.log").read_text(errors="replace")
+    assert "worker: tools time_get_current_time, time_convert_time" in logged
+    assert store.get_run(run_id).status == "completed", logged[-2000:]
+    (result,) = [e for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "complete"]
+    assert result.output is not None and result.output.get("timezone") == "Europe/Paris", result.output
 
 
 def test_an_agent_run_asks_consent_and_its_write_runs_once_on_a_worker(
@@ -223,3 +267,34 @@ def test_a_server_with_a_broker_serves_the_same_api_while_workers_advance_its_ru
         steps = client.get(f"/v1/runs/{run_id}").json()["steps"]
     assert {step["status"] for step in steps} == {"complete"}
     assert sum(fault_tools.executions(store_url).values()) == 2
+
+
+def test_an_answer_while_a_worker_runs_another_branch_is_taken_by_that_worker_without_stopping_it(
+    store: Store, store_url: str, broker: str, workers: Workers
+) -> None:
+    # Before, the answer was refused with 409 (RunLeased) until the run waited: the worker held the run's
+    # lease while its other branch worked. Now the server stores it and the worker applies it between two
+    # of its passes; the working branch goes on, run once.
+    from fastapi.testclient import TestClient
+
+    from plangate.server import create_app
+
+    workers.wait_ready(workers.start(ttl=10))
+    app = create_app(store, fault_tools.registry, auth=False, search_paths=[FORMULAS], broker=broker)
+    with TestClient(app) as client:
+        created = client.post("/v1/runs", json={"kind": "formula", "formula": "branches"})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run"]["id"]
+        until(lambda: bool(store.list_interactions(status="open", run_id=run_id)), 60, "the approval")
+        until(lambda: _ran(store, run_id, "work") == 1, 60, "the other branch to work")
+        assert _holder_pid(store, run_id) is not None  # a worker advances the run now
+        (asked,) = store.list_interactions(status="open", run_id=run_id)
+
+        answered = client.post(f"/v1/interactions/{asked.id}", json={"action": "approve"})
+
+        assert answered.status_code == 200, answered.text
+        assert store.get_interaction(asked.id).status == "resolved"
+        assert store.get_run(run_id).status == "running"  # the branch that works was not stopped
+        until(lambda: store.get_run(run_id).status == "completed", 90, "the run to complete")
+    assert _ran(store, run_id, "work") == 1
+    assert fault_tools.executions(store_url) == {f"{run_id}:write:1": 1}

@@ -1,6 +1,6 @@
 """The agent runtime: route → plan → (plan consent) → execute ↺ → deliver, durable and resumable.
 
-What it is for: ``Agent`` (run, stream, resume, cancel), its ``RunResult`` and ``Outcome``. The model
+What it is for: ``Agent`` (run, stream, resume, cancel), its ``AgentResult`` and ``Outcome``. The model
 declares one decision per round; the runtime judges it (flow, evidence, safety), asks a person before any
 write, advances a plan step only on evidence bound to that step, stops runaway loops with a round budget,
 and commits every round in one transaction so a run can be resumed from another process with only its id,
@@ -42,18 +42,36 @@ A run that needs consent, resumed with only ids::
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING
+
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, Mode
 from plangate.agent._stream import AgentStream
 from plangate.agent.agent import Agent
-from plangate.agent.result import Outcome, OutcomeStatus, RunResult
+from plangate.agent.result import AgentResult, Outcome, OutcomeStatus
+
+if TYPE_CHECKING:
+    RunResult = AgentResult  # deprecated alias, see __getattr__
 
 __all__ = [
     "SNAPSHOT_VERSION",
     "Agent",
     "AgentConfig",
+    "AgentResult",
     "AgentStream",
     "Mode",
     "Outcome",
     "OutcomeStatus",
-    "RunResult",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``RunResult`` was this class's name before formula runs got one of their own (``FormulaResult``).
+    if name == "RunResult":
+        warnings.warn(
+            "plangate.agent.RunResult is deprecated: use plangate.agent.AgentResult",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return AgentResult
+    raise AttributeError(f"module 'plangate.agent' has no attribute {name!r}")

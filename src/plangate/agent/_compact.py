@@ -1,8 +1,7 @@
-"""Keeping each execute prompt within the run's token budget: the estimate, and compaction when it is over.
+"""Keeping each execute prompt within the run's token budget: compaction when it is over.
 
-For: ``estimate_tokens`` (the count used where the provider gives none), ``Meter`` and ``MeteredModel``
-(the estimate, scaled by what the provider itself counted), and ``fit_context``, which an execute round
-calls before its model call. When the next prompt passes ``context_budget - context_reserve``, the oldest
+For: ``fit_context``, which an execute round calls before its model call (the count of a prompt's tokens is
+``_tokens.py``'s). When the next prompt passes ``context_budget - context_reserve``, the oldest
 conversation turns and ReAct records are folded into the run's cumulative summary by a ``compact`` model
 call (truncated, oldest first, when that call fails or says nothing), the new ``Memory`` goes into the
 run's state, and a ``status`` event ``context_compacted`` says what was folded. Not for: rendering the
@@ -16,181 +15,26 @@ design), and a tool record still waiting for its observation.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from plangate.agent._context import execute_context, summary_text
 from plangate.agent._state import AgentConfig, Memory
+from plangate.agent._tokens import Meter, clip, estimate_tokens, text_tokens
 from plangate.agent._transcript import Act, Turn
 from plangate.events import Event, StatusEvent
-from plangate.models import (
-    Message,
-    Model,
-    ModelChunk,
-    ModelRequest,
-    Usage,
-    Wire,
-    complete,
-    wants_compact_prompts,
-)
+from plangate.models import Message, Model, ModelRequest, complete
 
 if TYPE_CHECKING:
     from plangate.agent._context import View
-    from plangate.agent.loop import RunLoop
-
-MESSAGE_TOKENS = 6
-"""What the estimate adds for each message (its role and the provider's framing)."""
+    from plangate.agent._runcontext import RunContext
 
 SUMMARY_TOKENS = 4_000
 """The most tokens a summary may take, whatever the budget: it is rewritten with the snapshot every round."""
 
 KEEP_RECENT = 2
 """Turns and tool records kept verbatim, each, as long as folding older ones brings the prompt in budget."""
-
-SCALE_RANGE = (0.25, 4.0)
-"""Bounds of the provider's count over the estimate; a ratio outside them is not measuring the same
-thing (cached tokens left out, several requests counted as one) and is clamped."""
-
-_CJK = re.compile(
-    "["
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u2e80-\u2fdf"  # CJK and Kangxi radicals
-    "\u3000-\u303f"  # CJK symbols and punctuation
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3100-\u31ff"  # Bopomofo, Hangul compatibility Jamo, Kanbun, strokes, Katakana extensions
-    "\u3200-\u4dbf"  # enclosed CJK, CJK compatibility, Extension A
-    "\u4e00-\u9fff"  # CJK Unified Ideographs
-    "\ua960-\ua97f"  # Hangul Jamo Extended-A
-    "\uac00-\ud7ff"  # Hangul syllables, Jamo Extended-B
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\ufe30-\ufe4f"  # CJK compatibility forms
-    "\uff00-\uffef"  # half-width and full-width forms
-    "\U00020000-\U0003ffff"  # the ideographic planes (Extensions B and later)
-    "]"
-)
-
-_CUT = " [...] "
-
-
-# -- the estimate ---------------------------------------------------------------------------------------
-
-
-def _quarters(text: str) -> int:
-    """The estimate of ``text`` in quarter tokens: CJK 4, ASCII 1, any other character 2."""
-    if text.isascii():
-        return len(text)
-    plain = len(text.encode("ascii", "ignore"))
-    cjk = len(_CJK.findall(text))
-    return plain + 2 * (len(text) - plain - cjk) + 4 * cjk
-
-
-def _weight(char: str) -> int:
-    if char.isascii():
-        return 1
-    return 4 if _CJK.match(char) else 2
-
-
-def text_tokens(text: str) -> int:
-    """The estimated tokens of ``text``: CJK 1 a character, ASCII 1 per 4, others 1 per 2, rounded up."""
-    return (_quarters(text) + 3) // 4
-
-
-def estimate_tokens(messages: Iterable[Message]) -> int:
-    """The estimated tokens of a prompt: ``text_tokens`` of each message's content, plus 6 a message.
-
-    Example::
-
-        estimate_tokens([Message("user", "abcde"), Message("assistant", "你好")])  # (2 + 6) + (2 + 6) = 16
-    """
-    return sum(text_tokens(message.content) + MESSAGE_TOKENS for message in messages)
-
-
-def clip(text: str, tokens: int) -> str:
-    """``text`` cut in the middle to at most ``tokens`` estimated tokens, keeping its start and its end."""
-    if text_tokens(text) <= tokens:
-        return text
-    room = 4 * tokens - len(_CUT)
-    if room <= 0:
-        return text[: _fit(text, 4 * max(tokens, 0))]
-    head = _fit(text, room - room // 2)
-    tail = _fit(reversed(text[head:]), room // 2)
-    return f"{text[:head]}{_CUT}{text[len(text) - tail :] if tail else ''}"
-
-
-def _fit(chars: Iterable[str], quarters: int) -> int:
-    """How many of ``chars``, from the first, fit in ``quarters`` quarter tokens."""
-    if isinstance(chars, str) and chars.isascii():
-        return min(len(chars), quarters)
-    count = 0
-    for char in chars:
-        quarters -= _weight(char)
-        if quarters < 0:
-            break
-        count += 1
-    return count
-
-
-class Meter:
-    """The run's count of a prompt's tokens: the estimate, scaled by the provider's own count.
-
-    Combination: each model call whose stream reported input tokens (``Usage`` chunks, summed) sets
-    ``scale`` to those tokens divided by the estimate of the request they counted, clamped to
-    ``SCALE_RANGE``; every later count is the estimate times the latest scale, so a tokenizer that counts
-    more than the estimate makes the runtime compact sooner. The scale lives as long as the run's loop in
-    memory: a resumed run counts by the plain estimate until its first call reports usage.
-    """
-
-    def __init__(self) -> None:
-        self.scale = 1.0
-
-    def observe(self, messages: Sequence[Message], input_tokens: int) -> None:
-        """Take the provider's count of the request made of ``messages``."""
-        estimate = estimate_tokens(messages)
-        if input_tokens > 0 and estimate > 0:
-            low, high = SCALE_RANGE
-            self.scale = min(max(input_tokens / estimate, low), high)
-
-    def tokens(self, estimate: int) -> int:
-        """The count for a prompt estimated at ``estimate``."""
-        return math.ceil(estimate * self.scale - 1e-9)
-
-    def room(self, tokens: int) -> int:
-        """The largest estimate whose count is at most ``tokens``."""
-        return math.floor(tokens / self.scale + 1e-9)
-
-
-class MeteredModel:
-    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter."""
-
-    def __init__(self, model: Model, meter: Meter) -> None:
-        self.inner = model
-        self.meter = meter
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def wire(self) -> Wire:
-        return self.inner.wire
-
-    @property
-    def compact_prompts(self) -> bool:
-        return wants_compact_prompts(self.inner)
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        """The inner model's stream, unchanged."""
-        counted = 0
-        async for chunk in self.inner.stream(request):
-            if isinstance(chunk, Usage):
-                counted += chunk.input_tokens
-            yield chunk
-        if counted:
-            self.meter.observe(request.messages, counted)
-
 
 # -- compaction -----------------------------------------------------------------------------------------
 
@@ -365,7 +209,7 @@ def _report(fold: Sequence[_Record], summarised: int, why: str, before: int, aft
     return f"{head}; prompt estimate {before:,} -> {after:,} tokens"
 
 
-async def fit_context(loop: RunLoop) -> tuple[list[Message], list[Event]]:
+async def fit_context(loop: RunContext) -> tuple[list[Message], list[Event]]:
     """The messages of the round's execute call, compacted first when they would pass the budget.
 
     Returns:
@@ -397,15 +241,4 @@ async def fit_context(loop: RunLoop) -> tuple[list[Message], list[Event]]:
     return messages, [StatusEvent(stage="execute", code="context_compacted", text=text)]
 
 
-__all__ = [
-    "KEEP_RECENT",
-    "MESSAGE_TOKENS",
-    "SCALE_RANGE",
-    "SUMMARY_TOKENS",
-    "Meter",
-    "MeteredModel",
-    "clip",
-    "estimate_tokens",
-    "fit_context",
-    "text_tokens",
-]
+__all__ = ["KEEP_RECENT", "SUMMARY_TOKENS", "fit_context"]

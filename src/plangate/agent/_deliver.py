@@ -25,12 +25,12 @@ from plangate.errors import StoreError
 from plangate.events import Event, OutcomeEvent, SpeakEvent
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 logger = logging.getLogger(__name__)
 
 
-async def run_deliver(loop: RunLoop) -> None:
+async def run_deliver(loop: RunContext) -> None:
     """Write the closing message and end the run, in one commit."""
     state = loop.state
     outcome = state.outcome
@@ -42,10 +42,10 @@ async def run_deliver(loop: RunLoop) -> None:
         answer = fixed_text(outcome, state.plan, state.step_index)
     elif state.answer:
         answer = state.answer
-    elif loop.compact:
-        answer = evidence_text(outcome, loop.transcript.acts)
     else:
-        answer = await _summary(loop, outcome)
+        view = loop.view()
+        small = view.compact
+        answer = evidence_text(outcome, view.transcript.acts) if small else await _summary(loop, outcome)
     state.answer = answer
     state.phase = "done"
     if outcome.internal_reason:
@@ -67,7 +67,7 @@ async def run_deliver(loop: RunLoop) -> None:
     await loop.commit(Batch(events, status=outcome.status))
 
 
-async def _summary(loop: RunLoop, outcome: Outcome) -> str:
+async def _summary(loop: RunContext, outcome: Outcome) -> str:
     note = f"The run completed ({outcome.stage}: {outcome.code})."
     answer = await call(loop.model, "deliver", deliver_context(loop.view(), note).messages())
     text = answer.text.strip() if answer.failure is None else ""

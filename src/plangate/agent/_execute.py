@@ -45,7 +45,8 @@ from plangate.events import (
 from plangate.tools import ADD_TOOL, REMOVE_TOOL, Tool, ToolResult
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._context import View
+    from plangate.agent._runcontext import RunContext
 
 _META_TOOLS = frozenset({ADD_TOOL, REMOVE_TOOL})
 
@@ -54,7 +55,7 @@ _META_TOOLS = frozenset({ADD_TOOL, REMOVE_TOOL})
 class _Round:
     """One round in the making: its number, the step it started on, and the batch it commits."""
 
-    loop: RunLoop
+    loop: RunContext
     batch: Batch
     number: int
     step_index: int | None
@@ -78,13 +79,13 @@ class _Round:
         self.batch.events.insert(self.head, event)
 
 
-def _actions(loop: RunLoop) -> tuple[str, ...]:
+def _actions(loop: RunContext) -> tuple[str, ...]:
     """The actions the flow rules can accept this round, offered to the model's schema (``_proof.offered``).
     Any decision is still validated: a model that ignores its schema gets the correction."""
     return offered(loop, ACTIONS)
 
 
-def _unmet(condition: Condition | None, loop: RunLoop, step_index: int | None) -> tuple[str, str] | None:
+def _unmet(condition: Condition | None, loop: RunContext, step_index: int | None) -> tuple[str, str] | None:
     """A condition the model may not claim, and why it does not hold now (None: no such condition)."""
     if condition is None:
         return None
@@ -92,24 +93,25 @@ def _unmet(condition: Condition | None, loop: RunLoop, step_index: int | None) -
     return condition.expression, condition.evaluate(ConditionContext(receipts=receipts)).reason
 
 
-def _offered_tools(loop: RunLoop) -> list[Tool]:
+def _offered_tools(loop: RunContext, view: View) -> list[Tool]:
     """The tools the model's schema offers this round: the active ones, less, for a small model, the read
     tool whose call just succeeded (its observation is in the prompt; calling it again learns nothing, and
     a small model would). Any active tool is still accepted by validation."""
     active = loop.toolset.active_tools()
-    acts = loop.transcript.acts
-    if not loop.compact or not acts or not acts[-1].success:
+    acts = view.transcript.acts
+    if not view.compact or not acts or not acts[-1].success:
         return active
     last = acts[-1].tool
     others = [item for item in active if not (item.name == last and item.effect == "read")]
     return others or active
 
 
-async def run_round(loop: RunLoop) -> None:
+async def run_round(loop: RunContext) -> None:
     """One execute round, committed (twice for a write that runs without consent: intent, then receipt)."""
     if not loop.take_round("execute"):
         return
-    offered = _offered_tools(loop)
+    view = loop.view()
+    offered = _offered_tools(loop, view)
     names = [item.name for item in offered]
     # A compaction is committed with the round it made room for: a crash before the commit only redoes it.
     messages, compacted = await fit_context(loop)
@@ -120,7 +122,7 @@ async def run_round(loop: RunLoop) -> None:
         schema=decision_schema(tuple(names), _actions(loop)),
         tool_names=names,
         tool_parameters={item.name: item.parameters for item in offered},
-        argument_sources=argument_sources(loop.view()),
+        argument_sources=argument_sources(view),
     )
     state = loop.state
     batch = Batch([*compacted, *([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])])

@@ -22,6 +22,7 @@ Not for: finding the run or rebuilding it (``agent.py``, ``loop.load_loop``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from plangate.agent import _writes
@@ -36,14 +37,13 @@ from plangate.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from plangate.interactions import Answer, Approve, Edit, Reject, resolution_dict
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution, resolution_dict
 from plangate.store import Interaction
 from plangate.tools import ToolArgumentsError, ToolResult, clip_summary
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
-Resolution = Approve | Reject | Answer | Edit
 
 _ACCEPTS: dict[str, tuple[type[Resolution], ...]] = {
     "consent": (Approve, Edit, Reject),
@@ -55,7 +55,7 @@ _ACCEPTS: dict[str, tuple[type[Resolution], ...]] = {
 _REPLY_SUMMARY = 200
 
 
-def check(loop: RunLoop, interaction: Interaction, resolution: Resolution) -> JsonObject | None:
+def check(loop: RunContext, interaction: Interaction, resolution: Resolution) -> JsonObject | None:
     """Refuse a resolution that cannot apply; returns the validated arguments of an ``Edit``.
 
     Raises:
@@ -88,7 +88,7 @@ def check(loop: RunLoop, interaction: Interaction, resolution: Resolution) -> Js
     return None
 
 
-def _edited(loop: RunLoop, waiting: Waiting, resolution: Edit) -> JsonObject:
+def _edited(loop: RunContext, waiting: Waiting, resolution: Edit) -> JsonObject:
     name = waiting.tool or ""
     tool = loop.toolset.registry.get(name)
     try:
@@ -100,13 +100,20 @@ def _edited(loop: RunLoop, waiting: Waiting, resolution: Edit) -> JsonObject:
 
 
 async def apply(
-    loop: RunLoop, resolution: Resolution, edited: JsonObject | None, by: str | None, *, act: bool = True
+    loop: RunContext,
+    resolution: Resolution,
+    edited: JsonObject | None,
+    by: str | None,
+    *,
+    act: bool = True,
+    committed: Callable[[], object] | None = None,
 ) -> None:
     """Commit ``resolution`` of the run's open interaction (checked with ``check``) and its consequences.
 
     With ``act`` false, an approved write is only recorded as approved (``inflight``, no intent yet): the
     process that advances the run next starts it (``_writes.recover``), so nothing runs where the run is
-    not advanced (a server that hands runs to workers).
+    not advanced (a server that hands runs to workers). ``committed`` is called once the resolution is
+    committed, before an approved write runs.
 
     Raises:
         StaleInteraction: another resolution won the race; nothing changed.
@@ -131,6 +138,8 @@ async def apply(
         arguments = edited if edited is not None else dict(waiting.arguments or {})
         _start_write(loop, batch, waiting, arguments, record_intent=act)
         await loop.commit(batch)
+        if committed is not None:
+            committed()
         if act:
             await _writes.execute(loop)
         return
@@ -141,10 +150,12 @@ async def apply(
     else:
         _answered(loop, batch, waiting, resolution)
     await loop.commit(batch)
+    if committed is not None:
+        committed()
 
 
 def _start_write(
-    loop: RunLoop, batch: Batch, waiting: Waiting, arguments: JsonObject, *, record_intent: bool
+    loop: RunContext, batch: Batch, waiting: Waiting, arguments: JsonObject, *, record_intent: bool
 ) -> None:
     name = waiting.tool or ""
     inflight = InflightWrite(
@@ -162,7 +173,7 @@ def _start_write(
     batch.events.append(ToolCallEvent(call_id=inflight.key, tool=name, arguments=arguments, step_id=step_id))
 
 
-def _declined(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
+def _declined(loop: RunContext, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
     reason = resolution.reason.strip() if isinstance(resolution, Reject) else ""
     arguments = json.dumps(waiting.arguments or {}, ensure_ascii=False, sort_keys=True)
     observation = f"The user declined the call {waiting.tool} with {arguments}: " + (
@@ -183,7 +194,7 @@ def _declined(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolut
     )
 
 
-def _plan_answered(loop: RunLoop, batch: Batch, resolution: Resolution) -> None:
+def _plan_answered(loop: RunContext, batch: Batch, resolution: Resolution) -> None:
     state = loop.state
     if isinstance(resolution, Approve) and state.plan:
         state.phase = "execute"
@@ -194,7 +205,7 @@ def _plan_answered(loop: RunLoop, batch: Batch, resolution: Resolution) -> None:
     state.phase = "plan"
 
 
-def _answered(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
+def _answered(loop: RunContext, batch: Batch, waiting: Waiting, resolution: Resolution) -> None:
     text = resolution.text if isinstance(resolution, Answer) else ""
     summary = clip_summary(text, _REPLY_SUMMARY)
     if loop.state.phase == "execute":
@@ -218,4 +229,4 @@ def _answered(loop: RunLoop, batch: Batch, waiting: Waiting, resolution: Resolut
     batch.events.append(result_event(waiting.write_key, waiting.tool or "", outcome, step_id))
 
 
-__all__ = ["Resolution", "apply", "check"]
+__all__ = ["apply", "check"]

@@ -16,14 +16,13 @@ from plangate.agent._context import plan_context
 from plangate.agent._outcomes import model_failed
 from plangate.decisions import DecisionParseError, PlanOutput
 from plangate.errors import ConfigError
-from plangate.events import PlanEvent, SpeakEvent, StatusEvent, StepStartedEvent
-from plangate.events import PlanStep as PlanStepEvent
+from plangate.events import PlanEvent, PlanEventStep, SpeakEvent, StatusEvent, StepStartedEvent
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 
-async def run_plan(loop: RunLoop) -> None:
+async def run_plan(loop: RunContext) -> None:
     """One planning pass, committed."""
     if not loop.take_round("plan"):
         return
@@ -55,7 +54,7 @@ async def run_plan(loop: RunLoop) -> None:
     await loop.commit(batch)
 
 
-def _accept(loop: RunLoop, output: PlanOutput, batch: Batch) -> None:
+def _accept(loop: RunContext, output: PlanOutput, batch: Batch) -> None:
     state = loop.state
     state.plan = list(output.plan_steps)
     state.step_index = 0
@@ -66,7 +65,7 @@ def _accept(loop: RunLoop, output: PlanOutput, batch: Batch) -> None:
         except ConfigError as exc:
             batch.events.append(StatusEvent(stage="plan", code="context_hook_ignored", text=str(exc)))
         state.toolset = loop.toolset.state()
-    steps = [PlanStepEvent(content=step.content, done_when=step.done_when or "") for step in state.plan]
+    steps = [PlanEventStep(content=step.content, done_when=step.done_when or "") for step in state.plan]
     batch.events.append(PlanEvent(steps=steps))
     if loop.config.plan_consent:
         state.phase = "plan_consent"

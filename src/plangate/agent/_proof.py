@@ -25,7 +25,7 @@ from plangate.decisions import PlanStep
 from plangate.events import Proof, ProofReceipt, StatusEvent, StepAdvancedEvent, StepStartedEvent
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 PROVEN = "proven"
 """The outcome code of a run whose completion a condition proved."""
@@ -74,7 +74,7 @@ def receipts_of(batch: Batch, *, planned: bool) -> list[Held]:
     return found
 
 
-def prove(loop: RunLoop, batch: Batch) -> None:
+def prove(loop: RunContext, batch: Batch) -> None:
     """Check the step's and the goal's conditions after each receipt of ``batch``; act on the first proof."""
     state = loop.state
     if state.phase != "execute" or state.outcome is not None or state.waiting is not None:
@@ -101,7 +101,7 @@ def prove(loop: RunLoop, batch: Batch) -> None:
             return
 
 
-def _step_proven(loop: RunLoop, batch: Batch, records: list[Held], record: Held) -> None:
+def _step_proven(loop: RunContext, batch: Batch, records: list[Held], record: Held) -> None:
     """Advance the plan (or complete the run, on its last step) when ``record`` proves the current step."""
     state = loop.state
     plan = state.plan
@@ -139,14 +139,14 @@ def _proof(condition: Condition, reason: str, records: list[Held], record: Held)
     return Proof(condition=condition.expression, reason=reason, receipt=receipt)
 
 
-def _complete(loop: RunLoop, batch: Batch, proof: Proof, text: str) -> None:
+def _complete(loop: RunContext, batch: Batch, proof: Proof, text: str) -> None:
     receipt = proof.receipt
     batch.events.append(StatusEvent(stage="execute", code=PROVEN, text=text))
     message = f"Proven by receipt #{receipt.number} ({receipt.tool}): {proof.condition} holds."
     loop.end(Outcome(status="completed", stage="execute", code=PROVEN, user_message=message))
 
 
-def offered(loop: RunLoop, actions: Sequence[str]) -> tuple[str, ...]:
+def offered(loop: RunContext, actions: Sequence[str]) -> tuple[str, ...]:
     """``actions`` less those the flow cannot accept this round: under a plan ``next_plan`` only before the
     last step, ``done`` only on it (or without a plan), and neither for a step or a goal that a condition
     proves (the runtime declares those itself)."""

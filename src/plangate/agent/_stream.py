@@ -2,7 +2,7 @@
 
 For: ``Agent.stream``. The stream listens to the store's commits for its run (events are stored before
 they are yielded, SPEC §7), drives the run in a task of the caller's event loop, and keeps the final
-``RunResult`` in ``result``. Not for: replaying the events of an older run (``store.events``) or serving
+``AgentResult`` in ``result``. Not for: replaying the events of an older run (``store.events``) or serving
 them over HTTP (the server).
 """
 
@@ -13,7 +13,8 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from plangate.agent.result import RunResult
+from plangate.agent.result import AgentResult
+from plangate.errors import UsageError
 from plangate.events import Event
 from plangate.store import Commit, Store
 
@@ -23,19 +24,19 @@ class AgentStream:
 
     Attributes:
         run_id: the run being streamed (known before the first event).
-        result: the run's ``RunResult`` once iteration ended (None before, or if it was left early).
+        result: the run's ``AgentResult`` once iteration ended (None before, or if it was left early).
     """
 
-    def __init__(self, store: Store, run_id: str, advance: Callable[[], Awaitable[RunResult]]) -> None:
+    def __init__(self, store: Store, run_id: str, advance: Callable[[], Awaitable[AgentResult]]) -> None:
         self.run_id = run_id
-        self.result: RunResult | None = None
+        self.result: AgentResult | None = None
         self._store = store
         self._advance = advance
         self._used = False
 
     def __aiter__(self) -> AsyncIterator[Event]:
         if self._used:
-            raise RuntimeError("an AgentStream can be iterated only once")
+            raise UsageError("an AgentStream can be iterated only once; found a second iteration")
         self._used = True
         return self._events()
 

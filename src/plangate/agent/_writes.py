@@ -28,16 +28,16 @@ from plangate.events import Event, InteractionTool, StatusEvent, ToolCallEvent
 from plangate.tools import ToolResult
 
 if TYPE_CHECKING:
-    from plangate.agent.loop import RunLoop
+    from plangate.agent._runcontext import RunContext
 
 
-async def execute(loop: RunLoop) -> None:
+async def execute(loop: RunContext) -> None:
     """Run the in-flight write (its intent is committed) and commit its receipt."""
     inflight = loop.state.inflight
     if inflight is None:
         return
     tool = loop.toolset.registry.get(inflight.tool)
-    loop.confirm_lease()  # a process that lost the run (frozen, taken over) never writes for it
+    await loop.confirm_lease()  # a process that lost the run (frozen, taken over) never writes for it
     outcome = await tool.invoke(inflight.arguments, idempotency_key=inflight.key)
     if outcome.outcome_unknown:
         why = outcome.error_message or "the call was cut off"
@@ -48,7 +48,7 @@ async def execute(loop: RunLoop) -> None:
     await finish(loop, inflight, outcome)
 
 
-async def start(loop: RunLoop, inflight: InflightWrite) -> None:
+async def start(loop: RunContext, inflight: InflightWrite) -> None:
     """Commit the intent of an approved write that has none yet (with its ``tool_call``), then run it."""
     step_id = str(inflight.step_index) if loop.state.plan else None
     call = ToolCallEvent(
@@ -59,7 +59,7 @@ async def start(loop: RunLoop, inflight: InflightWrite) -> None:
 
 
 async def finish(
-    loop: RunLoop, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None
+    loop: RunContext, inflight: InflightWrite, outcome: ToolResult, batch: Batch | None = None
 ) -> None:
     """Commit the write's receipt (and its ``tool_result`` event), clearing ``inflight``."""
     batch = batch if batch is not None else Batch()
@@ -79,7 +79,7 @@ async def finish(
     await loop.commit(batch)
 
 
-async def recover(loop: RunLoop) -> None:
+async def recover(loop: RunContext) -> None:
     """Settle a write that was cut off between its intent and its receipt."""
     inflight = loop.state.inflight
     if inflight is None:
@@ -120,7 +120,7 @@ async def recover(loop: RunLoop) -> None:
 
 
 async def _ask_a_person(
-    loop: RunLoop,
+    loop: RunContext,
     inflight: InflightWrite,
     why: str,
     *,

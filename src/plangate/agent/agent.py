@@ -9,7 +9,7 @@ run does (``loop.py`` and the phase modules).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, TypeVar, get_args
 
@@ -28,18 +28,17 @@ from plangate.agent._state import (
 from plangate.agent._stream import AgentStream
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.loop import RunLoop, load_loop
-from plangate.agent.result import Outcome, RunResult
+from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.conditions.errors import caret_lines
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
 from plangate.events import JsonObject, OutcomeEvent
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
 from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
 from plangate.tools import Tool, ToolRegistry, Toolset
 
 T = TypeVar("T")
-Resolution = Approve | Reject | Answer | Edit
 
 _MODES: tuple[str, ...] = get_args(Mode)
 _FIRST_PHASE: dict[str, Phase] = {"auto": "route", "plan": "plan", "react": "execute"}
@@ -136,11 +135,11 @@ class Agent:
 
     # -- starting runs ------------------------------------------------------------------------------------
 
-    def run(self, prompt: str) -> RunResult:
+    def run(self, prompt: str) -> AgentResult:
         """Start a run and advance it until it ends or waits on a person (see ``run_async``)."""
         return _sync(self.run_async(prompt))
 
-    async def run_async(self, prompt: str) -> RunResult:
+    async def run_async(self, prompt: str) -> AgentResult:
         """Start a run and advance it until it ends or waits on a person.
 
         Returns:
@@ -173,12 +172,12 @@ class Agent:
     def stream(self, prompt: str) -> AgentStream:
         """Start a run and iterate over its events as they are committed (``async for``).
 
-        The stream's ``result`` holds the ``RunResult`` once iteration ended. Leaving the iteration early
+        The stream's ``result`` holds the ``AgentResult`` once iteration ended. Leaving the iteration early
         stops the run after its last commit; ``resume`` continues it.
         """
         loop = self._start(prompt)
 
-        async def advance() -> RunResult:
+        async def advance() -> AgentResult:
             async with self._lease(loop.run_id):
                 return await loop.advance()
 
@@ -193,7 +192,7 @@ class Agent:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
-    ) -> RunResult:
+    ) -> AgentResult:
         """Resolve the run's open interaction and continue the run (see ``resume_async``)."""
         return _sync(self.resume_async(run_id, interaction_id, resolution, by=by))
 
@@ -204,8 +203,12 @@ class Agent:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
-    ) -> RunResult:
+        resolved: Callable[[], object] | None = None,
+    ) -> AgentResult:
         """Resolve the run's open interaction with ``resolution``, then continue until it ends or waits.
+
+        ``resolved`` is called once the resolution is committed, before anything it allows runs (a server
+        answers its client then, while the run goes on).
 
         With no interaction and no resolution, continue a run whose process stopped (a write cut off
         between its intent and its receipt is reconciled, or a person is asked about it); a waiting or
@@ -231,7 +234,7 @@ class Agent:
                 return await loop.advance()
             loop, edited = self._checked(run_id, interaction_id, resolution)
             _ = loop.model
-            await _interactions.apply(loop, resolution, edited, by)
+            await _interactions.apply(loop, resolution, edited, by, committed=resolved)
             return await loop.advance()
 
     def resolve(
@@ -266,7 +269,7 @@ class Agent:
         loop = self._load(run_id)
         return loop, _interactions.check(loop, interaction, resolution)
 
-    def cancel(self, run_id: str, reason: str = "cancelled") -> RunResult:
+    def cancel(self, run_id: str, reason: str = "cancelled") -> AgentResult:
         """Cancel a run that has not ended: its open interaction expires; it ends ``cancelled``.
 
         Raises:
@@ -293,7 +296,7 @@ class Agent:
             tx.append(OutcomeEvent(status="cancelled", stage=stage, code="cancelled", user_message=reason))
             tx.set_status("cancelled", outcome=outcome.model_dump(mode="json"))
             tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
-        return RunResult(run_id, "cancelled", outcome, None, state.answer)
+        return AgentResult(run_id, "cancelled", outcome, None, state.answer)
 
     # -- internals ----------------------------------------------------------------------------------------
 

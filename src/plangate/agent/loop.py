@@ -19,22 +19,21 @@ stays ``running`` to fail again on every recovery.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Literal
 
+from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
-from plangate.agent._compact import Meter, MeteredModel
 from plangate.agent._context import View, catalogue_text
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
 from plangate.agent._small_prompt import small_catalogue
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
+from plangate.agent._tokens import Meter, MeteredModel
 from plangate.agent._transcript import Evidence, Transcript
-from plangate.agent.result import Outcome, RunResult
+from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import Condition, named_tools
 from plangate.errors import ConfigError, InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
@@ -92,8 +91,9 @@ class RunLoop:
         self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
-        self._model: Model | None = MeteredModel(model, self.meter) if isinstance(model, Model) else None
-        self._build_model: Callable[[], Model] | None = None if isinstance(model, Model) else model
+        self._model: MeteredModel | Callable[[], Model] = (
+            MeteredModel(model, self.meter) if isinstance(model, Model) else model
+        )
         self.toolset = toolset
         self.run_id = run_id
         self.prompt = prompt
@@ -109,15 +109,13 @@ class RunLoop:
     @property
     def model(self) -> Model:
         """The run's model (built on first use when the loop was given a function)."""
-        if self._model is None and self._build_model is not None:
-            self._model = MeteredModel(self._build_model(), self.meter)
-            self._build_model = None
-        assert self._model is not None  # one of the two was given
+        if not isinstance(self._model, MeteredModel):
+            self._model = MeteredModel(self._model(), self.meter)
         return self._model
 
     # -- advancing ----------------------------------------------------------------------------------------
 
-    async def advance(self) -> RunResult:
+    async def advance(self) -> AgentResult:
         """Run phases until the run ends or waits on a person; returns where it stands."""
         if self._fresh:
             self._fresh = False
@@ -176,14 +174,14 @@ class RunLoop:
         self.state.inflight = None
         self.end(internal_error(stage, failure, None if inflight is None else inflight.tool))
 
-    def result(self) -> RunResult:
-        """Where the run stands now, as ``RunResult``."""
+    def result(self) -> AgentResult:
+        """Where the run stands now, as ``AgentResult``."""
         state = self.state
         if state.phase == "done" and state.outcome is not None:
-            return RunResult(self.run_id, state.outcome.status, state.outcome, None, state.answer)
+            return AgentResult(self.run_id, state.outcome.status, state.outcome, None, state.answer)
         if state.waiting is not None:
-            return RunResult(self.run_id, "waiting", None, self.interaction, None)
-        return RunResult(self.run_id, "running")
+            return AgentResult(self.run_id, "waiting", None, self.interaction, None)
+        return AgentResult(self.run_id, "running")
 
     # -- helpers the phases share -------------------------------------------------------------------------
 
@@ -261,16 +259,7 @@ class RunLoop:
         # What a receipt proves goes into the same batch, decided here, on the loop's thread, like the rest
         # of the state.
         _proof.prove(self, batch)
-        work = asyncio.ensure_future(asyncio.to_thread(self._commit, batch))
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            while not work.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait({work})
-            if not work.cancelled():
-                work.exception()  # retrieved: the cancellation is what the caller hears
-            raise
+        return await off_loop(self._commit, batch)
 
     def _commit(self, batch: Batch) -> list[Event]:
         state = self.state
@@ -316,10 +305,11 @@ class RunLoop:
             return self.store.transaction(self.run_id)
         return self.leases.transaction(self.run_id)
 
-    def confirm_lease(self) -> None:
-        """Before a write: renew the run's lease, refused (``RunLeased``) when this process lost it."""
+    async def confirm_lease(self) -> None:
+        """Before a write: renew the run's lease (off the event loop), refused (``RunLeased``) when this
+        process lost it."""
         if self.leases is not None:
-            self.leases.confirm(self.run_id)
+            await self.leases.confirm_async(self.run_id)
 
     def _open(self, tx: Transaction, question: Question) -> None:
         step_id = str(question.step_index) if self.state.plan else None

@@ -1,4 +1,4 @@
-"""What an agent run hands back: ``RunResult`` and the terminal ``Outcome``.
+"""What an agent run hands back: ``AgentResult`` and the terminal ``Outcome``.
 
 For: the public, immutable answer of ``Agent.run`` / ``Agent.resume`` (where the run stands, how it ended,
 what a person must answer next, the closing text). Not for: the run's durable state (``_state.py``) or
@@ -40,7 +40,7 @@ class Outcome(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class AgentResult:
     """Where an agent run stands after ``run`` or ``resume`` returned.
 
     Attributes:
@@ -64,4 +64,4 @@ class RunResult:
         return self.status == "waiting"
 
 
-__all__ = ["Outcome", "OutcomeStatus", "RunResult"]
+__all__ = ["AgentResult", "Outcome", "OutcomeStatus"]

@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 from rich.prompt import Prompt
 
-from plangate.agent import Agent, Mode, RunResult
+from plangate.agent import Agent, AgentResult, Mode
 from plangate.cli._console import fail, out, print_json, prog
 from plangate.cli._events import OUTCOME_STYLE, EventPrinter, event_line
 from plangate.cli._loading import (
@@ -32,7 +32,7 @@ from plangate.cli._loading import (
     tool_specs,
 )
 from plangate.errors import InteractionError, StaleInteraction, UserError
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.store import Interaction, LeaseBook, Store
 
 MODEL_ENV = "PLANGATE_MODEL"
@@ -52,7 +52,6 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the result as JSON for scripts (no live events).")
 ]
 
-Resolution = Approve | Reject | Answer | Edit
 def register(app: typer.Typer) -> None:
     """Add ``agent`` to ``app``."""
     app.command("agent")(agent_command)
@@ -89,7 +88,7 @@ def _edit(interaction: Interaction) -> Edit:
         out.print(f"[red]expected a JSON object, got {type(value).__name__}[/]")
 
 
-def drive(agent: Agent, result: RunResult, *, ask_here: bool) -> RunResult:
+def drive(agent: Agent, result: AgentResult, *, ask_here: bool) -> AgentResult:
     """While the run waits on a person and we may ask here, ask and resume."""
     while result.waiting and result.interaction is not None and ask_here:
         interaction = result.interaction
@@ -104,7 +103,7 @@ def drive(agent: Agent, result: RunResult, *, ask_here: bool) -> RunResult:
     return result
 
 
-def report(result: RunResult, json: bool, hint: str = "") -> None:
+def report(result: AgentResult, json: bool, hint: str = "") -> None:
     """Print where the run stands (or its JSON form); exit 1 when it did not complete."""
     if json:
         print_json(

@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
+from plangate._json import json_type
 from plangate.cli._console import err, fail, out, parse_vars, print_json
 from plangate.conditions import (
     Condition,
@@ -231,33 +232,23 @@ class _StepsReader:
         if step_id in path:
             cycle = " -> ".join((*path[path.index(step_id) :], step_id))
             raise StepsFileError(f"children form a cycle: {cycle}")
-        item, _, children = self._entries[step_id]
+        item, at, children = self._entries[step_id]
         kids = []
         for child_id, where in children:
             if child_id not in self._entries:
                 raise StepsFileError(f"{where}: no step has the id '{child_id}'")
             kids.append(self._build(child_id, (*path, step_id)))
         output = item.get("output", {})
-        assert isinstance(output, dict)
+        if not isinstance(output, dict):  # _collect refused this already
+            raise StepsFileError(f"{at}.output: expected an object, found {_kind(output)}")
         state = StepState(step_id, str(item["status"]), output, kids)
         self._built[step_id] = state
         return state
 
 
 def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if value else "an empty string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    # A steps file is written by people: a list is a list to them, and an empty string is worth saying.
+    return "an empty string" if value == "" else json_type(value, article=True, array="list")
 
 
 __all__ = ["StepsFileError", "check_condition", "load_steps", "register"]

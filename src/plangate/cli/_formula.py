@@ -19,9 +19,9 @@ from rich.table import Table
 from rich.tree import Tree
 
 from plangate.cli._console import fail, out, parse_vars, print_json
-from plangate.cli._loading import ToolsOpt, tool_specs, tools_from
+from plangate.cli._loading import ConfigOpt, ToolsOpt, project, project_tool_specs, project_tools
 from plangate.errors import ConfigError, FormulaError, FormulaNotFound
-from plangate.formulas import Formula, Issue, Plan, PlanStep, check_formula, cook, has_errors, load_formula
+from plangate.formulas import CookedStep, Formula, Issue, Plan, check_formula, cook, has_errors, load_formula
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import FormulaLoader
 
@@ -43,27 +43,31 @@ def register(app: typer.Typer) -> None:
 
 
 def _check(
-    name: NameArg, path: PathOpt = None, var: VarOpt = None, tools: ToolsOpt = None, json: JsonOpt = False
+    name: NameArg,
+    path: PathOpt = None,
+    var: VarOpt = None,
+    tools: ToolsOpt = None,
+    json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Check a formula: unknown steps, cycles, bad conditions, vars (give required ones with --var), tools.
 
-    With --tools (or $PLANGATE_TOOLS), tool names are checked too, and a write step that says nothing of
-    consent is a warning. With --json, the issues are printed as JSON whatever happens, a formula that
-    cannot be read included.
+    With tools (--tools, $PLANGATE_TOOLS, or plangate.toml's tools and [[mcp]] servers, which are started
+    to list theirs), tool names are checked too, and a write step that says nothing of consent is a
+    warning. With --json, the issues are printed as JSON whatever happens, a formula that cannot be read
+    included.
 
     Exit codes: 0 no errors (warnings allowed); 1 error-level issues; 2 the formula cannot be read (not
-    found, bad TOML, a schema error) or an option is wrong."""
+    found, bad TOML, a schema error), an option is wrong, or a tool source cannot be loaded."""
     try:
         formula = load_formula(name, path)
-        specs = tool_specs(tools)
-        registry = tools_from(specs) if specs else None
+        plan, issues = _checked(formula, var, tools, path)
     except (FormulaError, ConfigError) as exc:
         if json:
             print_json({"formula": name, "ok": False, "steps": None, "issues": _load_issues(exc)})
             raise typer.Exit(2) from None
         fail(str(exc))
         return
-    plan, issues = check_formula(formula, parse_vars(var), tools=registry, search_paths=path)
     failed = has_errors(issues)
     if json:
         print_json(
@@ -80,6 +84,17 @@ def _check(
             out.print("[dim]give the formula's vars with --var NAME=VALUE[/]")
     if failed:
         raise typer.Exit(1)
+
+
+def _checked(
+    formula: Formula, var: list[str] | None, tools: list[str] | None, path: list[Path] | None
+) -> tuple[Plan | None, list[Issue]]:
+    """``check_formula`` with this invocation's tools, when it has any (the MCP servers run meanwhile)."""
+    vars = parse_vars(var)
+    if not project_tool_specs(tools) and not project().mcp:
+        return check_formula(formula, vars, search_paths=path)
+    with project_tools(tools) as loaded:
+        return check_formula(formula, vars, tools=loaded.registry, search_paths=path)
 
 
 def _load_issues(exc: FormulaError | ConfigError) -> list[dict[str, str]]:
@@ -172,7 +187,7 @@ def _print_issues(formula: Formula, plan: Plan | None, issues: list[Issue]) -> N
     out.print(f"{where}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}")
 
 
-def own_needs(plan: Plan, step: PlanStep) -> list[str]:
+def own_needs(plan: Plan, step: CookedStep) -> list[str]:
     """A step's needs without those it only inherits from its parent (what the formula says)."""
     if step.parent is None or step.parent not in plan.index:
         return list(step.needs)
@@ -205,7 +220,7 @@ def mermaid(plan: Plan) -> str:
     names = {step.id: f"s{i}" for i, step in enumerate(plan.steps)}
     lines = ["graph TD"]
 
-    def emit(step: PlanStep, depth: int) -> None:
+    def emit(step: CookedStep, depth: int) -> None:
         pad = "  " * depth
         label = _mermaid_label(step.id if step.title == step.id else f"{step.id}: {step.title}")
         if step.children:
@@ -231,14 +246,14 @@ def _mermaid_label(text: str) -> str:
     return text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
 
-def _executor_text(step: PlanStep) -> str:
+def _executor_text(step: CookedStep) -> str:
     executor = step.executor
     if executor.type in ("tool", "formula"):
         return f"{executor.type}: {getattr(executor, 'name', '')}"
     return executor.type
 
 
-def _gate_text(step: PlanStep) -> str:
+def _gate_text(step: CookedStep) -> str:
     gate = step.gate
     if gate is None:
         return ""

@@ -49,7 +49,7 @@ from plangate.events import (
 )
 from plangate.formulas._runstate import StepRun
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
 from plangate.store import TERMINAL_STATUSES, Commit, Interaction, Store
 
@@ -172,12 +172,12 @@ class _Progress:
         return table
 
 
-def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> RunResult:
+def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool | None) -> FormulaResult:
     """Run ``first`` (a coroutine) and, while a person is needed and we may ask, ask and go on.
 
     The questions are the agent command's (``_agent.ask``): one set of prompts for every run."""
     ask_here = (sys.stdin.isatty() if interactive is None else interactive) and not detach
-    result: RunResult = asyncio.run(first)
+    result: FormulaResult = asyncio.run(first)
     while result.status == "waiting" and result.interaction is not None and ask_here:
         interaction = result.interaction
         with _Progress.paused():
@@ -196,7 +196,7 @@ def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool
     return result
 
 
-def _report(result: RunResult, json: bool, hint: str = "", *, quiet: bool = False) -> None:
+def _report(result: FormulaResult, json: bool, hint: str = "", *, quiet: bool = False) -> None:
     if quiet:
         print(result.run_id)
     elif json:

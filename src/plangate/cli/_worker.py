@@ -1,8 +1,9 @@
 """``plangate worker``: a Celery worker that advances runs handed to it through a Redis broker.
 
-For: turning the command line (and ``plangate.toml``, with ``--config``) into ``WorkerSettings`` and running
-the worker. The worker's tools, formulas and model come from here only, never from the runs it advances.
-Not for: the worker itself (``plangate.workers``).
+For: turning the command line (and ``plangate.toml``: ``--config``, ``$PLANGATE_CONFIG`` or the working
+directory's, read as every command reads it) into ``WorkerSettings`` and running the worker. The worker's
+tools, formulas and model come from here only, never from the runs it advances. Not for: the worker
+itself (``plangate.workers``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ import typer
 from rich.markup import escape
 
 from plangate.cli._console import err, fail
-from plangate.cli._loading import StoreOpt, ToolsOpt, tool_specs
-from plangate.config import load_config
+from plangate.cli._loading import ConfigOpt, StoreOpt, ToolsOpt, project, project_tool_specs, project_tools
 from plangate.errors import ConfigError, UserError
 from plangate.store import STORE_ENV
 
@@ -52,12 +52,7 @@ def worker_command(
         list[Path] | None,
         typer.Option("--path", "-p", help="A directory to search for formulas first (repeatable)."),
     ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config", help="A plangate.toml with the store, the model and the tools (the flags win)."
-        ),
-    ] = None,
+    config: ConfigOpt = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -92,8 +87,8 @@ def worker_command(
             lease_ttl=lease_ttl,
             concurrency=concurrency,
         )
-        settings = _with_config(settings, config, store, tools, model)
-        _check(settings)
+        settings = _with_config(settings, store, tools, model)
+        _check(settings, tools)
     except UserError as exc:
         fail(str(exc))
         return
@@ -106,36 +101,35 @@ def worker_command(
 
 
 def _with_config(
-    settings: WorkerSettings, path: Path | None, store: str | None, tools: list[str] | None, model: str | None
+    settings: WorkerSettings, store: str | None, tools: list[str] | None, model: str | None
 ) -> WorkerSettings:
-    found = load_config(path) if path is not None else None
-    chosen_store = store or (found.store if found else None) or os.environ.get(STORE_ENV, "").strip()
+    """The settings with what the flags, the environment and ``plangate.toml`` say, in that order."""
+    found = project()
+    chosen_store = store or os.environ.get(STORE_ENV, "").strip() or found.store
     if not chosen_store:
         raise ConfigError(
-            f"--store: expected the shared store's URL (postgresql://…) or ${STORE_ENV}; found none"
+            f"--store: expected the shared store's URL (postgresql://…), ${STORE_ENV} or store in "
+            "plangate.toml; found none"
         )
-    if found is not None and found.mcp:
-        raise ConfigError(
-            f"{found.source}: mcp: workers do not start MCP servers; offer their tools with --tools instead"
-        )
-    specs = tool_specs(tools) or list(found.tools if found else [])
     return replace(
         settings,
         store=chosen_store,
-        tools=tuple(specs),
-        model=model or (found.model if found else None),
+        tools=tuple(project_tool_specs(tools)),
+        model=model or found.model,
+        # Each worker process starts the file's MCP servers for itself: they cannot be shared across a fork.
+        config=str(found.source) if found.mcp and found.source is not None else None,
     )
 
 
-def _check(settings: WorkerSettings) -> None:
-    """Fail now, with the reason, on what every worker process would fail on later (tools, the store)."""
+def _check(settings: WorkerSettings, tools: list[str] | None) -> None:
+    """Fail now, with the reason, on what every worker process would fail on later (tools, MCP servers,
+    the store)."""
     from plangate.store import open_store
-    from plangate.tools.specs import load_tools
 
-    registry = load_tools(settings.tools)
+    with project_tools(tools) as loaded:
+        names = ", ".join(loaded.registry.names()) or "none"
     opened = open_store(settings.store)
     opened.close()
-    names = ", ".join(registry.names()) or "none"
     paths = ", ".join(settings.paths) or "the default places"
     err.print(f"worker: tools {escape(names)}; formulas from {escape(paths)}")
 

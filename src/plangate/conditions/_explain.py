@@ -261,8 +261,10 @@ class _Sides:
         self.lvalue, self.lshown, self.rvalue, self.rshown = lvalue, lshown, rvalue, rshown
 
     def fact(self, verdict: bool) -> str:
-        if isinstance(self.left, ast.EnvRef) or isinstance(self.right, ast.EnvRef):
-            return self._secret(verdict)
+        if isinstance(self.left, ast.EnvRef):
+            return _secret(verdict, self.op, self.left, self.lvalue, self.right, self.rvalue)
+        if isinstance(self.right, ast.EnvRef):
+            return _secret(verdict, FLIPPED[self.op], self.right, self.rvalue, self.left, self.lvalue)
         op = self.op
         if op not in ("==", "!=") and not verdict:
             problem = self._unordered()
@@ -293,26 +295,23 @@ class _Sides:
             return ""  # a missing value, or two numbers / strings: the plain wording says it
         return f"type mismatch: {self.lshown} ({lkind}) {self.op} {self.rshown} ({rkind}){where}"
 
-    def _secret(self, verdict: bool) -> str:
-        # Whether the variable is set and the outcome; never a value, not even the other side's.
-        op = self.op
-        if isinstance(self.left, ast.EnvRef):
-            env, env_value, other, other_value = self.left, self.lvalue, self.right, self.rvalue
-        else:
-            assert isinstance(self.right, ast.EnvRef)
-            env, env_value, other, other_value = self.right, self.rvalue, self.left, self.lvalue
-            op = FLIPPED[op]
-        name = f"env.{env.name}"
-        if env_value is None:
-            return f"{name} is not set"
-        target = "the expected value" if isinstance(other, ast.Literal) else _named(other)
-        if op in ("==", "!="):
-            equal = verdict == (op == "==")
-            return f"{name} is set and {'equals' if equal else 'does not equal'} {target}"
-        env_kind, other_kind = kind_of(env_value), kind_of(other_value)
-        if env_kind != other_kind:
-            return f"type mismatch: {name} ({env_kind}) {op} {target} ({other_kind})"
-        return f"{name} is set and is {'' if verdict else 'not '}{op} {target}"
+
+def _secret(
+    verdict: bool, op: str, env: ast.EnvRef, env_value: object, other: ast.Expr, other_value: object
+) -> str:
+    """``env.NAME OP other`` (turned so the variable is on the left), explained without a value."""
+    # Whether the variable is set and the outcome; never a value, not even the other side's.
+    name = f"env.{env.name}"
+    if env_value is None:
+        return f"{name} is not set"
+    target = "the expected value" if isinstance(other, ast.Literal) else _named(other)
+    if op in ("==", "!="):
+        equal = verdict == (op == "==")
+        return f"{name} is set and {'equals' if equal else 'does not equal'} {target}"
+    env_kind, other_kind = kind_of(env_value), kind_of(other_value)
+    if env_kind != other_kind:
+        return f"type mismatch: {name} ({env_kind}) {op} {target} ({other_kind})"
+    return f"{name} is set and is {'' if verdict else 'not '}{op} {target}"
 
 
 def _named(node: ast.Expr) -> str:

@@ -100,7 +100,8 @@ def tokenize(text: str) -> list[Token]:
         ch = text[i]
         if ch in name_start:
             match = match_name(text, i)
-            assert match is not None  # ch starts a name
+            if match is None:  # ch starts a name, so the pattern matches; refused rather than trusted
+                raise ConditionSyntaxError(text, i, "a name", describe(ch))
             word = match[1]
             keyword = keywords.get(word)
             if keyword is not None:
@@ -150,7 +151,8 @@ def tokenize(text: str) -> list[Token]:
 
 def _number(text: str, start: int) -> Token:
     match = _NUMBER.match(text, start)
-    assert match is not None  # the caller saw a digit (or '-' and a digit)
+    if match is None:  # the caller saw a digit (or '-' and a digit), so the pattern matches
+        raise ConditionSyntaxError(text, start, "a number", describe(text[start]))
     end = match.end()
     if end < len(text) and (text[end] in _NAME_CHAR or text[end] == "."):
         tail = _NUMBER_TAIL.match(text, end)

@@ -16,6 +16,7 @@ from typing import Any, Final, TypeAlias
 
 from plangate.conditions import ast
 from plangate.conditions.context import ConditionContext, ReceiptState, StepState
+from plangate.errors import Signal
 
 
 class _Missing:
@@ -46,7 +47,7 @@ ORDERING: dict[str, Callable[[Any, Any], bool]] = {
 FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-class Unsatisfied(Exception):  # a verdict carried out of nested closures, not a failure
+class Unsatisfied(Signal):  # a verdict carried out of nested closures, not a failure
     """Ends an evaluation as unsatisfied with ``reason``: an unknown step, a refused file path.
 
     Raised deep inside closures so that ``not`` cannot turn "step 'x' not found" into a pass.
@@ -126,11 +127,9 @@ def equal(left: object, right: object) -> bool:
         return False
     if kind == "null":
         return True
-    if kind == "list":
-        assert isinstance(left, Sequence) and isinstance(right, Sequence)
+    if kind == "list" and isinstance(left, Sequence) and isinstance(right, Sequence):
         return len(left) == len(right) and all(equal(a, b) for a, b in zip(left, right, strict=True))
-    if kind == "object":
-        assert isinstance(left, Mapping) and isinstance(right, Mapping)
+    if kind == "object" and isinstance(left, Mapping) and isinstance(right, Mapping):
         return left.keys() == right.keys() and all(equal(left[key], right[key]) for key in left)
     return bool(left == right)
 

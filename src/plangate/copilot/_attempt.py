@@ -153,7 +153,9 @@ class AttemptRun:
                 ),
                 stage="check",
             )
-        assert plan is not None and terminal.formula is not None
+        if plan is None or terminal.formula is None:  # next_step says run only for a checked formula
+            reason = "the copilot built no workflow to run"
+            return AttemptResult(self._attempt("failed", reason, issues=list(terminal.issues)), stage="check")
         return await self._run(terminal.formula, plan, list(terminal.issues))
 
     async def _terminal(
@@ -259,7 +261,7 @@ class AttemptRun:
         if setup.constrained and (instead := review_rules.rows_instead(review, outcome, known)) is not None:
             answer, review = instead  # a small model's broken sentence about sound rows: the rows
         if review.signals and setup.review_model is not None and outcome.completed:
-            answer, review = await self._model_review(outcome, review, known)
+            answer, review = await self._model_review(setup.review_model, outcome, review, known)
         self._review(review)
         status = policy.attempt_status(review, ran=outcome.completed)
         reason = self._reason(outcome, review)
@@ -280,9 +282,9 @@ class AttemptRun:
         )
         return AttemptResult(attempt, retry)
 
-    async def _model_review(self, outcome: RunOutcome, review: Review, known: Known) -> tuple[str, Review]:
-        model = self.setup.review_model
-        assert model is not None
+    async def _model_review(
+        self, model: Model, outcome: RunOutcome, review: Review, known: Known
+    ) -> tuple[str, Review]:
         verdict = await review_rules.model_review(
             model, self.setup.question, outcome.answer, outcome, review, known
         )

@@ -28,10 +28,10 @@ from plangate.copilot._scope import Scope
 from plangate.formulas import Formula, Issue, Plan, check_formula
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     FormulaExecutor,
     HumanExecutor,
     ManualExecutor,
-    PlanStep,
     ToolExecutor,
 )
 from plangate.tools.data import AggregateError, SchemaInfo, TableInfo, compile_aggregate, parse_aggregate
@@ -71,7 +71,7 @@ def check_draft(
     return formula, plan, issues
 
 
-def step_issues(step: PlanStep, index: int, scope: Scope) -> list[Issue]:
+def step_issues(step: CookedStep, index: int, scope: Scope) -> list[Issue]:
     """The copilot's own issues with one step of the plan."""
     at = step.source or f"steps[{index}]"
     executor = step.executor

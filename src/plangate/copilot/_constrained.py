@@ -29,7 +29,8 @@ from plangate.copilot._asked import Asked, asked
 from plangate.copilot._periods import asked_period
 from plangate.models import Model
 from plangate.models._grammar import LINES, NOT_BLANK
-from plangate.tools.data import SchemaInfo, TableInfo, source_parameters
+from plangate.tools.data import SchemaInfo, TableInfo
+from plangate.tools.data.aggregate import parameters_schema, source_properties
 from plangate.tools.data.periods import Period, maybe_date_column
 from plangate.tools.data.profile import CategoryColumn
 
@@ -201,9 +202,7 @@ def _text(limit: int) -> dict[str, JsonValue]:
 
 def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
     """``db_aggregate``'s grammar form on ``schema``, with the question's hints as its only choices."""
-    arguments = source_parameters(schema, grammar=True)
-    properties = arguments["properties"]
-    assert isinstance(properties, dict)
+    properties = source_properties(schema, grammar=True)
     period = properties["period"]
     options_of = period.get("anyOf") if isinstance(period, dict) else None
     span = options_of[0] if isinstance(options_of, list) and options_of else None
@@ -252,7 +251,7 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
         properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}, "maxItems": fewest}
     if hints.asked is not None:
         _apply_asked(properties, hints.asked, schema)
-    return arguments
+    return parameters_schema(properties, grammar=True)
 
 
 def _apply_asked(properties: dict[str, JsonValue], what: Asked, schema: SchemaInfo) -> None:

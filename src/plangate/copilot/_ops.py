@@ -157,9 +157,7 @@ def _merge(target: dict[str, JsonValue], changes: dict[str, JsonValue]) -> None:
     for key, value in changes.items():
         if value is None:
             target.pop(key, None)
-        elif isinstance(value, dict) and isinstance(target.get(key), dict):
-            inner = target[key]
-            assert isinstance(inner, dict)
+        elif isinstance(value, dict) and isinstance(inner := target.get(key), dict):
             _merge(inner, value)
         else:
             target[key] = value
@@ -236,9 +234,7 @@ class Draft:
             known = ", ".join(str(step.get("id")) for step in self.steps) or "none yet"
             return f"update_step: no step {step_id!r} (steps: {known})"
         changes = {k: v for k, v in fields.items() if k != "id"}
-        if isinstance(changes.get("step"), dict) and len(changes) == 1:
-            nested = changes["step"]
-            assert isinstance(nested, dict)
+        if isinstance(nested := changes.get("step"), dict) and len(changes) == 1:
             changes = {k: v for k, v in nested.items() if k != "id"}  # {"id", "step": {...}} is meant too
         _merge(self.steps[index], changes)
         return None

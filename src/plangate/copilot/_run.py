@@ -22,7 +22,7 @@ from plangate.errors import PlangateError
 from plangate.events import StepStateEvent, ToolResultEvent
 from plangate.formulas import Plan
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, ToolExecutor
-from plangate.formulas.runtime import FormulaRunner, RunResult
+from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.models import Model, ModelChunk, ModelRequest, Wire
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools.data._format import cell_text
@@ -247,7 +247,7 @@ class PlanRunner:
             if self.store.get_run(run_id).status not in TERMINAL_STATUSES:
                 runner.cancel(run_id, reason)
 
-    def _outcome(self, result: RunResult, plan: Plan, status: str, reason: str) -> RunOutcome:
+    def _outcome(self, result: FormulaResult, plan: Plan, status: str, reason: str) -> RunOutcome:
         outcome = RunOutcome(result.run_id, status, reason, plan)
         events = self.store.events(result.run_id)
         outcome.step_events = [event for event in events if isinstance(event, StepStateEvent)]

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import JsonValue
 
 from plangate.copilot.results import Attempt, Review
+from plangate.errors import ConfigError
 from plangate.formulas import Formula, Issue
 from plangate.store import TurnStatus
 
@@ -211,10 +212,10 @@ def chosen_attempt(attempts: Sequence[Attempt]) -> Attempt:
     later one on a tie; a cancelled turn reports its last attempt.
 
     Raises:
-        ValueError: no attempts.
+        ConfigError: no attempts.
     """
     if not attempts:
-        raise ValueError("a turn has at least one attempt")
+        raise ConfigError("chosen_attempt: expected at least one attempt; found none")
     if attempts[-1].status == "cancelled":
         return attempts[-1]
     best = attempts[0]

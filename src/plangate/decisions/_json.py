@@ -17,7 +17,9 @@ import math
 import sys
 from typing import Literal
 
+from plangate._json import json_type
 from plangate.decisions.errors import DecisionParseError
+from plangate.errors import Signal
 
 Stop = Literal["closed", "lt", "more"]
 
@@ -28,7 +30,7 @@ MAX_DEPTH = 64
 _MAX_INT_DIGITS = 330
 
 
-class _Refused(ValueError):
+class _Refused(Signal):
     """Valid JSON syntax that the protocol still refuses (a repeated key, a non-finite or huge number)."""
 
 
@@ -103,23 +105,6 @@ def strip_fences(text: str) -> str:
     if body.endswith("```"):
         body = body[:-3]
     return body.strip()
-
-
-def json_kind(value: object) -> str:
-    """The JSON name of a decoded value's type, with its article (``an object``, ``a string``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -236,5 +221,5 @@ def load_object(text: str, what: str) -> dict[str, object]:
         value = loads(body[start:end], what, offset=start)
     check_value(value, what)
     if not isinstance(value, dict):
-        raise DecisionParseError(what, f"expected a JSON object, got {json_kind(value)}")
+        raise DecisionParseError(what, f"expected a JSON object, got {json_type(value, article=True)}")
     return value

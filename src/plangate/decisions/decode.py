@@ -28,7 +28,8 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from plangate.decisions._json import check_value, json_kind, load_object
+from plangate._json import json_type
+from plangate.decisions._json import check_value, load_object
 from plangate.decisions.errors import DecisionParseError
 from plangate.decisions.outputs import (
     PLAN_ACTIONS,
@@ -69,7 +70,7 @@ def _text(value: object, field: str) -> str | None:
         return value.strip()
     if isinstance(value, int | float) and not isinstance(value, bool):
         return json.dumps(value)
-    raise DecisionParseError(field, f"expected a string, got {json_kind(value)}")
+    raise DecisionParseError(field, f"expected a string, got {json_type(value, article=True)}")
 
 
 def _check_unicode(text: str, field: str) -> None:
@@ -92,7 +93,7 @@ def _object(value: object, field: str) -> Mapping[str, object] | None:
     if _absent(value):
         return None
     if not isinstance(value, dict):
-        raise DecisionParseError(field, f"expected an object, got {json_kind(value)}")
+        raise DecisionParseError(field, f"expected an object, got {json_type(value, article=True)}")
     return value or None
 
 
@@ -173,7 +174,7 @@ def _tool_call(value: object) -> ToolCallIntent | None:
     if _absent(arguments):
         arguments = {}
     if not isinstance(arguments, dict):
-        raise DecisionParseError(field, f"expected an object, got {json_kind(arguments)}")
+        raise DecisionParseError(field, f"expected an object, got {json_type(arguments, article=True)}")
     _check_unicode(json.dumps(arguments, ensure_ascii=False), field)
     return _build(ToolCallIntent, {"name": name, "arguments": arguments}, "tool_call")
 
@@ -194,7 +195,7 @@ def _top(value: object, what: str) -> Mapping[str, object]:
     # Values may come decoded from elsewhere than ``load_object``: the limits hold for them too.
     check_value(value, what)
     if not isinstance(value, dict):
-        raise DecisionParseError(what, f"expected a JSON object, got {json_kind(value)}")
+        raise DecisionParseError(what, f"expected a JSON object, got {json_type(value, article=True)}")
     return value
 
 
@@ -240,14 +241,14 @@ def _plan_steps(value: object) -> list[PlanStep]:
     if _absent(value):
         return []
     if not isinstance(value, list):
-        raise DecisionParseError("plan_steps", f"expected an array, got {json_kind(value)}")
+        raise DecisionParseError("plan_steps", f"expected an array, got {json_type(value, article=True)}")
     steps: list[PlanStep] = []
     for index, item in enumerate(value):
         path = f"plan_steps[{index}]"
         if _absent(item):
             continue
         if not isinstance(item, dict):
-            raise DecisionParseError(path, f"expected an object, got {json_kind(item)}")
+            raise DecisionParseError(path, f"expected an object, got {json_type(item, article=True)}")
         data = {
             "content": _required_text(item.get("content"), f"{path}.content"),
             "done_when": _text(item.get("done_when"), f"{path}.done_when"),
@@ -267,7 +268,7 @@ def _context_hook(value: object) -> ContextHook | None:
     if isinstance(packs_raw, str):
         packs_raw = [packs_raw]
     if not isinstance(packs_raw, list):
-        reason = f"expected an array of strings, got {json_kind(packs_raw)}"
+        reason = f"expected an array of strings, got {json_type(packs_raw, article=True)}"
         raise DecisionParseError("context_hook.packs", reason)
     packs = [
         text

@@ -32,6 +32,7 @@ from plangate.decisions._json import ObjectScanner, loads
 from plangate.decisions.decode import decode_decision
 from plangate.decisions.errors import DecisionParseError
 from plangate.decisions.protocol import Decision
+from plangate.errors import UsageError
 
 T = TypeVar("T")
 
@@ -160,7 +161,7 @@ class TaggedStreamParser(Generic[T]):
         if self._error is not None:
             raise self._error
         if self._state is _State.DONE:
-            raise RuntimeError("the tagged stream parser was already finished")
+            raise UsageError("the tagged stream parser was already finished; expected no more input")
 
     def _run(self, *, final: bool) -> str:
         shown = ""

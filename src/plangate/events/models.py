@@ -41,8 +41,11 @@ class BaseEvent(BaseModel):
     at: float = 0.0
 
 
-class PlanStep(BaseModel):
-    """One step of an agent's plan: what to do and how to tell it is done."""
+class PlanEventStep(BaseModel):
+    """One step of an agent's plan as a ``plan`` event records it: what to do and how to tell it is done.
+
+    The record of what the model declared (``plangate.decisions.PlanStep``), kept as loose as the log's
+    oldest events: ``done_when`` is always there ("" when the model gave none)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -87,7 +90,7 @@ class PlanEvent(BaseEvent):
     """An agent's plan, as accepted (or as proposed, before plan consent)."""
 
     type: Literal["plan"] = "plan"
-    steps: list[PlanStep]
+    steps: list[PlanEventStep]
 
 
 class StepStartedEvent(BaseEvent):

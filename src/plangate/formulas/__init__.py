@@ -14,6 +14,7 @@ from plangate.formulas.durations import parse_duration
 from plangate.formulas.loader import FormulaLoader, Loader, load_formula, parse_formula
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     Executor,
     FormulaExecutor,
     HumanExecutor,
@@ -21,7 +22,6 @@ from plangate.formulas.plan import (
     ManualExecutor,
     Plan,
     PlanGate,
-    PlanStep,
     RuntimeLoop,
     ToolExecutor,
     WaitsFor,
@@ -36,6 +36,7 @@ __all__ = [
     "Advice",
     "AgentExecutor",
     "Compose",
+    "CookedStep",
     "Executor",
     "Formula",
     "FormulaExecutor",
@@ -48,7 +49,6 @@ __all__ = [
     "ManualExecutor",
     "Plan",
     "PlanGate",
-    "PlanStep",
     "Pointcut",
     "RuntimeLoop",
     "Step",

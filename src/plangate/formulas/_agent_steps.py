@@ -23,17 +23,16 @@ from pydantic import JsonValue
 
 from plangate.errors import InteractionError, NotFoundError, PlangateError, UserError
 from plangate.formulas._executors import StepOutcome
-from plangate.formulas.plan import AgentExecutor, PlanStep
+from plangate.formulas.plan import AgentExecutor, CookedStep
 from plangate.formulas.templates import render_runtime, to_text
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Resolution
 from plangate.models import Model
 from plangate.store import TERMINAL_STATUSES, Interaction, LeaseBook, RunKind, RunRecord, RunStatus, Store
 from plangate.tools import ToolRegistry
 
 if TYPE_CHECKING:
-    from plangate.agent import RunResult as AgentRunResult
+    from plangate.agent import AgentResult
 
-Resolution = Approve | Reject | Answer | Edit
 
 #: What the agent runtime gives a run when a step names no ``max_rounds``.
 DEFAULT_MAX_ROUNDS = 60
@@ -193,7 +192,7 @@ class RuntimeStepAgent:
         )
         await agent.resolve_async(run_id, interaction_id, resolution, by=by)
 
-    def _view(self, result: AgentRunResult) -> AgentRunView:
+    def _view(self, result: AgentResult) -> AgentRunView:
         outcome = result.outcome
         receipts: list[JsonValue] = [
             {
@@ -325,7 +324,7 @@ class AgentSteps:
 
     async def run(
         self,
-        step: PlanStep,
+        step: CookedStep,
         executor: AgentExecutor,
         run_id: str,
         owner: str,
@@ -389,7 +388,7 @@ class AgentSteps:
     async def resolve(
         self,
         child: RunRecord,
-        plan_step: PlanStep | None,
+        plan_step: CookedStep | None,
         interaction_id: str,
         resolution: Resolution,
         by: str | None,

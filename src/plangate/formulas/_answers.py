@@ -26,11 +26,9 @@ from pydantic import JsonValue
 from plangate.errors import InteractionError
 from plangate.events import InteractionResolvedEvent, StepStateEvent, ToolResultEvent
 from plangate.formulas._runstate import StepRun
-from plangate.interactions import Answer, Approve, Edit, Reject, resolution_dict
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution, resolution_dict
 from plangate.store import Interaction, Transaction
 from plangate.tools import ToolArgumentsError, ToolRegistry, digest_json
-
-Resolution = Approve | Reject | Answer | Edit
 
 
 @dataclass(frozen=True)
@@ -50,6 +48,10 @@ class Answered:
     event: StepStateEvent
     step_index: int = 0
     settles: Settled | None = None
+
+
+STORED_ANSWERS = "formula-answers"
+"""The documents' namespace of answers stored for the process that advances a run (keyed by interaction)."""
 
 
 def answer_step(step: StepRun, resolution: Resolution, tools: ToolRegistry, step_index: int = 0) -> Answered:
@@ -203,4 +205,4 @@ def _rejected(resolution: Reject) -> str:
     return f"rejected: {resolution.reason}" if resolution.reason else "rejected"
 
 
-__all__ = ["Answered", "Resolution", "Settled", "answer_step", "commit_answer"]
+__all__ = ["STORED_ANSWERS", "Answered", "Settled", "answer_step", "commit_answer"]

@@ -23,13 +23,13 @@ from plangate.errors import FormulaError
 from plangate.formulas._schema_base import STEP_ID
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     Executor,
     FormulaExecutor,
     HumanExecutor,
     LlmExecutor,
     ManualExecutor,
     PlanGate,
-    PlanStep,
     RuntimeLoop,
     ToolExecutor,
     WaitsFor,
@@ -50,7 +50,7 @@ Context = dict[str, JsonValue]
 
 @dataclass(eq=False)  # drafts are compared by identity: two drafts are never "the same step"
 class Draft:
-    """A plan step while the plan is being assembled (mutable; becomes a :class:`PlanStep`)."""
+    """A plan step while the plan is being assembled (mutable; becomes a :class:`CookedStep`)."""
 
     id: str
     title: str
@@ -69,12 +69,12 @@ class Draft:
     executor: Executor = field(default_factory=ManualExecutor)
     from_advice: bool = False
 
-    def to_step(self) -> PlanStep:
+    def to_step(self) -> CookedStep:
         """The finished, frozen step."""
         waits_for = self.waits_for
         if waits_for is None and self.children:
             waits_for = WaitsFor(mode="all-children")
-        return PlanStep(
+        return CookedStep(
             id=self.id,
             title=self.title,
             description=self.description,
@@ -341,7 +341,12 @@ class Builder:
         container = self._draft(step, scope, parent, path, final, needs)
         where = f"{path}.loop"
         if loop.until is not None:
-            assert loop.max is not None  # the schema requires max with until
+            if loop.max is None:  # the schema refuses this; a Loop built in code may not have been validated
+                raise FormulaError(
+                    "an until loop needs max (the most iterations it may run)",
+                    path=f"{where}.max",
+                    source=self.source,
+                )
             until = self.text(loop.until, scope, f"{where}.until", escape=False)
             self.loops.append(
                 RuntimeLoop(
@@ -386,7 +391,10 @@ class Builder:
                     source=self.source,
                 )
             return list(range(1, loop.count + 1))
-        assert loop.range is not None  # the schema requires one of count, range, until
+        if loop.range is None:  # the schema refuses this; a Loop built in code may not have been validated
+            raise FormulaError(
+                "a loop needs exactly one of count, range or until", path=path, source=self.source
+            )
         text = self.text(loop.range, scope, f"{path}.range", escape=False)
         try:
             start, end = parse_range(text, path=f"{path}.range")

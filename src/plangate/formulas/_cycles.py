@@ -2,6 +2,11 @@
 
 For: ``check``'s cycle issue, on graphs of many thousand steps (iterative, no recursion limit). Not for:
 scheduling; the executor keeps its own ready set.
+
+Why not ``graphlib``: its ``CycleError`` names one cycle per call, and ``check`` names one per group of steps
+that loops. Finding the next group by removing the last one and asking again costs a pass over the whole
+plan per group: 125 s instead of 0.06 s on 5,000 two-step loops among 10,000 steps. Tarjan's algorithm
+finds every group in one pass.
 """
 
 from __future__ import annotations

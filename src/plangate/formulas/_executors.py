@@ -9,22 +9,21 @@ scheduler in ``_scheduler.py`` owns those, and opens the interactions) or agent 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
 from plangate.decisions import DecisionParseError, load_json
-from plangate.errors import ConfigError, PlangateError
-from plangate.formulas.plan import FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
+from plangate.errors import ConfigError, FormulaError, PlangateError
+from plangate.formulas.plan import CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
+from plangate.formulas.schema import OnComplete
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
-from plangate.tools import ToolRegistry, ToolResult
+from plangate.tools import ToolRegistry, ToolResult, json_schema
 
 
 @dataclass(frozen=True)
@@ -79,12 +78,11 @@ def fanout_run_ids(run_id: str, step_id: str, attempt: int, count: int) -> list[
 
 
 def fanout_ids(
-    run_id: str, step: PlanStep, attempt: int, output: Mapping[str, JsonValue], existing: Sequence[str] = ()
+    run_id: str, step: CookedStep, attempt: int, output: Mapping[str, JsonValue], existing: Sequence[str] = ()
 ) -> list[str]:
     """The sub-run ids of a fan-out: one per element of the step's ``for_each`` list, those ``existing``
     (committed already) first; a run stored before ids were committed gets the rest now."""
-    assert step.on_complete is not None
-    items = items_at(output, step.on_complete.for_each)
+    items = items_at(output, _fan_out_of(step).for_each)
     count = len(items) if isinstance(items, list) else 0
     if len(existing) >= count:
         return list(existing)
@@ -100,7 +98,7 @@ def _as_output(value: JsonValue, observation: str) -> dict[str, JsonValue]:
 
 
 async def run_tool(
-    step: PlanStep,
+    step: CookedStep,
     executor: ToolExecutor,
     tools: ToolRegistry,
     vars: Mapping[str, JsonValue],
@@ -126,7 +124,7 @@ def tool_outcome(name: str, result: ToolResult, write: WriteReport | None = None
 
 
 async def run_subformula(
-    step: PlanStep,
+    step: CookedStep,
     executor: FormulaExecutor,
     sub_run: SubRun,
     vars: Mapping[str, JsonValue],
@@ -138,7 +136,8 @@ async def run_subformula(
         sub_vars = render_runtime(executor.vars, vars, outputs, path=f"{step.id}.formula.vars")
     except PlangateError as exc:
         return StepOutcome("failed", reason=f"vars: {exc}")
-    assert isinstance(sub_vars, dict)
+    if not isinstance(sub_vars, dict):  # a table of vars renders as one
+        return StepOutcome("failed", reason=f"vars: expected an object, found {type(sub_vars).__name__}")
     found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
     return _from_runs(step, [(found, status, sub_outputs)], wait_any=False)
 
@@ -156,6 +155,12 @@ def items_at(output: Mapping[str, JsonValue], path: str) -> list[JsonValue] | st
     if not isinstance(value, list):
         return f"for_each: {path!r} is not a list"
     return list(value)
+
+
+def _fan_out_of(step: CookedStep) -> OnComplete:
+    if step.on_complete is None:  # the scheduler fans out only a step with on_complete
+        raise FormulaError(f"step {step.id!r} has no on_complete: nothing to fan out", path=step.source)
+    return step.on_complete
 
 
 def _substitute_item(value: JsonValue, item: JsonValue, index: int) -> JsonValue:
@@ -176,15 +181,14 @@ def _substitute_item(value: JsonValue, item: JsonValue, index: int) -> JsonValue
 
 
 async def fan_out(
-    step: PlanStep,
+    step: CookedStep,
     output: dict[str, JsonValue],
     sub_run: SubRun,
     run_ids: Sequence[str],
 ) -> StepOutcome:
     """Run ``on_complete.formula`` once per element of ``on_complete.for_each``, element ``i`` as the sub-run
     ``run_ids[i]`` (committed by the parent before any starts; one that exists already is adopted)."""
-    spec = step.on_complete
-    assert spec is not None
+    spec = _fan_out_of(step)
     items = items_at(output, spec.for_each)
     if isinstance(items, str):
         return StepOutcome("failed", output, items)
@@ -192,8 +196,7 @@ async def fan_out(
         return StepOutcome("failed", output, f"{len(items)} items but {len(run_ids)} sub-run ids recorded")
 
     async def one(index: int, item: JsonValue) -> tuple[str, str, dict[str, JsonValue]]:
-        sub_vars = _substitute_item(dict(spec.vars), item, index)
-        assert isinstance(sub_vars, dict)
+        sub_vars = {key: _substitute_item(value, item, index) for key, value in spec.vars.items()}
         try:
             return await sub_run(spec.formula, sub_vars, run_ids[index])
         except PlangateError as exc:
@@ -214,7 +217,7 @@ async def fan_out(
 
 
 def _from_runs(
-    step: PlanStep,
+    step: CookedStep,
     results: Sequence[tuple[str, str, dict[str, JsonValue]]],
     *,
     wait_any: bool,
@@ -255,7 +258,7 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 async def run_llm(
-    step: PlanStep,
+    step: CookedStep,
     executor: LlmExecutor,
     model: Model | str | None,
     vars: Mapping[str, JsonValue],
@@ -323,142 +326,16 @@ def parse_json_answer(text: str) -> tuple[JsonValue, str | None]:
     return value, None
 
 
-def _jsonschema() -> ModuleType | None:
-    # Optional: the full specification when installed; the checker below covers the common keywords.
-    try:
-        return importlib.import_module("jsonschema")
-    except ImportError:
-        return None
-
-
 def schema_problem(schema: Mapping[str, JsonValue]) -> str | None:
     """Why ``schema`` is not a usable JSON schema (None when it is)."""
-    module = _jsonschema()
-    if module is None:
-        return _basic_schema_problem(schema, "$")
-    try:
-        module.validators.validator_for(schema).check_schema(schema)
-    except module.exceptions.SchemaError as exc:
-        return f"not a valid JSON schema: at {exc.json_path}: {exc.message}"
-    return None
+    return json_schema.schema_problem(schema)
 
 
 def fits_schema(value: JsonValue, schema: Mapping[str, JsonValue]) -> str | None:
-    """Why ``value`` does not fit the JSON schema ``schema``, with where (None when it fits).
-
-    With ``jsonschema`` installed, the whole specification (the draft ``$schema`` names, else 2020-12);
-    without it, a small checker of ``type``, ``enum``, ``const``, ``properties``, ``required``,
-    ``additionalProperties``, ``items``, ``minItems``/``maxItems``, ``minimum``/``maximum`` and
-    ``minLength``/``maxLength`` (other keywords are not enforced).
-    """
-    module = _jsonschema()
-    if module is None:
-        return _basic_fit(value, schema, "$")
-    validator = module.validators.validator_for(schema)(schema)
-    error = module.exceptions.best_match(validator.iter_errors(value))
-    if error is None:
-        return None
-    return f"the answer does not fit the schema: at {error.json_path}: {error.message}"
-
-
-_TYPES: dict[str, Callable[[object], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    for name in ("null", "object", "array", "string", "integer", "number"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
-def _basic_schema_problem(schema: object, at: str) -> str | None:
-    if isinstance(schema, bool):
-        return None
-    if not isinstance(schema, dict):
-        return f"not a valid JSON schema: at {at}: expected an object or a boolean"
-    named = schema.get("type")
-    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
-    unknown = [n for n in names if not isinstance(n, str) or n not in _TYPES]
-    if unknown:
-        return f"not a valid JSON schema: at {at}: unknown type {unknown[0]!r}"
-    return None
-
-
-def _basic_fit(value: JsonValue, schema: object, at: str) -> str | None:
-    if schema is False:
-        return f"the answer does not fit the schema: at {at}: no value is allowed here"
-    if not isinstance(schema, dict):
-        return None
-    problem = _basic_value_problem(value, schema)
-    if problem is None and isinstance(value, dict):
-        problem = _basic_object_problem(value, schema, at)
-    if problem is None and isinstance(value, list):
-        problem = _basic_array_problem(value, schema, at)
-    if problem is None or problem.startswith("the answer"):
-        return problem
-    return f"the answer does not fit the schema: at {at}: {problem}"
-
-
-def _basic_value_problem(value: JsonValue, schema: Mapping[str, Any]) -> str | None:
-    named = schema.get("type")
-    if named is not None:
-        names = [named] if isinstance(named, str) else list(named)
-        if not any(name in _TYPES and _TYPES[name](value) for name in names):
-            return f"expected {' or '.join(names)}, found {_json_type(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"expected one of {json.dumps(schema['enum'])}, found {json.dumps(value)}"
-    if "const" in schema and value != schema["const"]:
-        return f"expected {json.dumps(schema['const'])}, found {json.dumps(value)}"
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"expected a number at least {schema['minimum']}, found {value}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"expected a number at most {schema['maximum']}, found {value}"
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            return f"expected at least {schema['minLength']} characters, found {len(value)}"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"expected at most {schema['maxLength']} characters, found {len(value)}"
-    return None
-
-
-def _basic_object_problem(value: Mapping[str, JsonValue], schema: Mapping[str, Any], at: str) -> str | None:
-    for key in schema.get("required", []):
-        if key not in value:
-            return f"missing the required property {key!r}"
-    properties = schema.get("properties", {})
-    extra = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        if key not in properties and extra is False:
-            return f"unexpected property {key!r}"
-        problem = _basic_fit(item, properties.get(key, extra), f"{at}.{key}")
-        if problem is not None:
-            return problem
-    return None
-
-
-def _basic_array_problem(value: Sequence[JsonValue], schema: Mapping[str, Any], at: str) -> str | None:
-    if len(value) < schema.get("minItems", 0):
-        return f"expected at least {schema['minItems']} items, found {len(value)}"
-    if "maxItems" in schema and len(value) > schema["maxItems"]:
-        return f"expected at most {schema['maxItems']} items, found {len(value)}"
-    for index, item in enumerate(value):
-        problem = _basic_fit(item, schema.get("items", True), f"{at}[{index}]")
-        if problem is not None:
-            return problem
-    return None
+    """Why ``value`` does not fit the JSON schema ``schema``, with where (None when it fits): the whole
+    specification, the draft ``$schema`` names, else 2020-12."""
+    problem = json_schema.first_problem(schema, value)
+    return None if problem is None else f"the answer does not fit the schema: {problem}"
 
 
 __all__ = [

@@ -19,10 +19,10 @@ from plangate.events import GateEvent
 from plangate.formulas._runcontext import RunContext
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import StepRun
-from plangate.formulas.plan import PlanStep
+from plangate.formulas.plan import CookedStep
 
 
-def gate_open(run_ctx: RunContext, step: PlanStep, run: StepRun) -> bool:
+def gate_open(run_ctx: RunContext, step: CookedStep, run: StepRun) -> bool:
     """Whether the step may start now; else it is held (waiting, failed at a timeout, or asking a person)."""
     gate = step.gate
     if step.waits_for is not None and step.waits_for.mode == "children-of":
@@ -47,7 +47,7 @@ def gate_open(run_ctx: RunContext, step: PlanStep, run: StepRun) -> bool:
             return False
         if now < until:
             return False
-    if gate.condition and not _condition_holds(run_ctx, step, run, now):
+    if gate.condition and not _condition_holds(run_ctx, step, run, gate.condition, gate.timeout, now):
         return False
     if gate.human:
         run_ctx.ask(step, run, "approval", gate.human, wait_kind="gate_human")
@@ -55,10 +55,11 @@ def gate_open(run_ctx: RunContext, step: PlanStep, run: StepRun) -> bool:
     return True
 
 
-def _condition_holds(run_ctx: RunContext, step: PlanStep, run: StepRun, now: float) -> bool:
-    assert step.gate is not None and step.gate.condition
+def _condition_holds(
+    run_ctx: RunContext, step: CookedStep, run: StepRun, condition: str, timeout: int | None, now: float
+) -> bool:
     try:
-        result = compile_condition(step.gate.condition).evaluate(run_ctx.context(step.id))
+        result = compile_condition(condition).evaluate(run_ctx.context(step.id))
     except ConditionSyntaxError as exc:  # check() refuses these; a hand-built plan may not have run it
         run_ctx.transition(run, "failed", f"gate condition: {exc}")
         return False
@@ -70,7 +71,6 @@ def _condition_holds(run_ctx: RunContext, step: PlanStep, run: StepRun, now: flo
         return True
     since = run.wait.get("since") if run.wait.get("kind") == "gate" else None
     since = since if isinstance(since, int | float) else now
-    timeout = step.gate.timeout
     if timeout is not None and now - since >= timeout:
         run_ctx.transition(run, "failed", f"gate timed out after {timeout}s: {reason}")
         return False

@@ -29,7 +29,7 @@ from plangate.events import (
 from plangate.formulas._agent_steps import AgentSteps
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import RunState, StepRun
-from plangate.formulas.plan import PlanStep
+from plangate.formulas.plan import CookedStep
 from plangate.models import Model
 from plangate.store import LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry
@@ -67,6 +67,12 @@ class RunHost(Protocol):
     @property
     def checkpoint_every(self) -> int:
         """The fewest events between two snapshots."""
+        ...
+
+    @property
+    def stored_answers(self) -> bool:
+        """Whether answers stored for the run by another process (``FormulaRunner.store_answer``) are
+        looked for while the run has an open question and work runs (a worker's runner)."""
         ...
 
     @property
@@ -160,7 +166,7 @@ class RunContext(Protocol):
 
     def ask(
         self,
-        step: PlanStep,
+        step: CookedStep,
         run: StepRun,
         interaction_kind: InteractionKind,
         prompt: str,

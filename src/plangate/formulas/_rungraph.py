@@ -13,14 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from plangate.conditions import ConditionSyntaxError, ast, compile_condition
-from plangate.formulas.plan import Plan, PlanStep
+from plangate.formulas.plan import CookedStep, Plan
 
 
 class PlanGraph:
     """Adjacency of a plan's steps, grown in place when an until-loop adds an iteration."""
 
     def __init__(self, plan: Plan) -> None:
-        self.steps: dict[str, PlanStep] = {}
+        self.steps: dict[str, CookedStep] = {}
         self.position: dict[str, int] = {}  # a step's place in the plan, what its receipts are bound to
         self.dependents: dict[str, list[str]] = defaultdict(list)
         self.children: dict[str, list[str]] = defaultdict(list)
@@ -35,7 +35,7 @@ class PlanGraph:
         self.reads_outside: set[str] = set()  # gated steps whose condition reads files or the environment
         self.add(plan.steps)
 
-    def add(self, steps: Iterable[PlanStep]) -> None:
+    def add(self, steps: Iterable[CookedStep]) -> None:
         """Take in new steps (and re-take updated ones: a loop step gains children)."""
         for step in steps:
             if step.id not in self.steps:

@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, StepState, compile_condition
-from plangate.errors import InteractionError
+from plangate.errors import InteractionError, Signal
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -41,7 +42,7 @@ from plangate.events import (
 )
 from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
-from plangate.formulas._answers import Resolution, answer_step, commit_answer
+from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, outcome_event, stored
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
@@ -50,15 +51,16 @@ from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas._work import step_work
 from plangate.formulas.plan import (
     AgentExecutor,
+    CookedStep,
     FormulaExecutor,
     HumanExecutor,
     LlmExecutor,
     ManualExecutor,
     Plan,
-    PlanStep,
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
+from plangate.interactions import Resolution, parse_resolution
 from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
@@ -67,9 +69,13 @@ _NO_SLOT = "waiting for a free slot"
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
 #: A snapshot is written after at least this many events per step of the plan (and ``checkpoint_every``).
 _EVENTS_PER_STEP_PER_SNAPSHOT = 4
+#: Seconds between two looks for an answer another process stored (``stored_answers``) while work runs.
+_STORED_ANSWER_POLL = 0.5
+
+logger = logging.getLogger("plangate.formulas")
 
 
-class _RunEnded(Exception):
+class _RunEnded(Signal):
     """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
 
     def __init__(self, status: RunStatus) -> None:
@@ -120,6 +126,7 @@ class Scheduler:
         try:
             while True:
                 self._take_answers()
+                self._take_stored_answers()
                 self._schedule()
                 ended = self._ending()
                 if ended is not None:
@@ -131,6 +138,8 @@ class Scheduler:
                     continue
                 delay = self.wakeups.next_wake(bool(self.tasks))
                 if delay is None:
+                    if self._take_stored_answers():
+                        continue  # answered by another process a moment before this run would wait
                     return self._suspend()
                 await self._sleep(delay)
                 self.candidates.update(dict.fromkeys(self.wakeups.due()))
@@ -422,7 +431,7 @@ class Scheduler:
 
     # -- starting work ------------------------------------------------------------------------------------
 
-    def _start(self, step: PlanStep, run: StepRun) -> None:
+    def _start(self, step: CookedStep, run: StepRun) -> None:
         executor = step.executor
         if isinstance(executor, HumanExecutor):
             kind: InteractionKind = "approval" if executor.kind == "approve" else "ask_user"
@@ -459,7 +468,7 @@ class Scheduler:
 
     def ask(
         self,
-        step: PlanStep,
+        step: CookedStep,
         run: StepRun,
         interaction_kind: InteractionKind,
         prompt: str,
@@ -512,7 +521,7 @@ class Scheduler:
 
         self.ops.append(open_it)
 
-    def _render_prompt(self, step: PlanStep, prompt: str) -> str:
+    def _render_prompt(self, step: CookedStep, prompt: str) -> str:
         from plangate.formulas.templates import render_runtime
 
         try:
@@ -536,6 +545,9 @@ class Scheduler:
 
     async def _wait_tasks(self) -> None:
         delay = self.wakeups.next_wake(bool(self.tasks))
+        if self.open_interaction and self.host.stored_answers:
+            # an answer another process stores is looked for this often while work runs
+            delay = _STORED_ANSWER_POLL if delay is None else min(delay, _STORED_ANSWER_POLL)
         waiting: set[asyncio.Future[Any]] = {*self.tasks, self._waker()}
         done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
         # every step whose work ended meanwhile: their transitions commit together, in the next pass
@@ -556,7 +568,7 @@ class Scheduler:
         if run.terminal:  # cancelled meanwhile
             return
         if outcome.write is not None:
-            _writes.settled(self, step, outcome)
+            _writes.settled(self, step, outcome.write)
         if outcome.status == "unknown":
             self.emit(StatusEvent(stage="step", code="outcome_unknown", text=f"{step_id}: {outcome.reason}"))
             _writes.ask_unknown(self, step, run, {**run.wait, "why": outcome.reason})
@@ -609,7 +621,7 @@ class Scheduler:
             return
         self.transition(run, "complete", outcome.reason, output=outcome.output)
 
-    def _end_sub_runs(self, step: PlanStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
+    def _end_sub_runs(self, step: CookedStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
         """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
         needed by an any-children fan-out): no sub-run outlives the step that started it."""
         if run.wait.get("kind") not in {"subrun", "fanout"} or isinstance(step.executor, AgentExecutor):
@@ -671,6 +683,34 @@ class Scheduler:
                 else:
                     future.set_result(None)
             self.inbox.pop(0)
+
+    def _take_stored_answers(self) -> bool:
+        """Apply the answers another process stored for this run's open questions (``store_answer``), as
+        ``answer``'s are applied; returns whether one was. Looked for only by a runner made to."""
+        if not (self.open_interaction and self.host.stored_answers):
+            return False
+        store = self.host.store
+        took = False
+        for interaction in store.list_interactions(status="open", run_id=self.run_id):
+            stored_answer = store.get_document(STORED_ANSWERS, interaction.id)
+            if stored_answer is None:
+                continue
+            by = stored_answer.value.get("by")
+            self._flush()
+            try:
+                stored_resolution = stored_answer.value.get("resolution")
+                if not isinstance(stored_resolution, dict):
+                    raise InteractionError("invalid resolution: not an object")
+                resolution = parse_resolution(stored_resolution)
+                self._apply_answer(interaction, resolution, by if isinstance(by, str) else None)
+            except (InteractionError, ValueError) as exc:
+                # checked when it was stored; a question answered meanwhile by someone else is stale
+                logger.warning(
+                    "run %s: stored answer to %s not applied: %s", self.run_id, interaction.id, exc
+                )
+                continue
+            took = True
+        return took
 
     def _apply_answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> None:
         step = next(
@@ -752,10 +792,10 @@ class Scheduler:
         self.state.iterations[loop_id] = n + 1
         return True
 
-    def _grow(self, new_steps: list[PlanStep]) -> None:
+    def _grow(self, new_steps: list[CookedStep]) -> None:
         plan = self.state.plan
         known = {s.id for s in new_steps}
-        data = plan.to_dict()
+        data: dict[str, Any] = plan.to_dict()
         data["steps"] = [s for s in data["steps"] if s["id"] not in known] + [
             s.model_dump(mode="json", by_alias=True) for s in new_steps
         ]
@@ -773,7 +813,7 @@ class Scheduler:
         self.plan_changed = True
 
     @staticmethod
-    def _blocked_reason(step: PlanStep) -> str:
+    def _blocked_reason(step: CookedStep) -> str:
         return f"a step it needs did not complete ({', '.join(step.needs)})"
 
 

@@ -13,6 +13,7 @@ import asyncio
 
 from pydantic import JsonValue
 
+from plangate.errors import FormulaError, StoreError
 from plangate.formulas import _writes
 from plangate.formulas._executors import (
     StepOutcome,
@@ -25,11 +26,11 @@ from plangate.formulas._executors import (
 )
 from plangate.formulas._runcontext import RunHost
 from plangate.formulas._runstate import RunState
-from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, PlanStep, ToolExecutor
+from plangate.formulas.plan import AgentExecutor, CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
 
 
 async def step_work(
-    host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: PlanStep, what: str
+    host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: CookedStep, what: str
 ) -> StepOutcome:
     """Run ``what`` (``work``, ``fanout``, ``subrun``, ``write`` or ``settle``) for ``step`` of ``run_id``.
 
@@ -48,11 +49,14 @@ async def step_work(
         ids = fanout_ids(run_id, step, run.attempt, run.output or {}, existing)
         return await fan_out(step, dict(run.output or {}), sub, ids)
     if what in {"write", "settle"}:
-        host.leases.confirm(run_id)  # a process that lost the run never writes for it
+        await host.leases.confirm_async(run_id)  # a process that lost the run never writes for it
     if what == "write":
         tool = host.tools.get(str(run.wait.get("tool")))
         arguments = run.wait.get("arguments")
-        assert isinstance(arguments, dict)
+        if not isinstance(arguments, dict):  # what _writes.start committed is always an object
+            raise StoreError(
+                f"run {run_id!r}, step {step.id!r}: the write's stored arguments are not an object"
+            )
         return await _writes.run_write(tool, arguments, str(run.wait.get("key")), step.timeout)
     if what == "settle":
         return await _writes.settle(host.store, host.tools, run.wait, step.timeout)
@@ -64,9 +68,10 @@ async def step_work(
         work = host.agent_steps.run(step, executor, run_id, owner, variables, outputs, existing)
     elif isinstance(executor, LlmExecutor):
         work = run_llm(step, executor, host.model, variables, outputs)
-    else:
-        assert isinstance(executor, ToolExecutor)
+    elif isinstance(executor, ToolExecutor):
         work = run_tool(step, executor, host.tools, variables, outputs)
+    else:  # a manual step is completed by a person and never launched
+        raise FormulaError(f"step {step.id!r} has no executor: nothing to run", path=step.source)
     if step.timeout is None:
         return await work
     try:

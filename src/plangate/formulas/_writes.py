@@ -22,12 +22,12 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from plangate.errors import PlangateError
+from plangate.errors import PlangateError, StoreError
 from plangate.events import InteractionTool, StatusEvent, ToolCallEvent, ToolResultEvent
 from plangate.formulas._executors import StepOutcome, WriteReport, tool_outcome
 from plangate.formulas._runcontext import RunContext
 from plangate.formulas._runstate import StepRun
-from plangate.formulas.plan import PlanStep, ToolExecutor
+from plangate.formulas.plan import CookedStep, ToolExecutor
 from plangate.formulas.templates import render_runtime
 from plangate.store import Store, Transaction
 from plangate.tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, digest_json
@@ -47,7 +47,7 @@ _REASONS = {
 # -- the scheduler's write phase ----------------------------------------------------------------------------
 
 
-def start(run_ctx: RunContext, step: PlanStep, run: StepRun, executor: ToolExecutor, tool: Tool) -> None:
+def start(run_ctx: RunContext, step: CookedStep, run: StepRun, executor: ToolExecutor, tool: Tool) -> None:
     """Ask for consent to the exact call; or, consented (or needing none), commit its intent with the
     step's ``running`` state and launch the call."""
     wait = run.wait
@@ -69,7 +69,10 @@ def start(run_ctx: RunContext, step: PlanStep, run: StepRun, executor: ToolExecu
             run_ctx.ask(step, run, "confirm", prompt, wait_kind="consent", tool=asked, details=details)
             return
         how = BY_STEP if executor.consent == "auto" else BY_RUN
-    assert isinstance(arguments, dict)
+    if not isinstance(arguments, dict):  # what the consent request stored is always an object
+        raise StoreError(
+            f"run {run_ctx.run_id!r}, step {step.id!r}: the approved call's arguments are not an object"
+        )
     attempt = run.attempt + 1
     key = intent_key(run_ctx.run_id, step.id, attempt, interaction_id, run_ctx.store)
     running: dict[str, JsonValue] = {
@@ -93,10 +96,8 @@ def start(run_ctx: RunContext, step: PlanStep, run: StepRun, executor: ToolExecu
     run_ctx.launch(step.id, "write")
 
 
-def settled(run_ctx: RunContext, step: PlanStep, outcome: StepOutcome) -> None:
+def settled(run_ctx: RunContext, step: CookedStep, report: WriteReport) -> None:
     """Commit the receipt that settles a write's intent, with the step's end (the caller's transition)."""
-    report = outcome.write
-    assert report is not None
     if report.note is not None:
         run_ctx.emit(StatusEvent(stage="step", code=report.note[0], text=f"{step.id}: {report.note[1]}"))
     result = report.result
@@ -133,7 +134,9 @@ def retry_wait(run: StepRun) -> dict[str, JsonValue] | None:
     return {"kind": "consent", "approved": True, **{k: wait.get(k) for k in keys}}
 
 
-def ask_unknown(run_ctx: RunContext, step: PlanStep, run: StepRun, details: Mapping[str, JsonValue]) -> None:
+def ask_unknown(
+    run_ctx: RunContext, step: CookedStep, run: StepRun, details: Mapping[str, JsonValue]
+) -> None:
     """Ask a person whether a write happened; its intent stays open until they say."""
     kept = {k: details.get(k) for k in ("key", "tool", "arguments", "digest", "why")}
     arguments = kept["arguments"] if isinstance(kept["arguments"], dict) else {}
@@ -153,7 +156,7 @@ def write_tool(executor: ToolExecutor, tools: ToolRegistry) -> Tool | None:
 
 
 def prepare(
-    step: PlanStep,
+    step: CookedStep,
     executor: ToolExecutor,
     tool: Tool,
     vars: Mapping[str, JsonValue],
@@ -170,7 +173,7 @@ def prepare(
     return arguments, digest_json(arguments)
 
 
-def consent_prompt(tool: Tool, arguments: Mapping[str, JsonValue], step: PlanStep) -> str:
+def consent_prompt(tool: Tool, arguments: Mapping[str, JsonValue], step: CookedStep) -> str:
     """What a person reads when asked to allow a write step's call."""
     shown = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
     lines = tool.description.strip().splitlines()

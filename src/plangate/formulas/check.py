@@ -49,7 +49,7 @@ from plangate.formulas._schema_base import suggest
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.cook import cook
 from plangate.formulas.loader import FormulaLoader, Loader, SearchPath, load_formula
-from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, Plan, PlanStep, ToolExecutor
+from plangate.formulas.plan import AgentExecutor, CookedStep, FormulaExecutor, LlmExecutor, Plan, ToolExecutor
 from plangate.formulas.schema import Formula
 from plangate.formulas.templates import runtime_refs
 from plangate.formulas.variables import apply_vars
@@ -87,7 +87,7 @@ def check(plan: Plan, *, tools: Tools | None = None) -> list[Issue]:
     """
     names, writes = _tool_names(tools)
     issues = _var_issues(plan)
-    known: dict[str, PlanStep] = {}
+    known: dict[str, CookedStep] = {}
     for step in plan.steps:
         if step.id in known:
             issues.append(
@@ -145,7 +145,9 @@ def has_errors(issues: Iterable[Issue]) -> bool:
     return any(issue.level == "error" for issue in issues)
 
 
-def _step_issues(step: PlanStep, known: Mapping[str, PlanStep], tools: Collection[str] | None) -> list[Issue]:
+def _step_issues(
+    step: CookedStep, known: Mapping[str, CookedStep], tools: Collection[str] | None
+) -> list[Issue]:
     at = _at(step)
     issues: list[Issue] = []
     for need in step.needs:
@@ -188,7 +190,7 @@ def _tool_names(tools: Tools | None) -> tuple[Collection[str] | None, frozenset[
     return (None if tools is None else list(tools)), frozenset()
 
 
-def _consent_issues(step: PlanStep, writes: Collection[str]) -> list[Issue]:
+def _consent_issues(step: CookedStep, writes: Collection[str]) -> list[Issue]:
     executor = step.executor
     if not isinstance(executor, ToolExecutor) or executor.name not in writes or executor.consent is not None:
         return []
@@ -202,7 +204,7 @@ def _consent_issues(step: PlanStep, writes: Collection[str]) -> list[Issue]:
     ]
 
 
-def _ref_issues(step: PlanStep, known: Mapping[str, PlanStep]) -> list[Issue]:
+def _ref_issues(step: CookedStep, known: Mapping[str, CookedStep]) -> list[Issue]:
     texts = {
         "title": step.title,
         "description": step.description,
@@ -272,7 +274,7 @@ def _condition_issues(text: str, path: str, known: Collection[str]) -> list[Issu
     ]
 
 
-def _cycle_issues(plan: Plan, known: Mapping[str, PlanStep]) -> list[Issue]:
+def _cycle_issues(plan: Plan, known: Mapping[str, CookedStep]) -> list[Issue]:
     edges: dict[str, list[str]] = {}
     for step in plan.steps:
         # A parent completes only after its children: that is an edge too, and needing an ancestor deadlocks.
@@ -334,7 +336,7 @@ def _unknown(
     return Issue(level="error", code=code, path=path, message=f"{what} unknown {noun} {name!r}{hint}")
 
 
-def _depends_on(step_id: str, other: str, known: Mapping[str, PlanStep]) -> bool:
+def _depends_on(step_id: str, other: str, known: Mapping[str, CookedStep]) -> bool:
     if other in known[step_id].needs:
         return True
     seen = {step_id}
@@ -355,7 +357,7 @@ def _body_ids(plan: Plan, loop_id: str) -> set[str]:
     return {s.id[len(prefix) :] for s in plan.steps if s.id.startswith(prefix)}
 
 
-def _at(step: PlanStep) -> str:
+def _at(step: CookedStep) -> str:
     return step.source or step.id
 
 

@@ -20,7 +20,7 @@ from plangate.formulas._advice import apply_advice
 from plangate.formulas._build import Builder, Context, Draft, Scope
 from plangate.formulas._compose import apply_compose, apply_map
 from plangate.formulas.loader import FormulaLoader, Loader
-from plangate.formulas.plan import AdviceRule, MapRecord, Plan, PlanStep
+from plangate.formulas.plan import AdviceRule, CookedStep, MapRecord, Plan
 from plangate.formulas.resolve import resolve
 from plangate.formulas.schema import Formula, Step, Var
 from plangate.formulas.variables import VarProblem, apply_vars
@@ -77,7 +77,7 @@ def cook(
     )
 
 
-def expand_iteration(plan: Plan, loop_id: str, n: int) -> list[PlanStep]:
+def expand_iteration(plan: Plan, loop_id: str, n: int) -> list[CookedStep]:
     """The steps of iteration ``n`` of the ``until`` loop ``loop_id``, to add to a running plan.
 
     Pure: it reads only ``plan``. The steps are those cooking would have made for that iteration: ids

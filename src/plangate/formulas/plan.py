@@ -9,8 +9,9 @@ refuses newer plans. Not for: building plans (cook.py) or checking them (check.p
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -122,8 +123,9 @@ class PlanGate(_PlanModel):
     human: str | None = None
 
 
-class PlanStep(_PlanModel):
-    """One concrete step.
+class CookedStep(_PlanModel):
+    """One concrete step of a cooked plan (``schema.Step`` is a step as the formula file writes it; an agent's
+    plan step is ``plangate.decisions.PlanStep``).
 
     ``needs`` are resolved ids (a step's own needs, those of its ancestors, and the rewiring done by loops,
     expansions and advice). A step with ``children`` completes when they do (per ``waits_for``). ``source``
@@ -196,18 +198,18 @@ class Plan(_PlanModel):
     source: str | None = None
     vars: dict[str, JsonValue] = Field(default_factory=dict)
     var_specs: dict[str, Var] = Field(default_factory=dict)
-    steps: list[PlanStep] = Field(default_factory=list)
+    steps: list[CookedStep] = Field(default_factory=list)
     loops: list[RuntimeLoop] = Field(default_factory=list)
     advice: list[AdviceRule] = Field(default_factory=list)
     maps: list[MapRecord] = Field(default_factory=list)
     expansions: dict[str, Formula] = Field(default_factory=dict)
 
     @cached_property
-    def index(self) -> dict[str, PlanStep]:
+    def index(self) -> dict[str, CookedStep]:
         """Steps by id."""
         return {step.id: step for step in self.steps}
 
-    def step(self, step_id: str) -> PlanStep:
+    def step(self, step_id: str) -> CookedStep:
         """The step ``step_id``.
 
         Raises:
@@ -232,12 +234,12 @@ class Plan(_PlanModel):
             f"the plan of {self.formula!r} has no until loop {loop_id!r} (until loops: {known})"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         """A JSON-ready dict; :meth:`from_dict` reads it back to an equal plan."""
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Plan:
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Plan:
         """Read a stored plan.
 
         Raises:
@@ -260,6 +262,7 @@ __all__ = [
     "PLAN_SCHEMA_VERSION",
     "AdviceRule",
     "AgentExecutor",
+    "CookedStep",
     "Executor",
     "FormulaExecutor",
     "HumanExecutor",
@@ -268,7 +271,6 @@ __all__ = [
     "MapRecord",
     "Plan",
     "PlanGate",
-    "PlanStep",
     "RuntimeLoop",
     "ToolExecutor",
     "WaitsFor",

@@ -53,7 +53,8 @@ def _resolve(formula: Formula, loader: Loader, chain: tuple[str, ...]) -> Formul
             raise type(exc)(exc.detail, path=f"extends[{i}]", source=formula.source) from None
         parent = _resolve(parent, loader, (*chain, name)) if parent.extends else parent
         merged = parent if merged is None else merge(merged, parent)
-    assert merged is not None  # extends is not empty here
+    if merged is None:  # the caller resolves only a formula that extends another
+        return formula
     return merge(merged, formula)
 
 

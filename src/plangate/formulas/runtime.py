@@ -23,23 +23,31 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 from pydantic import JsonValue
 
-from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoundError, RunLeased
+from plangate.errors import (
+    ConfigError,
+    FormulaError,
+    InteractionError,
+    NotFoundError,
+    RunLeased,
+    StaleInteraction,
+)
 from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
-from plangate.formulas._answers import answer_step, commit_answer
+from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._outcome import outcome_event, stored
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Edit, Resolution, resolution_dict
 from plangate.models import Model
 from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
+    DocumentConflict,
     Interaction,
     LeaseBook,
     RunRecord,
@@ -51,7 +59,6 @@ from plangate.store import (
 from plangate.tools import ToolRegistry
 
 FormulaSource = str | Path | Plan
-Resolution = Approve | Reject | Answer | Edit
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ class StepView:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class FormulaResult:
     """Where a formula run stands after ``run_formula`` / ``resume_run`` returned.
 
     Attributes:
@@ -121,6 +128,8 @@ class FormulaRunner:
             while other work runs (a gate on steps is looked at when one of them moves on).
         checkpoint_every: the fewest events between two snapshots of the run; a plan of more than a quarter
             as many steps waits four events per step (a snapshot costs the size of the plan).
+        stored_answers: while a run has an open question and work runs, look in the store for an answer
+            another process stored for it (``store_answer``: a server whose runs workers advance).
 
     Example::
 
@@ -148,6 +157,7 @@ class FormulaRunner:
         agent_runner: StepAgent | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_holder: str | None = None,
+        stored_answers: bool = False,
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -160,6 +170,7 @@ class FormulaRunner:
         self.env = env
         self.poll_interval = poll_interval
         self.checkpoint_every = checkpoint_every
+        self.stored_answers = stored_answers
         self.clock = clock
         # where the tools came from (``module:attr``), kept with the run so another process can resume it
         self.tool_specs = list(tool_specs)
@@ -209,7 +220,7 @@ class FormulaRunner:
         parent_run_id: str | None = None,
         always_execute: bool = False,
         run_id: str | None = None,
-    ) -> RunResult:
+    ) -> FormulaResult:
         """Check, store and run a formula until it ends or waits.
 
         Args:
@@ -223,6 +234,30 @@ class FormulaRunner:
             "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
         )
         return await self._advance(run.id, plan)
+
+    def create(
+        self,
+        formula: FormulaSource,
+        vars: Mapping[str, object] | None = None,
+        *,
+        owner: str = "local",
+        always_execute: bool = False,
+    ) -> str:
+        """Check and store a formula run with its first commit (``running``); returns its id, and
+        ``advance`` runs it. Synchronous, so that a server creates it off its event loop.
+
+        Raises:
+            FormulaError: the formula does not pass check; nothing was stored.
+        """
+        return self._create(formula, vars, owner, always_execute, "running")
+
+    async def advance(self, run_id: str) -> FormulaResult:
+        """Run a run ``create`` stored, from its first commit, until it ends or waits.
+
+        Raises:
+            RunLeased: another live process advances the run (it took it over since); nothing changed.
+        """
+        return await self._advance(run_id, None, fresh=True)
 
     def submit(
         self,
@@ -240,10 +275,20 @@ class FormulaRunner:
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
         """
+        return self._create(formula, vars, owner, always_execute, "queued")
+
+    def _create(
+        self,
+        formula: FormulaSource,
+        vars: Mapping[str, object] | None,
+        owner: str,
+        always_execute: bool,
+        status: RunStatus,
+    ) -> str:
         plan = self.plan(formula, vars)
         run = self.store.create_run("formula", plan.formula, self._input(plan, always_execute), owner=owner)
         with self.leases.held(run.id):
-            self._first_commit(run, plan, status="queued")
+            self._first_commit(run, plan, status=status)
         return run.id
 
     def _input(self, plan: Plan, always_execute: bool) -> dict[str, object]:
@@ -256,7 +301,7 @@ class FormulaRunner:
             run_input["always_execute"] = True
         return run_input
 
-    async def resume(self, run_id: str) -> RunResult:
+    async def resume(self, run_id: str) -> FormulaResult:
         """Continue a run from its last committed transition (after a restart, or once a person answered).
 
         Steps that were ``running`` when the process stopped run again (their completion was never
@@ -278,8 +323,9 @@ class FormulaRunner:
         state.fold(self.store.events(run_id, after=snapshot.seq))
         return state
 
-    async def _advance(self, run_id: str, plan: Plan | None) -> RunResult:
-        """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store."""
+    async def _advance(self, run_id: str, plan: Plan | None, *, fresh: bool = False) -> FormulaResult:
+        """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store
+        (``fresh``: just after its first commit, so there is nothing to recover)."""
         if run_id in self._live:
             raise RunLeased(
                 f"run {run_id!r} is being advanced by this runner already; nothing changed",
@@ -297,7 +343,7 @@ class FormulaRunner:
             scheduler = Scheduler(self, self.store.get_run(run_id), state)
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
-            resumed = plan is None and run.status != "queued"
+            resumed = plan is None and not fresh and run.status != "queued"
             try:
                 status, reason = await scheduler.run(resumed=resumed)
             finally:
@@ -481,6 +527,38 @@ class FormulaRunner:
             self._resolve_step(interaction, resolution, by)
         return run.id
 
+    def store_answer(
+        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
+    ) -> str:
+        """Store a person's answer for the process that advances the run now (a worker's runner, made with
+        ``stored_answers``), which applies it between two of its passes; the run itself is not touched.
+        Returns the id of the run answered.
+
+        Raises:
+            NotFoundError: no such interaction (for this owner).
+            StaleInteraction: it is not open, or an answer to it is stored already; nothing changed.
+            InteractionError: the resolution does not fit the step that asked; nothing changed.
+        """
+        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        if interaction.status != "open":
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} is {interaction.status}, not open; nothing changed"
+            )
+        state = self.load(interaction.run_id)
+        step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction_id), None)
+        if step is not None:
+            answer_step(step, resolution, self.tools, list(state.plan.index).index(step.id))  # it fits
+        elif isinstance(resolution, Edit):
+            raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
+        value = {"resolution": resolution_dict(resolution), "by": by}
+        try:
+            self.store.put_document(STORED_ANSWERS, interaction_id, value, expected_version=None)
+        except DocumentConflict:
+            raise StaleInteraction(
+                f"interaction {interaction_id!r} was answered already; nothing changed"
+            ) from None
+        return interaction.run_id
+
     def root_of(self, run_id: str) -> str:
         """The id of the run at the top of ``run_id``'s parents (itself when it has none)."""
         while (parent := self.store.get_run(run_id).parent_run_id) is not None:
@@ -628,7 +706,7 @@ class FormulaRunner:
 
     # -- results ------------------------------------------------------------------------------------------
 
-    def _result(self, run_id: str, state: RunState, status: RunStatus, reason: str) -> RunResult:
+    def _result(self, run_id: str, state: RunState, status: RunStatus, reason: str) -> FormulaResult:
         views = {
             sid: StepView(
                 sid,
@@ -646,7 +724,7 @@ class FormulaRunner:
             interaction = opened[0] if opened else None
             if interaction is None:
                 interaction = self._child_interaction(run_id)
-        return RunResult(run_id, status, reason, views, interaction)
+        return FormulaResult(run_id, status, reason, views, interaction)
 
     def _child_interaction(self, run_id: str) -> Interaction | None:
         for child in self.store.list_runs(parent_run_id=run_id, status="waiting", limit=100).items:
@@ -670,14 +748,33 @@ def _store(store: Store | str | Path | None) -> Store:
     return store if store is not None and not isinstance(store, str) else open_store(store)
 
 
+class RunnerOptions(TypedDict, total=False):
+    """The keyword options of :class:`FormulaRunner`, as :func:`run_formula` and :func:`resume_run` take
+    them (each is described there)."""
+
+    search_paths: Iterable[str | Path] | None
+    concurrency: int
+    root: Path | None
+    env: Mapping[str, str] | None
+    poll_interval: float
+    checkpoint_every: int
+    clock: Callable[[], float]
+    tool_specs: Iterable[str]
+    model: Model | str | None
+    agent_runner: StepAgent | None
+    lease_ttl: float
+    lease_holder: str | None
+    stored_answers: bool
+
+
 def run_formula(
     formula: FormulaSource,
     vars: Mapping[str, object] | None = None,
     *,
     store: Store | str | Path | None = None,
     tools: ToolRegistry | None = None,
-    **options: Any,
-) -> RunResult:
+    **options: Unpack[RunnerOptions],
+) -> FormulaResult:
     """Run a formula (a name, a file or a cooked plan) until it ends or waits on a person.
 
     Args:
@@ -692,11 +789,23 @@ def run_formula(
 
 
 def resume_run(
-    run_id: str, *, store: Store | str | Path | None = None, tools: ToolRegistry | None = None, **options: Any
-) -> RunResult:
-    """Continue a formula run from its last committed transition."""
+    run_id: str,
+    *,
+    store: Store | str | Path | None = None,
+    tools: ToolRegistry | None = None,
+    **options: Unpack[RunnerOptions],
+) -> FormulaResult:
+    """Continue a formula run from its last committed transition (``options`` as :func:`run_formula`'s)."""
     runner = FormulaRunner(_store(store), tools, **options)
     return asyncio.run(runner.resume(run_id))
 
 
-__all__ = ["Answered", "FormulaRunner", "RunResult", "StepView", "resume_run", "run_formula"]
+__all__ = [
+    "Answered",
+    "FormulaResult",
+    "FormulaRunner",
+    "RunnerOptions",
+    "StepView",
+    "resume_run",
+    "run_formula",
+]

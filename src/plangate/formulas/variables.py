@@ -13,6 +13,7 @@ from typing import Literal, cast
 
 from pydantic import JsonValue
 
+from plangate.errors import UserError
 from plangate.formulas._schema_base import suggest
 from plangate.formulas.schema import Scalar, Var, VarType, scalar_type
 
@@ -21,6 +22,10 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 _TYPE_WORDS = {"string": "a string", "int": "an int", "float": "a float", "bool": "true or false"}
+
+
+class VarTypeError(UserError, ValueError):
+    """A var's value that cannot be read as the var's declared type; the message says what was expected."""
 
 
 @dataclass(frozen=True)
@@ -46,12 +51,12 @@ def coerce(value: object, var_type: VarType) -> Scalar:
     """Convert ``value`` to ``var_type``; strings are parsed (``"3"`` → 3, ``"yes"`` → True).
 
     Raises:
-        ValueError: the value cannot be read as that type; the message says what was expected.
+        VarTypeError: the value cannot be read as that type; the message says what was expected.
     """
     expected = _TYPE_WORDS[var_type]
     found = scalar_type(value)
     if found is None:
-        raise ValueError(f"expected {expected}, got {type(value).__name__}")
+        raise VarTypeError(f"expected {expected}, got {type(value).__name__}")
     if found == var_type:
         return value  # type: ignore[return-value]  # scalar_type checked it
     if isinstance(value, str):
@@ -62,7 +67,7 @@ def coerce(value: object, var_type: VarType) -> Scalar:
         return float(value)  # type: ignore[arg-type]
     if var_type == "int" and isinstance(value, float) and value.is_integer():
         return int(value)
-    raise ValueError(f"expected {expected}, got {value!r}")
+    raise VarTypeError(f"expected {expected}, got {value!r}")
 
 
 def _parse(text: str, var_type: VarType, expected: str) -> Scalar:
@@ -77,7 +82,7 @@ def _parse(text: str, var_type: VarType, expected: str) -> Scalar:
             return True
         if lowered in _FALSE:
             return False
-    raise ValueError(f"expected {expected}, got {text!r}")
+    raise VarTypeError(f"expected {expected}, got {text!r}")
 
 
 def format_scalar(value: Scalar) -> str:
@@ -106,7 +111,7 @@ def apply_vars(
             raw = given[name]
             try:
                 value = coerce(raw, spec.effective_type)
-            except ValueError as exc:
+            except VarTypeError as exc:
                 problems.append(VarProblem(name, "var-type", f"var {name!r}: {exc}"))
                 values[name] = _keep(raw)
                 continue
@@ -164,4 +169,4 @@ def _is_json(value: object) -> bool:
     return False
 
 
-__all__ = ["VarProblem", "apply_vars", "coerce", "format_scalar"]
+__all__ = ["VarProblem", "VarTypeError", "apply_vars", "coerce", "format_scalar"]

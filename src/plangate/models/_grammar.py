@@ -29,6 +29,12 @@ copilot's ops) must look like. Objects are written with their properties in orde
 one when the node has no ``required`` list, else the required ones followed by any of the others; a closed
 object without properties is ``{}``.
 
+Why not llama.cpp's own converter (``llama_cpp.llama_grammar.json_schema_to_gbnf``): it compiles a schema as
+written, one JSON text per grammar, and what it leaves open is unbounded: a string's characters include
+``\\u`` escapes (so lone surrogates the decoders refuse), an open object or ``value`` nests to any depth with
+any number of keys, so no token limit is sure to end the output. It has no form for the copilot's lines
+(``x-lines``), and none of the tightening above, which needs the request (its tools and their parameters).
+
 What it is for: building grammars. What it is not for: running the model (``local``) or validating output
 (the decoders in ``plangate.decisions``).
 """
@@ -45,7 +51,7 @@ from typing import Any
 from plangate.decisions.outputs import PLAN_ACTIONS
 from plangate.decisions.protocol import ACTIONS
 from plangate.decisions.schema import JsonSchema, decision_json_schema, plan_json_schema, route_json_schema
-from plangate.errors import ConfigError
+from plangate.errors import ConfigError, Signal
 
 _Node = dict[str, Any]
 
@@ -372,7 +378,7 @@ def _bound_fields(node: _Node, limits: GrammarLimits, bound: str | None = None) 
         _bound_fields(node["items"], limits, bound)
 
 
-class _Unportable(Exception):
+class _Unportable(Signal):
     """A tool's parameter schema uses something the grammar's subset cannot express."""
 
 

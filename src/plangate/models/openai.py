@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 from plangate.decisions.errors import DecisionParseError
 from plangate.decisions.schema import is_closed_schema
 from plangate.decisions.tagged import parse_tagged
-from plangate.errors import ConfigError
+from plangate.errors import ConfigError, Signal
 from plangate.models._requests import MODEL_TIMEOUT_ENV, request_timeout, retry_pause
 from plangate.models.base import (
     Message,
@@ -136,13 +136,14 @@ def format_choice(value: str | None, *, where: str = "format") -> FormatChoice:
     raise ConfigError(f"{where}: expected one of {', '.join(choices)}, got {value!r}")
 
 
-class _FormatRefused(Exception):
+class _FormatRefused(Signal):
     """The server refused the structured-output format of a request (internal: negotiation steps down)."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, refused_format: StructuredFormat) -> None:
         super().__init__(f"HTTP {status}: {detail}")
         self.status = status
         self.detail = detail
+        self.format = refused_format
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +277,7 @@ class OpenAIModel:
                     stream = await self._open(client, request, attempt)
                     break
                 except _FormatRefused as refused:
-                    attempt = self._attempt(request, self._step_down(attempt.format, refused))
+                    attempt = self._attempt(request, self._step_down(refused))
             self._settle(attempt.format)
             translate = attempt.format == "tagged" and request.wire == "json"
             held: list[str] = []
@@ -302,10 +303,8 @@ class OpenAIModel:
             return self.format_choice
         return negotiated_format(self.base_url) or FORMATS[0]
 
-    def _step_down(
-        self, refused_format: StructuredFormat | None, refused: _FormatRefused
-    ) -> StructuredFormat:
-        assert refused_format is not None and refused_format != "tagged"  # only a sent format is refused
+    def _step_down(self, refused: _FormatRefused) -> StructuredFormat:
+        refused_format = refused.format  # never "tagged": only a format sent to the server is refused
         following = FORMATS[FORMATS.index(refused_format) + 1]
         where = self.base_url or OPENAI_BASE_URL
         logger.info(
@@ -372,11 +371,11 @@ class OpenAIModel:
                 )
             except openai.APIStatusError as exc:
                 detail = server_detail(exc.body, exc.message)
-                refused = attempt.format not in (None, "tagged") and _refuses_format(exc.status_code, detail)
-                if refused and negotiable:
-                    raise _FormatRefused(exc.status_code, detail) from None
-                if refused:
-                    raise self._error(exc, pinned=attempt.format) from None  # asking again cannot help
+                sent = attempt.format
+                if sent is not None and sent != "tagged" and _refuses_format(exc.status_code, detail):
+                    if negotiable:
+                        raise _FormatRefused(exc.status_code, detail, sent) from None
+                    raise self._error(exc, pinned=sent) from None  # asking again cannot help
                 error = self._error(exc)
                 headers: Mapping[str, str] | None = exc.response.headers
             except openai.OpenAIError as exc:

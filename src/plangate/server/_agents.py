@@ -7,18 +7,16 @@ return (``supervisor.py``) or HTTP (``routes/``).
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from plangate.agent import Agent, AgentConfig, AgentStream, RunResult
+from plangate.agent import Agent, AgentConfig, AgentResult, AgentStream
 from plangate.errors import ConfigError
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Resolution
 from plangate.models import Model
 from plangate.server.schemas import AgentRunRequest
 from plangate.store import LeaseBook, Store
 from plangate.tools import ToolRegistry
-
-Resolution = Approve | Reject | Answer | Edit
 
 
 class AgentRuns:
@@ -74,6 +72,7 @@ class AgentRuns:
             mode=request.mode or "auto",
             always_execute=request.always_execute,
             plan_consent=request.plan_consent,
+            done_when=request.done_when,
             owner=owner,
             leases=self.leases,
         )
@@ -85,9 +84,11 @@ class AgentRuns:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
-    ) -> Coroutine[Any, Any, RunResult]:
-        """Resolve the run's interaction (when given) and continue it until it waits or ends."""
-        return self._for(run_id).resume_async(run_id, interaction_id, resolution, by=by)
+        resolved: Callable[[], object] | None = None,
+    ) -> Coroutine[Any, Any, AgentResult]:
+        """Resolve the run's interaction (when given) and continue it until it waits or ends; ``resolved``
+        is called once the resolution is committed."""
+        return self._for(run_id).resume_async(run_id, interaction_id, resolution, by=by, resolved=resolved)
 
     def cancel(self, run_id: str, reason: str) -> None:
         """End the run ``cancelled``; its open interaction expires."""

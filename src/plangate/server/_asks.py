@@ -102,7 +102,9 @@ class AskJobs:
         """
         name = source or BUILTIN
         copilot, prepared = await asyncio.to_thread(self._prepare, owner, question, name, conversation, model)
-        run_id = await self.supervisor.start_turn(_on_own_loop(lambda: copilot.run_turn(prepared)))
+        run_id = await self.supervisor.start_turn(
+            prepared.run_id, _on_own_loop(lambda: copilot.run_turn(prepared))
+        )
         return Started(prepared.turn_id, run_id, prepared.conversation_id, name)
 
     def _prepare(

@@ -27,6 +27,7 @@ from plangate.errors import (
     NotFoundError,
     PlangateError,
     RunLeased,
+    Signal,
     StaleInteraction,
     StoreError,
     UserError,
@@ -54,7 +55,7 @@ _TITLES = {
 }
 
 
-class Problem(Exception):
+class Problem(Signal):
     """Raised by a route to answer with a problem document.
 
     Args:
@@ -173,17 +174,18 @@ def field_errors(errors: Sequence[Any], body: object = None) -> list[dict[str, s
 def install(app: FastAPI) -> None:
     """Make every error ``app`` raises a problem document."""
 
-    async def on_problem(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, Problem)
+    # Registered with the decorator, whose type lets each handler name the class it handles.
+    @app.exception_handler(Problem)
+    async def on_problem(request: Request, exc: Problem) -> JSONResponse:
         return problem_response(exc.status, exc.code, exc.detail, headers=exc.headers, **exc.extra)
 
-    async def on_plangate(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, PlangateError)
+    @app.exception_handler(PlangateError)
+    async def on_plangate(request: Request, exc: PlangateError) -> JSONResponse:
         found = from_error(exc)
         return problem_response(found.status, found.code, found.detail, **found.extra)
 
-    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = field_errors(exc.errors(), exc.body)
         first = errors[0] if errors else {"field": "body", "message": "invalid request"}
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -191,21 +193,16 @@ def install(app: FastAPI) -> None:
             422, "invalid-request", f"{first['field']}: {first['message']}{more}", errors=errors
         )
 
-    async def on_http(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "Error")
         code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         return problem_response(exc.status_code, code, detail, headers=exc.headers)
 
+    @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unexpected error on %s %s", request.method, request.url.path)
         return problem_response(500, "internal", "the server failed; the error is in its log")
-
-    app.add_exception_handler(Problem, on_problem)
-    app.add_exception_handler(PlangateError, on_plangate)
-    app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(StarletteHTTPException, on_http)
-    app.add_exception_handler(Exception, on_unexpected)
 
 
 __all__ = [

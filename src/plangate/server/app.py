@@ -119,7 +119,6 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.broadcaster.start()
-        supervisor.start()
         if recover:
             await supervisor.recover()
         try:

@@ -23,6 +23,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sse_starlette import ServerSentEvent
+
 from plangate.events import Event
 from plangate.server._public import public_event_json
 from plangate.store import Commit, RunStatus, Store
@@ -44,8 +46,12 @@ class WireEvent:
     def of(cls, event: Event) -> WireEvent:
         """Encode a stored event as clients see it (``_public``); its JSON has no raw newline, so it fits
         one ``data:`` line."""
-        frame = f"id: {event.seq}\nevent: {event.type}\ndata: {public_event_json(event)}\n\n"
-        return cls(event.seq, frame.encode("utf-8"))
+        return cls(event.seq, sse_frame(event.type, public_event_json(event), id=event.seq))
+
+
+def sse_frame(event: str, data: str, *, id: int | None = None) -> bytes:
+    """One SSE message: ``id:`` (when given), ``event:``, ``data:`` lines, each ended by ``\\n``."""
+    return ServerSentEvent(data, event=event, id=None if id is None else str(id), sep="\n").encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,4 +208,4 @@ class Broadcaster:
             subscription.push(notice)
 
 
-__all__ = ["Broadcaster", "Notice", "Subscription", "WireEvent"]
+__all__ = ["Broadcaster", "Notice", "Subscription", "WireEvent", "sse_frame"]

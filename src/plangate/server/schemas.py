@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.server._public import public_outcome
 from plangate.store import Interaction, RunRecord
 
@@ -46,6 +46,9 @@ class AgentRunRequest(_Request):
     max_rounds: Annotated[int, Field(ge=1, le=10_000)] | None = None
     always_execute: bool = False
     plan_consent: bool = False
+    done_when: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
+    """The goal as a condition over the run's receipts (``Agent(done_when=...)``, ``--done-when``); the
+    route checks it and answers a 422 naming the field and the column of what is wrong."""
 
 
 class FormulaRunRequest(_Request):
@@ -102,7 +105,7 @@ class ResolveRequest(_Request):
             raise ValueError(f"{self.kind!r} takes no {', '.join(repr(name) for name in extra)}")
         return self
 
-    def resolution(self) -> Approve | Reject | Answer | Edit:
+    def resolution(self) -> Resolution:
         """The resolution this request stands for."""
         if self.kind == "reject":
             return Reject(reason=self.reason or "")

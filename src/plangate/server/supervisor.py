@@ -12,9 +12,9 @@ run continues from the store. A cancel stops the run's task first, then ends the
 Every run is advanced under its lease (the formula runner takes it; agent runs are wrapped here), so a
 run another live process advances is left to it, at start-up too.
 
-How a background task's run id is learned: the store tells subscribers about each commit in the
-committing code's own context, so a task launched with a context variable set hears its first commit
-(the run's creation by the engine, or the resolution it applied) before it reaches any other code.
+A run is created (with its first commit) before its task starts, so the id the caller gets back is the id
+its creation returned. The supervisor's own store calls run in worker threads (``off_loop``): a store
+waiting on another process's write lock delays the request that waits on it, never the event loop.
 """
 
 from __future__ import annotations
@@ -22,22 +22,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from plangate.errors import InteractionError, NotFoundError, RunLeased, StaleInteraction
+from plangate._offloop import off_loop
+from plangate.errors import (
+    InteractionError,
+    NotFoundError,
+    PlangateError,
+    RunError,
+    RunLeased,
+    StaleInteraction,
+)
 from plangate.events import StatusEvent
 from plangate.formulas import Plan
 from plangate.formulas.runtime import FormulaRunner
-from plangate.server._agents import AgentRuns, Resolution
+from plangate.interactions import Resolution
+from plangate.server._agents import AgentRuns
 from plangate.server.schemas import AgentRunRequest
 from plangate.store import TERMINAL_STATUSES, Commit, RunRecord, Store
 
 logger = logging.getLogger("plangate.server")
-
-_FIRST_COMMIT: ContextVar[Callable[[Commit], None] | None] = ContextVar("plangate_first_commit", default=None)
 
 _RECOVERY_PAGE = 500
 
@@ -58,39 +63,30 @@ class RunSupervisor:
         self._tasks: dict[str, asyncio.Task[Any]] = {}
         self._again: set[str] = set()
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        self._unsubscribe: Callable[[], None] | None = None
-        self._loop_thread: int | None = None
+        # continuations asked for while a run's task ran, between that task's end and the next one's start
+        self._continuing: dict[str, asyncio.Task[None]] = {}
         self._closing = False
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Listen to the store's commits (call on the server's event loop, before any run starts)."""
-        self._loop_thread = threading.get_ident()
-        if self._unsubscribe is None:
-            self._unsubscribe = self.store.subscribe(_on_commit)
-
     async def close(self) -> None:
         """Stop every run task; the runs stay ``running`` in the store and a later start recovers them."""
         self._closing = True
-        tasks = list(self._tasks.values())
+        tasks = [*self._tasks.values(), *self._continuing.values()]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
 
     def active(self, run_id: str) -> bool:
-        """Whether the run (or its root) has a task now."""
+        """Whether the run (or its root) has a task now (called from a route's worker thread)."""
         task = self._tasks.get(self.root_of(run_id))
         return task is not None and not task.done()
 
     async def wait_idle(self, run_id: str) -> None:
         """Wait until the run's task (if any) has ended, including any continuation it asked for."""
-        root = self.root_of(run_id)
-        while (task := self._tasks.get(root)) is not None:
+        root = await off_loop(self.root_of, run_id)
+        while (task := self._tasks.get(root) or self._continuing.get(root)) is not None:
             await asyncio.wait({task})
             await asyncio.sleep(0)  # let the done callback schedule a continuation, if one was asked for
 
@@ -99,8 +95,14 @@ class RunSupervisor:
     async def start_formula(self, plan: Plan, owner: str, *, always_execute: bool = False) -> str:
         """Store a new run of ``plan`` for ``owner`` and execute it in the background; returns its id.
 
-        ``always_execute``: its write steps run without asking a person (recorded in the run's events)."""
-        return await self._launch(self.runner.start(plan, owner=owner, always_execute=always_execute))
+        ``always_execute``: its write steps run without asking a person (recorded in the run's events).
+
+        Raises:
+            FormulaError: the plan does not pass check (nothing was stored).
+        """
+        run_id = await off_loop(self.runner.create, plan, owner=owner, always_execute=always_execute)
+        self._adopt(run_id, asyncio.get_running_loop().create_task(self.runner.advance(run_id)))
+        return run_id
 
     async def start_agent(self, request: AgentRunRequest, owner: str) -> str:
         """Store a new agent run for ``owner`` and execute it in the background; returns its id.
@@ -108,7 +110,7 @@ class RunSupervisor:
         Raises:
             ConfigError: an unknown tool or an unusable model (nothing was stored).
         """
-        stream = self.agents.start(request, owner)
+        stream = await off_loop(self.agents.start, request, owner)
 
         async def drive() -> None:
             async with self.runner.leases.kept(stream.run_id):
@@ -118,26 +120,43 @@ class RunSupervisor:
         self._adopt(stream.run_id, asyncio.get_running_loop().create_task(drive()))
         return stream.run_id
 
-    async def start_turn(self, turn: Coroutine[Any, Any, Any]) -> str:
-        """Execute a copilot turn in the background; returns the id of its ``ask`` run once that is stored.
+    async def start_turn(self, run_id: str, turn: Coroutine[Any, Any, Any]) -> str:
+        """Execute a copilot turn in the background, as the task of its ``ask`` run ``run_id`` (the id its
+        preparation chose); returns ``run_id`` once that run is stored.
 
         Raises:
             Exception: whatever the turn raised before its run was stored (nothing was written).
+            RunError: the turn ended without storing its run.
         """
-        return await self._launch(turn)
+        loop = asyncio.get_running_loop()
+        stored: asyncio.Future[None] = loop.create_future()
+
+        def heard(commit: Commit) -> None:
+            # The turn commits on a loop of its own, in its own thread.
+            if commit.run_id == run_id:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                    loop.call_soon_threadsafe(_settle, stored)
+
+        unsubscribe = self.store.subscribe(heard)
+        try:
+            unready = RunError(f"run {run_id!r}: the turn ended before its run was stored; nothing written")
+            await self._launch(run_id, turn, stored, unready=unready)
+        finally:
+            unsubscribe()
+        return run_id
 
     # -- continuing ---------------------------------------------------------------------------------------
 
-    def resume(self, run_id: str) -> None:
-        """Continue the run (its root) from the store in the background, unless a task is on it already."""
-        root = self.root_of(run_id)
+    async def resume(self, run_id: str) -> None:
+        """Continue the run (its root) from the store in the background, unless a task is on it already.
+
+        Raises:
+            NotFoundError: no such run.
+        """
         if self._closing:
             return
-        task = self._tasks.get(root)
-        if task is not None and not task.done():
-            self._again.add(root)  # continue once more when that task ends, so nothing is missed
-            return
-        run = self.store.get_run(root)
+        root = await off_loop(self.root_of, run_id)
+        run = await off_loop(self.store.get_run, root)
         if run.status in TERMINAL_STATUSES:
             return
         if run.kind == "ask":
@@ -145,13 +164,18 @@ class RunSupervisor:
             # failed last one are stored whole, with its run's outcome.
             from plangate.copilot import Copilot
 
-            Copilot(store=self.store).recover(root)
+            await off_loop(Copilot(store=self.store).recover, root)
             return
-        coroutine: Coroutine[Any, Any, Any]
-        if run.kind == "agent":
-            coroutine = self._leased(root, self.agents.resume(root))
-        else:
-            coroutine = self.runner.resume(root)
+        # The agent's coroutine is built first: an agent that cannot be rebuilt is refused here, in no task.
+        agent = await off_loop(self.agents.resume, root) if run.kind == "agent" else None
+        task = self._tasks.get(root)
+        if self._closing or (task is not None and not task.done()):
+            if agent is not None:
+                agent.close()  # never started: no "never awaited" warning
+            if not self._closing:
+                self._again.add(root)  # continue once more when that task ends, so nothing is missed
+            return
+        coroutine = self.runner.resume(root) if agent is None else self._leased(root, agent)
         self._adopt(root, asyncio.get_running_loop().create_task(coroutine))
 
     async def _leased(self, run_id: str, coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -178,11 +202,11 @@ class RunSupervisor:
             InteractionError: the resolution does not fit; nothing changed.
             RunLeased: another live process advances the run; nothing changed.
         """
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        interaction = await off_loop(self.store.get_interaction, interaction_id, owner=owner)
         async with self.exclusive(interaction.run_id, interaction_id=interaction_id, stop=False):
             answered = await self.runner.answer(interaction_id, resolution, by=owner, owner=owner)
         if not answered.continuing:
-            self.resume(answered.run_id)
+            await self.resume(answered.run_id)
         return answered.run_id
 
     async def resolve_agent(self, interaction_id: str, resolution: Resolution, owner: str) -> str:
@@ -195,11 +219,19 @@ class RunSupervisor:
             StaleInteraction: it is not open any more; nothing changed.
             InteractionError: the resolution does not fit the interaction; nothing changed.
         """
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
+        interaction = await off_loop(self.store.get_interaction, interaction_id, owner=owner)
         run_id = interaction.run_id
         async with self.exclusive(run_id, interaction_id=interaction_id):
-            coroutine = self.agents.resume(run_id, interaction_id, resolution, by=owner)
-            await self._launch(self._leased(run_id, coroutine))
+            resolved = asyncio.get_running_loop().create_future()
+
+            def committed() -> None:
+                if not resolved.done():
+                    resolved.set_result(None)
+
+            coroutine = await off_loop(
+                self.agents.resume, run_id, interaction_id, resolution, by=owner, resolved=committed
+            )
+            await self._launch(run_id, self._leased(run_id, coroutine), resolved)
         return run_id
 
     async def cancel(self, run: RunRecord, reason: str) -> None:
@@ -211,14 +243,14 @@ class RunSupervisor:
         if run.status in TERMINAL_STATUSES:
             raise InteractionError(f"run {run.id!r} already ended ({run.status}); nothing to cancel")
         async with self.exclusive(run.id):
-            current = self.store.get_run(run.id)
+            current = await off_loop(self.store.get_run, run.id)
             if current.status not in TERMINAL_STATUSES:
                 if current.kind == "agent":
-                    self.agents.cancel(current.id, reason)
-                else:
-                    self.runner.cancel(current.id, reason)  # its sub-runs and agents first, recursively
+                    await off_loop(self.agents.cancel, current.id, reason)
+                else:  # its sub-runs and agents first, recursively
+                    await off_loop(self.runner.cancel, current.id, reason)
         if run.parent_run_id is not None:
-            self.resume(run.id)  # the parent notices its sub-run ended
+            await self.resume(run.id)  # the parent notices its sub-run ended
 
     @contextlib.asynccontextmanager
     async def exclusive(
@@ -233,13 +265,13 @@ class RunSupervisor:
         Raises:
             StaleInteraction: ``interaction_id`` is not open.
         """
-        root = self.root_of(run_id)
+        root = await off_loop(self.root_of, run_id)
         lock, users = self._locks.get(root, (asyncio.Lock(), 0))
         self._locks[root] = (lock, users + 1)
         try:
             async with lock:
                 if interaction_id is not None:
-                    _require_open(self.store, interaction_id)
+                    await off_loop(_require_open, self.store, interaction_id)
                 task = self._tasks.get(root)
                 if stop and task is not None and not task.done():
                     self._again.discard(root)
@@ -262,6 +294,20 @@ class RunSupervisor:
         Runs ``running`` are resumed; so are formula runs ``waiting`` whose last event is not the one that
         suspended them (a person answered, and the process stopped before the run continued).
         """
+        roots = await off_loop(self._unfinished_roots)
+        resumed = []
+        for root in roots:
+            try:
+                await self.resume(root)
+            except Exception:
+                logger.exception("could not recover run %s", root)
+                continue
+            resumed.append(root)
+        if resumed:
+            logger.info("recovered %d run(s) left unfinished by a stopped process", len(resumed))
+        return resumed
+
+    def _unfinished_roots(self) -> list[str]:
         roots: dict[str, None] = {}
         for status in ("running", "waiting"):
             cursor: str | None = None
@@ -273,17 +319,7 @@ class RunSupervisor:
                 if page.next_cursor is None:
                     break
                 cursor = page.next_cursor
-        resumed = []
-        for root in roots:
-            try:
-                self.resume(root)
-            except Exception:
-                logger.exception("could not recover run %s", root)
-                continue
-            resumed.append(root)
-        if resumed:
-            logger.info("recovered %d run(s) left unfinished by a stopped process", len(resumed))
-        return resumed
+        return list(roots)
 
     def _recover_one(self, run: RunRecord, roots: dict[str, None]) -> None:
         """A sub-run left running continues through its root, which adopts it; one whose root ended has
@@ -316,42 +352,37 @@ class RunSupervisor:
     # -- internals ----------------------------------------------------------------------------------------
 
     def root_of(self, run_id: str) -> str:
-        """The id of the run's root (itself when it has no parent)."""
+        """The id of the run's root (itself when it has no parent). Reads the store: call it off the loop."""
         run = self.store.get_run(run_id)
         while run.parent_run_id is not None:
             run = self.store.get_run(run.parent_run_id)
         return run.id
 
-    async def _launch(self, coroutine: Coroutine[Any, Any, Any]) -> str:
-        """Run ``coroutine`` as a run's task and wait for its first commit; returns that commit's run id.
-
-        The task is adopted as that run's task as soon as the commit is heard, even if the caller stops
-        waiting (a client that disconnects): the run goes on either way.
+    async def _launch(
+        self,
+        root: str,
+        coroutine: Coroutine[Any, Any, Any],
+        ready: asyncio.Future[None],
+        *,
+        unready: PlangateError | None = None,
+    ) -> None:
+        """Run ``coroutine`` as the task of ``root`` and wait until it says it is ``ready`` (its resolution
+        committed); the task is adopted then, even if the caller stops waiting (a client that disconnects):
+        the run goes on either way.
 
         Raises:
-            Exception: whatever the coroutine raised before its first commit (nothing was written).
+            Exception: whatever the coroutine raised before it was ready (nothing was written).
         """
-        loop = asyncio.get_running_loop()
-        first: asyncio.Future[str] = loop.create_future()
-
-        def heard(commit: Commit) -> None:
-            if threading.get_ident() == self._loop_thread:
-                _settle(first, commit.run_id)
-            else:
-                loop.call_soon_threadsafe(_settle, first, commit.run_id)
-
-        token = _FIRST_COMMIT.set(heard)
-        try:
-            task = loop.create_task(coroutine)
-        finally:
-            _FIRST_COMMIT.reset(token)
-        first.add_done_callback(lambda done: None if done.cancelled() else self._adopt(done.result(), task))
-        await asyncio.wait({first, task}, return_when=asyncio.FIRST_COMPLETED)
-        if first.done():
-            return first.result()
-        first.cancel()
+        task = asyncio.get_running_loop().create_task(coroutine)
+        ready.add_done_callback(lambda done: None if done.cancelled() else self._adopt(root, task))
+        await asyncio.wait({ready, task}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.done():
+            return
+        ready.cancel()
         task.result()  # raises what the coroutine raised
-        raise RuntimeError("the run's task ended without writing anything")
+        if unready is not None:
+            raise unready
+        raise InteractionError(f"run {root!r} ended before the resolution was committed; nothing changed")
 
     def _adopt(self, root: str, task: asyncio.Task[Any]) -> None:
         self._tasks[root] = task
@@ -367,21 +398,19 @@ class RunSupervisor:
                 logger.error("run %s stopped on an error: %s: %s", root, type(error).__name__, error)
         if root in self._again and not self._closing:
             self._again.discard(root)
-            try:
-                self.resume(root)
-            except Exception:
-                logger.exception("could not continue run %s", root)
+            again = asyncio.get_running_loop().create_task(self._continue(root))
+            self._continuing[root] = again
+            again.add_done_callback(lambda done: self._continued(root, done))
 
+    async def _continue(self, root: str) -> None:
+        try:
+            await self.resume(root)
+        except Exception:
+            logger.exception("could not continue run %s", root)
 
-def _on_commit(commit: Commit) -> None:
-    heard = _FIRST_COMMIT.get()
-    if heard is not None:
-        heard(commit)
-
-
-def _settle(future: asyncio.Future[str], run_id: str) -> None:
-    if not future.done():
-        future.set_result(run_id)
+    def _continued(self, root: str, task: asyncio.Task[None]) -> None:
+        if self._continuing.get(root) is task:
+            del self._continuing[root]
 
 
 def _require_open(store: Store, interaction_id: str) -> None:
@@ -391,6 +420,11 @@ def _require_open(store: Store, interaction_id: str) -> None:
             f"interaction {interaction_id!r} is {interaction.status} already; expected an open one: "
             "nothing changed"
         )
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 __all__ = ["RunSupervisor"]

@@ -1,33 +1,24 @@
 """Rows of a store (SQLite or PostgreSQL) turned into records, and the column lists the queries select.
 
-For: the one place that knows how a row maps to ``RunRecord``, ``Interaction``, ``Receipt``, ``WriteIntent``,
-``Snapshot``, ``Document`` and ``Event``; both backends name the same columns and keep JSON as text. Not for:
-deciding what to query (``store/sqlite.py``, ``store/postgres.py`` and their transactions).
+For: ``RowMapper``, the one mapper of a table's rows to its record (each field the column of its name, JSON
+text decoded where the table keeps it; the column list derived from the record's fields, so a field and its
+column cannot drift apart), and the mappers of ``RunRecord``, ``Interaction``, ``Receipt``, ``WriteIntent``,
+``Snapshot`` and ``Document`` (turns, attempts, conversations and tokens have theirs beside their SQL) and of
+``Event``; both backends name the same columns and keep JSON as text. Not for: deciding what to query
+(``store/sqlite.py``, ``store/postgres.py`` and their transactions).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from plangate.errors import StoreError
 from plangate.events import Event, EventFormatError, InteractionTool, JsonObject, event_from_parts
 from plangate.store.base import Document, Interaction, Receipt, RunRecord, Snapshot, WriteIntent
-
-RUN_COLUMNS = (
-    "pos, id, kind, name, status, input, owner, parent_run_id, outcome, last_seq, created_at, updated_at, "
-    "lease_owner, lease_expires_at"
-)
-INTERACTION_COLUMNS = (
-    "id, run_id, kind, status, prompt, tool_name, tool_arguments, tool_arguments_digest, step_id, "
-    "created_at, resolved_at, resolved_by, resolution"
-)
-RECEIPT_COLUMNS = "run_id, step_index, source, name, arguments_digest, success, summary, at, output"
-WRITE_INTENT_COLUMNS = "key, run_id, tool, arguments_digest, status, result, created_at, completed_at"
-EVENT_COLUMNS = "run_id, seq, type, payload, at"
-DOCUMENT_COLUMNS = "namespace, key, value, version, updated_at"
 
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -38,109 +29,85 @@ class Row(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
 
 
-def run_record(row: Row) -> RunRecord:
-    """A ``runs`` row as a record."""
-    return _build(
-        RunRecord,
-        f"run {row['id']!r}",
-        id=row["id"],
-        kind=row["kind"],
-        name=row["name"],
-        status=row["status"],
-        input=_object(row["input"]),
-        owner=row["owner"],
-        parent_run_id=row["parent_run_id"],
-        outcome=_object(row["outcome"]),
-        last_seq=row["last_seq"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=row["lease_expires_at"],
-    )
+class RowMapper(Generic[_R]):
+    """How the rows of one table become one record: each field of the record is the column of its name,
+    read as it is, or decoded from JSON text for the columns in ``objects`` (a JSON object) and ``values``
+    (any JSON value).
+
+    Args:
+        record: the record class (a pydantic model: it checks what the row holds).
+        what: how a row is named when it cannot be read (``run 'run_1'``).
+        objects: the columns of JSON objects.
+        values: the columns of any JSON value.
+        built: fields made of several columns, with those columns and how the field is made of them.
+        given: fields the caller passes (what another table holds: a turn's attempts).
+        also: columns selected before the record's own, for the query that reads them (``pos``).
+    """
+
+    def __init__(
+        self,
+        record: type[_R],
+        what: Callable[[Row], str],
+        *,
+        objects: Iterable[str] = (),
+        values: Iterable[str] = (),
+        built: Mapping[str, tuple[tuple[str, ...], Callable[[Row], object]]] | None = None,
+        given: Iterable[str] = (),
+        also: tuple[str, ...] = (),
+    ) -> None:
+        self.record = record
+        self.what = what
+        built = built or {}
+        decoders: dict[str, Callable[[str | None], object]] = {name: _object for name in objects}
+        decoders.update({name: _value for name in values})
+        left_out = set(given)
+        columns = list(also)
+        # Three kinds of field, each read in one loop (a store reads many rows: no call per plain column).
+        self._plain: list[str] = []
+        self._decoded: list[tuple[str, Callable[[str | None], object]]] = []
+        self._built: list[tuple[str, Callable[[Row], object]]] = []
+        for name in record.model_fields:
+            if name in left_out:
+                continue
+            if name in built:
+                names, make = built[name]
+                columns.extend(names)
+                self._built.append((name, make))
+                continue
+            columns.append(name)
+            if name in decoders:
+                self._decoded.append((name, decoders[name]))
+            else:
+                self._plain.append(name)
+        self.columns: tuple[str, ...] = tuple(columns)
+        self.select = ", ".join(columns)
+        """The column list a query selects (and an insert names, in this order)."""
+
+    def read(self, row: Row, **given: object) -> _R:
+        """The record ``row`` holds (with the fields the caller gives).
+
+        Raises:
+            StoreError: the row does not hold a valid record.
+        """
+        fields: dict[str, object] = {name: row[name] for name in self._plain}
+        for name, decode in self._decoded:
+            fields[name] = decode(row[name])
+        for name, make in self._built:
+            fields[name] = make(row)
+        fields.update(given)
+        try:
+            return self.record.model_validate(fields)
+        except ValidationError as exc:
+            raise StoreError(f"the store holds {self.what(row)} it cannot read: {exc}") from None
 
 
-def interaction(row: Row) -> Interaction:
-    """An ``interactions`` row as a record."""
-    tool = None
-    if row["tool_name"] is not None:
-        tool = InteractionTool(
-            name=row["tool_name"],
-            arguments=_object(row["tool_arguments"]) or {},
-            arguments_digest=row["tool_arguments_digest"] or "",
-        )
-    return _build(
-        Interaction,
-        f"interaction {row['id']!r}",
-        id=row["id"],
-        run_id=row["run_id"],
-        kind=row["kind"],
-        status=row["status"],
-        prompt=row["prompt"],
-        tool=tool,
-        step_id=row["step_id"],
-        created_at=row["created_at"],
-        resolved_at=row["resolved_at"],
-        resolved_by=row["resolved_by"],
-        resolution=_object(row["resolution"]),
-    )
-
-
-def receipt(row: Row) -> Receipt:
-    """A ``receipts`` row as a record."""
-    return _build(
-        Receipt,
-        f"a receipt of run {row['run_id']!r}",
-        run_id=row["run_id"],
-        step_index=row["step_index"],
-        source=row["source"],
-        name=row["name"],
-        arguments_digest=row["arguments_digest"],
-        success=bool(row["success"]),
-        summary=row["summary"],
-        at=row["at"],
-        output=_value(row["output"]),
-    )
-
-
-def write_intent(row: Row) -> WriteIntent:
-    """A ``write_intents`` row as a record."""
-    return _build(
-        WriteIntent,
-        f"write intent {row['key']!r}",
-        key=row["key"],
-        run_id=row["run_id"],
-        tool=row["tool"],
-        arguments_digest=row["arguments_digest"],
-        status=row["status"],
-        result=_object(row["result"]),
-        created_at=row["created_at"],
-        completed_at=row["completed_at"],
-    )
-
-
-def snapshot(row: Row) -> Snapshot:
-    """A ``snapshots`` row as a record."""
-    return _build(
-        Snapshot,
-        f"the snapshot of run {row['run_id']!r}",
-        run_id=row["run_id"],
-        version=row["version"],
-        seq=row["seq"],
-        state=_object(row["state"]),
-        updated_at=row["updated_at"],
-    )
-
-
-def document(row: Row) -> Document:
-    """A ``documents`` row as a record."""
-    return _build(
-        Document,
-        f"document {row['key']!r} in namespace {row['namespace']!r}",
-        namespace=row["namespace"],
-        key=row["key"],
-        value=_object(row["value"]),
-        version=row["version"],
-        updated_at=row["updated_at"],
+def _tool(row: Row) -> InteractionTool | None:
+    if row["tool_name"] is None:
+        return None
+    return InteractionTool(
+        name=row["tool_name"],
+        arguments=_object(row["tool_arguments"]) or {},
+        arguments_digest=row["tool_arguments_digest"] or "",
     )
 
 
@@ -176,8 +143,30 @@ def _value(text: str | None) -> JsonValue:
     return value
 
 
-def _build(cls: type[_R], what: str, **fields: object) -> _R:
-    try:
-        return cls.model_validate(fields)
-    except ValidationError as exc:
-        raise StoreError(f"the store holds {what} it cannot read: {exc}") from None
+RUNS = RowMapper(RunRecord, lambda row: f"run {row['id']!r}", objects=("input", "outcome"), also=("pos",))
+INTERACTIONS = RowMapper(
+    Interaction,
+    lambda row: f"interaction {row['id']!r}",
+    objects=("resolution",),
+    built={"tool": (("tool_name", "tool_arguments", "tool_arguments_digest"), _tool)},
+)
+RECEIPTS = RowMapper(Receipt, lambda row: f"a receipt of run {row['run_id']!r}", values=("output",))
+WRITE_INTENTS = RowMapper(WriteIntent, lambda row: f"write intent {row['key']!r}", objects=("result",))
+SNAPSHOTS = RowMapper(Snapshot, lambda row: f"the snapshot of run {row['run_id']!r}", objects=("state",))
+DOCUMENTS = RowMapper(
+    Document, lambda row: f"document {row['key']!r} in namespace {row['namespace']!r}", objects=("value",)
+)
+
+RUN_COLUMNS = RUNS.select
+INTERACTION_COLUMNS = INTERACTIONS.select
+RECEIPT_COLUMNS = RECEIPTS.select
+WRITE_INTENT_COLUMNS = WRITE_INTENTS.select
+DOCUMENT_COLUMNS = DOCUMENTS.select
+EVENT_COLUMNS = "run_id, seq, type, payload, at"
+
+run_record = RUNS.read
+interaction = INTERACTIONS.read
+receipt = RECEIPTS.read
+write_intent = WRITE_INTENTS.read
+snapshot = SNAPSHOTS.read
+document = DOCUMENTS.read

@@ -11,15 +11,14 @@ import re
 import secrets
 from collections.abc import Callable
 
-from pydantic import ValidationError
-
-from plangate.errors import ConfigError, NotFoundError, StoreError
+from plangate.errors import ConfigError, NotFoundError
 from plangate.store import _checks as check
-from plangate.store._rows import Row
+from plangate.store._rows import Row, RowMapper
 from plangate.store._sql import Db
 from plangate.store.base import Token
 
-TOKEN_COLUMNS = "id, owner, name, created_at, revoked_at"
+_TOKENS = RowMapper(Token, lambda row: f"token {row['id']!r}")
+TOKEN_COLUMNS = _TOKENS.select
 
 # A hex digest of 32 to 128 characters: sha256 (64) is what the server writes; the range leaves room for
 # another digest without a migration, and refuses anything that looks like a raw token.
@@ -97,15 +96,4 @@ def revoke(db: Db, clock: Callable[[], float], token_id: str, where: str) -> Tok
 
 def token(row: Row) -> Token:
     """A ``tokens`` row as a record."""
-    try:
-        return Token.model_validate(
-            {
-                "id": row["id"],
-                "owner": row["owner"],
-                "name": row["name"],
-                "created_at": row["created_at"],
-                "revoked_at": row["revoked_at"],
-            }
-        )
-    except ValidationError as exc:
-        raise StoreError(f"the store holds token {row['id']!r} it cannot read: {exc}") from None
+    return _TOKENS.read(row)

@@ -8,17 +8,16 @@ shared ``?`` form both backends accept. Not for: what a turn means (``plangate.c
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Callable
 from typing import TypeVar, get_args
 
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
-from plangate.errors import ConfigError, NotFoundError, StoreError
+from plangate.errors import ConfigError, NotFoundError
 from plangate.store import _checks as check
-from plangate.store._rows import Row
+from plangate.store._rows import Row, RowMapper
 from plangate.store._sql import Db
 from plangate.store.base import AttemptRecord, Conversation, ConversationPage, TurnRecord, TurnStatus
 
@@ -29,13 +28,18 @@ _CONVERSATION = (
     "SELECT c.pos, c.id, c.owner, c.title, c.created_at, c.updated_at, "
     "(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id) AS turns FROM conversations c"
 )
-TURN_COLUMNS = (
-    "id, conversation_id, run_id, owner, question, status, reason, answer, result, formula, source, model, "
-    "created_at, finished_at"
+_TURNS = RowMapper(
+    TurnRecord, lambda row: f"turn {row['id']!r}", values=("result", "formula"), given=("attempts",)
 )
-ATTEMPT_COLUMNS = (
-    "turn_id, n, status, reason, review, formula, run_id, answer, result, issues, started_at, finished_at"
+_ATTEMPTS = RowMapper(
+    AttemptRecord,
+    lambda row: f"attempt {row['n']} of turn {row['turn_id']!r}",
+    values=("review", "formula", "result", "issues"),
+    also=("turn_id",),
 )
+_CONVERSATIONS = RowMapper(Conversation, lambda row: f"conversation {row['id']!r}")
+TURN_COLUMNS = _TURNS.select
+ATTEMPT_COLUMNS = _ATTEMPTS.select
 _CURSOR = re.compile(r"c([0-9.e+-]+):([0-9]+)")
 
 
@@ -241,84 +245,19 @@ def _turns(db: Db, rows: list[Row]) -> list[TurnRecord]:
 
 
 def _conversation(row: Row) -> Conversation:
-    return _build(
-        lambda: Conversation(
-            id=row["id"],
-            owner=row["owner"],
-            title=row["title"],
-            turns=int(row["turns"]),
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        ),
-        f"conversation {row['id']!r}",
-    )
+    return _CONVERSATIONS.read(row)
 
 
 def _turn(row: Row, attempts: list[AttemptRecord]) -> TurnRecord:
-    return _build(
-        lambda: TurnRecord.model_validate(
-            {
-                "id": row["id"],
-                "conversation_id": row["conversation_id"],
-                "run_id": row["run_id"],
-                "owner": row["owner"],
-                "question": row["question"],
-                "status": row["status"],
-                "reason": row["reason"],
-                "answer": row["answer"],
-                "result": _decode(row["result"]),
-                "formula": _decode(row["formula"]),
-                "source": row["source"],
-                "model": row["model"],
-                "created_at": row["created_at"],
-                "finished_at": row["finished_at"],
-                "attempts": attempts,
-            }
-        ),
-        f"turn {row['id']!r}",
-    )
+    return _TURNS.read(row, attempts=attempts)
 
 
 def _attempt(row: Row) -> AttemptRecord:
-    return _build(
-        lambda: AttemptRecord.model_validate(
-            {
-                "n": row["n"],
-                "status": row["status"],
-                "reason": row["reason"],
-                "review": _decode(row["review"]),
-                "formula": _decode(row["formula"]),
-                "run_id": row["run_id"],
-                "answer": row["answer"],
-                "result": _decode(row["result"]),
-                "issues": _decode(row["issues"]),
-                "started_at": row["started_at"],
-                "finished_at": row["finished_at"],
-            }
-        ),
-        f"attempt {row['n']} of turn {row['turn_id']!r}",
-    )
+    return _ATTEMPTS.read(row)
 
 
 def _json_list(items: list[dict[str, JsonValue]], where: str) -> str:
     return "[" + ",".join(check.json_object(item, where) for item in items) + "]"
-
-
-def _decode(text: str | None) -> JsonValue:
-    if text is None:
-        return None
-    try:
-        value: JsonValue = json.loads(text)
-    except ValueError as exc:
-        raise StoreError(f"expected JSON in a store column; found text that is not JSON: {exc}") from None
-    return value
-
-
-def _build(make: Callable[[], _T], what: str) -> _T:
-    try:
-        return make()
-    except ValidationError as exc:
-        raise StoreError(f"the store holds {what} it cannot read: {exc}") from None
 
 
 __all__ = [

@@ -7,6 +7,9 @@ generation (``transaction``), and a write is preceded by a renewal (``confirm``)
 lease (frozen past its expiry, cut off, taken over) never commits or writes again. Not for: the lease rows
 themselves (the store's ``take_lease`` / ``extend_lease`` / ``release_lease``).
 
+From async code (``kept``, its renewals, ``confirm_async``) the lease rows are written in a worker thread:
+a store waiting on another process's write lock never stops the event loop.
+
 A holder is named ``<host>:<pid>:<boot>:<token>``. A lease whose holder is a process of this machine that no
 longer exists (killed, crashed) is taken over at once instead of after its expiry: ``plangate resume`` right
 after a crash works, and a live holder is still never displaced.
@@ -25,6 +28,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+from plangate._offloop import off_loop, off_loop_undone
 from plangate.errors import RunLeased, StoreError
 from plangate.store.base import Lease, LeaseLost, RunRecord, Store, Transaction
 
@@ -177,6 +181,10 @@ class LeaseBook:
             ) from exc
         self._keep(run_id, renewed)
 
+    async def confirm_async(self, run_id: str) -> None:
+        """``confirm`` from async code: the renewal is written off the event loop."""
+        await off_loop(self.confirm, run_id)
+
     def take(self, run_id: str) -> None:
         """Hold the run's lease (count up when already held).
 
@@ -202,7 +210,7 @@ class LeaseBook:
             held = self._leases.pop(run_id, None)
             renewer = self._renewers.pop(run_id, None)
             if renewer is not None:
-                renewer.cancel()
+                _cancel(renewer)
             if held is None:
                 return
             try:
@@ -222,13 +230,13 @@ class LeaseBook:
     @contextlib.asynccontextmanager
     async def kept(self, run_id: str) -> AsyncIterator[None]:
         """Hold the lease while advancing the run, renewing it every third of its ttl."""
-        self.take(run_id)
+        await off_loop_undone(lambda _: self.give_back(run_id), self.take, run_id)
         if run_id not in self._renewers:
             self._renewers[run_id] = asyncio.get_running_loop().create_task(self._renew(run_id))
         try:
             yield
         finally:
-            self.give_back(run_id)
+            await off_loop(self.give_back, run_id)
 
     def _keep(self, run_id: str, lease: Lease) -> None:
         with self._lock:
@@ -269,7 +277,7 @@ class LeaseBook:
             if held is None:
                 return
             try:
-                self._keep(run_id, self.store.extend_lease(held, self.ttl))
+                self._keep(run_id, await off_loop(self.store.extend_lease, held, self.ttl))
             except LeaseLost as exc:
                 # Never taken again: someone may have advanced the run meanwhile, so what this process
                 # holds in memory is stale. Its next commit is refused; the holder now continues the run.
@@ -282,6 +290,20 @@ class LeaseBook:
                 # A store that is down for a moment (a restarted server) is tried again at the next beat;
                 # the lease lapses at its expiry if it stays down, and the fence then refuses every commit.
                 continue
+
+
+def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` from any thread (a lease given back by a worker thread stops its renewer)."""
+    loop = task.get_loop()
+    try:
+        here = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
+        task.cancel()
+        return
+    with contextlib.suppress(RuntimeError):  # its loop closed: the renewer is gone with it
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def _holder(store: Store, run_id: str) -> str | None:

@@ -18,6 +18,8 @@ from sqlglot import TokenType, exp
 from sqlglot.dialects.dialect import Dialect as SqlglotDialect
 from sqlglot.errors import ParseError, TokenError
 
+from plangate.errors import Signal
+
 Dialect = Literal["sqlite", "postgres"]
 
 MAX_SQL_CHARS = 100_000
@@ -93,7 +95,7 @@ class _Token(Protocol):
     def end(self) -> int: ...
 
 
-class _Refused(Exception):
+class _Refused(Signal):
     """Internal: stops the check with a reason."""
 
 

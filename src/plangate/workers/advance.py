@@ -14,16 +14,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from plangate.agent import Agent, AgentConfig
-from plangate.errors import NotFoundError, RunLeased, UserError
+from plangate.config import load_config
+from plangate.errors import ConfigError, NotFoundError, PlangateError, RunLeased, UserError
 from plangate.events import StatusEvent
+from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
 from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
-from plangate.tools import ToolRegistry
+from plangate.tools import Tool, ToolRegistry
 from plangate.tools.specs import load_tools
 from plangate.workers._app import DEFAULT_VISIBILITY_TIMEOUT
+
+if TYPE_CHECKING:
+    from plangate.tools.mcp import McpServersThread
 
 logger = logging.getLogger("plangate.workers")
 
@@ -51,6 +57,9 @@ class WorkerSettings:
         concurrency: Celery worker processes (None: Celery's default, one per CPU).
         transport: more options of kombu's Redis transport, as ``(name, value)`` pairs (how often it
             gives back messages whose visibility timeout passed: ``unacked_restore_interval``, ...).
+        config: a ``plangate.toml`` whose ``[[mcp]]`` servers each worker process starts for itself (after
+            the fork, when it first needs its tools) and stops with the process; their tools are offered
+            with those of ``tools``.
         registry: tools given in code, offered with those of ``tools`` (embedding a worker).
         model_object: a model given in code, used as ``model`` is (embedding a worker; a test double).
     """
@@ -66,6 +75,7 @@ class WorkerSettings:
     visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT
     concurrency: int | None = None
     transport: tuple[tuple[str, float], ...] = ()
+    config: str | None = None
     registry: ToolRegistry | None = field(default=None, compare=False)
     model_object: Model | None = field(default=None, compare=False)
 
@@ -83,6 +93,7 @@ class Advancer:
         self._store = store
         self._tools: ToolRegistry | None = None
         self._model: Model | None = settings.model_object
+        self._mcp: McpServersThread | None = None
 
     @property
     def store(self) -> Store:
@@ -92,14 +103,36 @@ class Advancer:
 
     @property
     def tools(self) -> ToolRegistry:
-        """The worker's tools: its specs and its registry (resolved once, here, never from a run)."""
+        """The worker's tools: its specs, its registry and its MCP servers' (resolved once, here, never
+        from a run).
+
+        Raises:
+            ConfigError: a spec cannot be imported, or an MCP server of ``config`` does not start.
+        """
         if self._tools is None:
             registry = load_tools(self.settings.tools)
-            for extra in self.settings.registry.tools() if self.settings.registry is not None else []:
+            extras = self.settings.registry.tools() if self.settings.registry is not None else []
+            for extra in [*extras, *self._mcp_tools()]:
                 if extra.name not in registry:
                     registry.register(extra)
             self._tools = registry
         return self._tools
+
+    def _mcp_tools(self) -> list[Tool]:
+        if self.settings.config is None:
+            return []
+        config = load_config(Path(self.settings.config))
+        if not config.mcp:
+            return []
+        from plangate.tools.mcp import McpServersThread
+
+        servers = McpServersThread(config)
+        try:
+            servers.start()
+        except PlangateError as exc:
+            raise ConfigError(f"{config.source}: {exc}") from None
+        self._mcp = servers
+        return servers.tools()
 
     def model(self) -> Model | None:
         """The worker's model, when it has one (resolved once)."""
@@ -108,6 +141,9 @@ class Advancer:
         return self._model
 
     def close(self) -> None:
+        if self._mcp is not None:
+            self._mcp.close()
+            self._mcp = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -157,6 +193,7 @@ class Advancer:
             tool_specs=list(self.settings.tools),
             model=self.model(),
             lease_ttl=self.settings.lease_ttl,
+            stored_answers=True,  # a server answers a run a worker advances by storing the answer
         )
 
     def _agent(self, run: RunRecord) -> Agent:
@@ -179,7 +216,8 @@ class Advancer:
 
 def due(store: Store, run: RunRecord) -> bool:
     """Whether a root run needs advancing now: not ended, and not waiting on a person with nothing new (a
-    formula run answered since it suspended is due; an answered agent run is ``running`` again)."""
+    formula run answered since it suspended, or with an answer stored for it, is due; an answered agent run
+    is ``running`` again)."""
     if run.status in TERMINAL_STATUSES:
         return False
     if run.status != "waiting":
@@ -187,7 +225,11 @@ def due(store: Store, run: RunRecord) -> bool:
     if run.kind != "formula" or run.last_seq == 0:
         return False
     last = store.events(run.id, after=run.last_seq - 1)
-    return not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting")
+    if not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting"):
+        return True
+    # an answer stored for its advancing worker, which suspended the run before it saw it
+    opened = store.list_interactions(status="open", run_id=run.id)
+    return any(store.get_document(STORED_ANSWERS, interaction.id) is not None for interaction in opened)
 
 
 __all__ = ["DEFAULT_WORKER_LEASE_TTL", "Advancer", "WorkerSettings", "due"]

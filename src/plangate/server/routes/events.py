@@ -34,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from plangate.server._deps import OwnerDep, Services, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server._public import public_event_dict, public_outcome
-from plangate.server.broadcast import Notice, Subscription, WireEvent
+from plangate.server.broadcast import Notice, Subscription, WireEvent, sse_frame
 from plangate.store import TERMINAL_STATUSES, RunRecord, Store
 
 router = APIRouter(prefix="/v1/runs", tags=["events"])
@@ -176,13 +176,13 @@ class _Cursor:
         frames = self.from_store()
         run = self.store.get_run(self.run_id)
         data = {"type": "end", "run_id": run.id, "status": run.status, "outcome": public_outcome(run.outcome)}
-        frames.append(f"event: end\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
+        frames.append(sse_frame("end", json.dumps(data, separators=(",", ":"))))
         return frames
 
     def heartbeat(self) -> bytes:
         """A ``heartbeat`` message (no id, so a reconnecting client's cursor stays on the last event)."""
         data = {"type": "heartbeat", "run_id": self.run_id, "at": time.time(), "last_seq": self.sent}
-        return f"event: heartbeat\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+        return sse_frame("heartbeat", json.dumps(data, separators=(",", ":")))
 
 
 __all__ = ["router"]

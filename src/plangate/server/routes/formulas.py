@@ -20,7 +20,7 @@ from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import SUFFIXES, read_formula_file, search_dirs
 from plangate.formulas.plan import AgentExecutor, ToolExecutor
 from plangate.server._deps import OwnerDep, Services, ServicesDep
-from plangate.server._problems import public_issues
+from plangate.server._problems import Problem, public_issues
 from plangate.server._public import public_text
 from plangate.server.schemas import CheckRequest
 
@@ -58,9 +58,12 @@ def check(body: CheckRequest, services: ServicesDep, owner: OwnerDep) -> dict[st
             return _checked(None, _load_issues(exc), None)
         name = formula.formula
         plan, issues = check_formula(formula, body.vars, tools, search_paths=services.search_paths)
-    else:
-        assert body.formula is not None  # CheckRequest requires one of the two
+    elif body.formula is not None:
         plan, issues = check_formula(body.formula, body.vars, tools, search_paths=services.search_paths)
+    else:  # CheckRequest refuses this already; a request built in code may not have been validated
+        raise Problem(
+            422, "invalid-request", "expected exactly one of 'formula' (a name) and 'source' (TOML text)"
+        )
     if plan is not None:
         steps = len(plan.steps)
     return _checked(name, issues, steps)

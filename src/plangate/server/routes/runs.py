@@ -16,6 +16,7 @@ from fastapi import APIRouter, Body, Query
 from pydantic import JsonValue
 from starlette.concurrency import run_in_threadpool
 
+from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.errors import ConfigError
 from plangate.formulas import Plan, check_formula, has_errors
 from plangate.formulas.runtime import FormulaRunner
@@ -158,10 +159,26 @@ def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
 
 
 async def _start_agent(services: ServicesDep, body: AgentRunRequest, owner: str) -> str:
+    if body.done_when is not None:
+        _check_done_when(body.done_when)
     try:
         return await services.supervisor.start_agent(body, owner)
     except ConfigError as exc:
         raise Problem(422, "invalid-agent-run", str(exc)) from None
+
+
+def _check_done_when(done_when: str) -> None:
+    """A 422 naming the field and the column when ``done_when`` is not a condition over receipts."""
+    try:
+        compile_done_when(done_when)
+    except ConditionSyntaxError as exc:
+        column = exc.position + 1
+        raise Problem(
+            422,
+            "invalid-agent-run",
+            f"done_when: {exc.message}",
+            errors=[{"field": "done_when", "message": exc.message, "column": column}],
+        ) from None
 
 
 def _open_interaction(store: Store, run: RunRecord) -> Interaction | None:

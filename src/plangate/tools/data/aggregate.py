@@ -555,6 +555,17 @@ def source_parameters(info: SchemaInfo, *, grammar: bool = False) -> dict[str, J
             ordering only by a real column or an aggregate's name, no ``as``, scalar filter values, the
             period's bounds given, and every field written, in the order a question is read.
     """
+    return parameters_schema(source_properties(info, grammar=grammar), grammar=grammar)
+
+
+def parameters_schema(properties: dict[str, JsonValue], *, grammar: bool = False) -> dict[str, JsonValue]:
+    """The arguments object of ``properties``: every one required in the grammar form, else ``source`` and
+    ``measures``."""
+    return _object(properties, list(properties) if grammar else ["source", "measures"])
+
+
+def source_properties(info: SchemaInfo, *, grammar: bool = False) -> dict[str, JsonValue]:
+    """The ``properties`` of :func:`source_parameters`' schema, one per argument of ``db_aggregate``."""
     columns, numbers, dates, groups = _columns(info, grammar=grammar)
     stars: list[JsonValue] = [*columns, "*"]
     if grammar:
@@ -608,18 +619,16 @@ def source_parameters(info: SchemaInfo, *, grammar: bool = False) -> dict[str, J
         "order_by": _array(order, MAX_ORDER),
         "limit": limit,
     }
-    return _object(properties, list(properties) if grammar else ["source", "measures"])
+    return properties
 
 
 def aggregate_parameters(schemas: Sequence[SchemaInfo]) -> dict[str, JsonValue]:
     """The JSON schema of ``db_aggregate`` over several sources: one alternative per source."""
     if not schemas:
         return {"type": "object", "properties": {"source": {"enum": []}}, "required": ["source"]}
+    if len(schemas) == 1:
+        return source_parameters(schemas[0])
     variants: list[JsonValue] = [source_parameters(info) for info in schemas]
-    if len(variants) == 1:
-        only = variants[0]
-        assert isinstance(only, dict)
-        return only
     return {"anyOf": variants}
 
 
@@ -637,6 +646,8 @@ __all__ = [
     "aggregate_parameters",
     "compile_aggregate",
     "is_numeric",
+    "parameters_schema",
     "parse_aggregate",
     "source_parameters",
+    "source_properties",
 ]

@@ -328,6 +328,9 @@ class Planner:
                 raise ScheduleRefused(
                     "failed", "not_placed", f"{item.id} is not placed: swap exchanges two placed tasks"
                 )
+        first_at, second_at = first.placement, second.placement
+        if first_at is None or second_at is None:  # refused just above, one by one; this tells the types
+            raise ScheduleRefused("failed", "not_placed", "swap exchanges two placed tasks")
         if first.duration != second.duration:
             raise ScheduleRefused(
                 "failed",
@@ -335,12 +338,11 @@ class Planner:
                 f"swap needs tasks of the same duration: {first.id} takes {first.duration} slots, "
                 f"{second.id} takes {second.duration}; use batch_move to move both",
             )
-        assert first.placement is not None and second.placement is not None  # checked just above
         pair = (first.id, second.id)
-        self.check_fits(first, second.placement.day, second.placement.slot, ignore=pair)
-        self.check_fits(second, first.placement.day, first.placement.slot, ignore=pair)
-        a = self._put(first, second.placement)
-        b = self._put(second, first.placement)
+        self.check_fits(first, second_at.day, second_at.slot, ignore=pair)
+        self.check_fits(second, first_at.day, first_at.slot, ignore=pair)
+        a = self._put(first, second_at)
+        b = self._put(second, first_at)
         return Change(f"swapped {label(a)} (now {where(a)}) and {label(b)} (now {where(b)})", (a, b))
 
     def unplace(self, task_id: str) -> Change:
