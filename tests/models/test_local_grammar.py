@@ -27,7 +27,13 @@ from plangate.decisions import (
     route_json_schema,
 )
 from plangate.errors import ConfigError
-from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf, tool_arguments_schema
+from plangate.models._grammar import (
+    GrammarLimits,
+    grammar_schema,
+    schema_to_gbnf,
+    seen_in,
+    tool_arguments_schema,
+)
 from plangate.tools import ToolRegistry, tool
 
 # --- a reader and random walker for the GBNF subset the converter writes ---------------------------------
@@ -440,3 +446,115 @@ def test_a_tool_beyond_the_subset_keeps_open_arguments(parameters: dict[str, obj
     )
     calls = [d.tool_call for d in map(parse_decision_json, sentences(grammar, 300)) if d.tool_call]
     assert any(call.arguments for call in calls)  # open keys, as without parameters
+
+
+# --- the small model's grammar: terse decisions, arguments copied from the conversation -------------------
+
+SMALL = GrammarLimits(terse=True, copy_arguments=True)
+
+
+def _small_grammar(texts: list[str], schema: dict[str, object] | None = None) -> str:
+    registry = _tools()
+    parameters = {item.name: item.parameters for item in registry}
+    chosen = grammar_schema(
+        schema or decision_json_schema(), sorted(parameters), SMALL, parameters, seen_in(texts, SMALL)
+    )
+    return schema_to_gbnf(chosen, SMALL)
+
+
+def test_a_terse_decision_holds_only_what_its_action_needs_and_still_parses() -> None:
+    actions: set[str] = set()
+    for text in sentences(_small_grammar(["place t9 on day 2"]), 600):
+        value = json.loads(text)
+        decision = parse_decision_json(text)
+        actions.add(decision.action)
+        assert None not in value.values() and "reason" not in value
+        needs = {"continue": {"tool_call"}, "ask_user": {"speak"}, "next_plan": {"goal_check"}}
+        needs |= {"abort": {"abort"}, "done": {"speak"}}
+        assert needs[decision.action] <= set(value) <= needs[decision.action] | {"action", "goal_check"}
+    # confirm only where continue is not allowed: a continue on a write asks for consent anyway
+    assert actions == set(ACTIONS) - {"confirm"}
+    schema = decision_json_schema(sorted(p.name for p in _tools()), actions=["confirm", "done"])
+    assert {parse_decision_json(t).action for t in sentences(_small_grammar([], schema), 200)} == {
+        "confirm",
+        "done",
+    }
+
+
+def test_copied_arguments_are_only_words_and_numbers_the_conversation_wrote() -> None:
+    texts = ['Place "t 9" or (t4) on 2, please.', "overview: 3 free windows"]
+    seen = seen_in(texts, SMALL)
+    assert {"t 9", "t4", "2", "please", "overview", "3"} <= set(seen.words)
+    assert seen.numbers == (9, 2, 3)  # in order of appearance: the 9 of "t 9" is a word of its own
+    registry = _tools()
+    calls = [d.tool_call for d in map(parse_decision_json, sentences(_small_grammar(texts), 1500))]
+    placed = [call for call in calls if call is not None and call.name == "place"]
+    assert placed
+    for call in placed:
+        registry.validate(call.name, call.arguments)
+        assert call.arguments["task"] in seen.words
+        assert call.arguments["day"] in (2, 3)  # its enum (0..6) narrowed to the numbers written
+        if "slot" in call.arguments:
+            assert call.arguments["slot"] in (*seen.numbers, *seen.words)
+    assert {call.arguments["task"] for call in placed} >= {"t4", "t 9"}
+    assert {call.arguments["day"] for call in placed} == {2, 3}
+
+
+def test_an_enum_is_narrowed_to_the_values_written_in_any_case_else_left_whole() -> None:
+    days = {"enum": ["monday", "tuesday", "wednesday"], "examples": ["monday"]}
+    told = tool_arguments_schema(days, SMALL, seen_in(["Move it to Tuesday, at 12:00."], SMALL))
+    assert told == {"enum": ["tuesday"]}
+    shortened = tool_arguments_schema(days, SMALL, seen_in(["Move it to Wed or to Mo."], SMALL))
+    assert shortened == {"enum": ["wednesday"]}  # first letters, three at least
+    assert tool_arguments_schema(days, SMALL, seen_in(["Move it."], SMALL)) == {"enum": days["enum"]}
+
+
+def test_an_argument_with_nothing_seen_to_copy_stays_open() -> None:
+    node = tool_arguments_schema({"type": "string", "maxLength": 9}, SMALL, seen_in([], SMALL))
+    assert node == {"type": "string", "minLength": 0, "maxLength": 9}
+    node = tool_arguments_schema({"type": "integer"}, SMALL, seen_in(["no numbers here"], SMALL))
+    assert node == {"type": "integer"}
+
+
+def test_a_long_enum_becomes_a_tree_that_allows_exactly_its_values() -> None:
+    values = [f"{hour:02d}:00" for hour in range(24)] + ["t1", "t10", "t100", "t2"]
+    grammar = schema_to_gbnf({"enum": values})
+    assert grammar.count('"1') < 10  # shared prefixes written once, not a flat list of 28 literals
+    got = {json.loads(text) for text in sentences(grammar, 2000)}
+    assert got == set(values)
+
+
+def test_a_value_written_after_a_parameters_name_is_the_one_that_parameter_copies() -> None:
+    texts = ['Put the task "review" (the 2026-06 numbers) in a free slot, for example task "review", '
+             'day "wed", slot "09:00". Or place task t9 at 12:00.', "t1 t2 09:00-12:00"]
+    seen = seen_in(texts, SMALL)
+    assert ("task", "review") in seen.named and ("task", "t9") in seen.named and ("day", "wed") in seen.named
+    parameters = {
+        "type": "object",
+        "properties": {
+            "task": {"type": "string"},
+            "day": {"enum": ["monday", "wednesday"]},
+            "note": {"type": "string"},
+        },
+        "required": ["task", "day"],
+    }
+    copied = tool_arguments_schema(parameters, SMALL, seen)
+    assert copied is not None
+    assert copied["properties"]["task"] == {"enum": ["review", "t9"]}
+    assert copied["properties"]["day"] == {"enum": ["wednesday"]}
+    assert "t1" in copied["properties"]["note"]["enum"]  # no value named for it: any word written
+
+
+def test_an_optional_argument_with_nothing_written_to_copy_is_left_out() -> None:
+    parameters = {
+        "type": "object",
+        "properties": {
+            "day": {"anyOf": [{"enum": ["monday", "tuesday"]}, {"type": "null"}]},
+            "duration": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 12}, {"type": "null"}]},
+        },
+    }
+    copied = tool_arguments_schema(parameters, SMALL, seen_in(["What is free on Monday?"], SMALL))
+    assert copied is not None and list(copied["properties"]) == ["day"]
+    assert copied["properties"]["day"] == {"anyOf": [{"enum": ["monday"]}, {"type": "null"}]}
+    copied = tool_arguments_schema(parameters, SMALL, seen_in(["A 2-slot window on any day?", "2"], SMALL))
+    assert copied is not None and list(copied["properties"]) == ["duration"]

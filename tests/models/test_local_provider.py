@@ -173,3 +173,31 @@ def test_the_thread_count_comes_from_the_environment_when_set(monkeypatch: pytes
             LocalModel()
     monkeypatch.delenv(local_module.THREADS_ENV)
     assert 1 <= LocalModel().n_threads <= 4
+
+
+def test_the_seed_and_temperature_come_from_the_environment_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (LocalModel().seed, LocalModel().temperature) == (0, 0.0)
+    monkeypatch.setenv(local_module.SEED_ENV, "7")
+    monkeypatch.setenv(local_module.TEMPERATURE_ENV, "0.3")
+    assert (LocalModel().seed, LocalModel().temperature) == (7, 0.3)
+    assert (LocalModel(seed=2, temperature=0).seed, LocalModel(seed=2, temperature=0).temperature) == (2, 0)
+    monkeypatch.setenv(local_module.TEMPERATURE_ENV, "warm")
+    with pytest.raises(ConfigError, match="PLANGATE_LOCAL_TEMPERATURE: expected a float >= 0; found 'warm'"):
+        LocalModel()
+
+
+def test_the_packaged_model_asks_for_compact_prompts_and_copies_arguments_from_the_conversation() -> None:
+    model = LocalModel()
+    assert model.compact_prompts and model.limits == local_module.SMALL_MODEL_LIMITS
+    assert not LocalModel(compact_prompts=False).compact_prompts
+    task = {"type": "object", "properties": {"task": {"type": "string"}}, "required": ["task"]}
+    parameters = {"place": task}
+    request = _request(
+        decision_json_schema(),
+        tool_names=["place"],
+        tool_parameters=parameters,
+        argument_sources=["Place t9 today."],
+    )
+    grammar = model.grammar_text(request)
+    assert grammar is not None and '"\\"t9\\""' in grammar and '"\\"today\\""' in grammar
+    assert "reason" not in grammar  # terse decisions

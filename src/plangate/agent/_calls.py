@@ -97,6 +97,7 @@ async def call(
     schema: ResponseSchema | None = None,
     tool_names: Sequence[str] | None = None,
     tool_parameters: Mapping[str, Mapping[str, JsonValue]] | None = None,
+    argument_sources: Sequence[str] = (),
 ) -> Answer:
     """Run one model call; any exception of the provider is returned in ``failure``.
 
@@ -109,6 +110,7 @@ async def call(
         wire=model.wire,
         tool_names=tool_names,
         tool_parameters=tool_parameters,
+        argument_sources=argument_sources,
     )
     text: list[str] = []
     reasoning: list[str] = []

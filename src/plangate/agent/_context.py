@@ -25,6 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from plangate.agent._small_prompt import small_rules
 from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Transcript, Turn
 from plangate.conditions import Condition
@@ -103,6 +104,8 @@ class View:
         memory: what compaction folded out of the prompt, if anything.
         goal: the run's ``done_when`` condition, which the runtime checks itself.
         step_condition: the current step's ``done_when``, when it is a condition the runtime checks.
+        compact: the model asks for the prompts of small models (``_small_prompt.py``); ``catalogue`` is
+            then the tools' signatures and the worked example.
     """
 
     config: AgentConfig
@@ -116,6 +119,7 @@ class View:
     memory: Memory | None = None
     goal: Condition | None = None
     step_condition: Condition | None = None
+    compact: bool = False
 
     def turns(self) -> tuple[Turn, ...]:
         """The conversation the prompt shows: the user's request, then the turns no summary stands for."""
@@ -306,8 +310,39 @@ def _correction_section(transcript: Transcript) -> list[Section]:
     return [Section("correction", f"Your last decision was not accepted, for this reason:\n{notes}")]
 
 
+def _small_context(view: View) -> Context:
+    """The execute prompt of a small model: its own rules and catalogue, the same history and state."""
+    rules = small_rules(goal=view.goal is not None, tools=bool(view.catalogue))
+    system = _small_system(rules, view.catalogue, view.config.system_prompt)
+    changing = [_execution_section(view), *_correction_section(view.transcript)]
+    if view.plan:
+        pinned = [_plan_section(view.plan, view.step_index), _step_section(view)]
+        return Context(system, history(view), (*pinned, *changing))
+    goal = [] if view.goal is None else [Section("goal", view.goal.expression, True)]
+    return Context(system, history(view, goal), tuple(changing), pinned=tuple(goal))
+
+
+@functools.lru_cache(maxsize=64)
+def _small_system(rules: str, catalogue: str, instructions: str | None) -> str:
+    parts = [rules, catalogue]
+    if instructions:
+        parts.append(f"Instructions for this agent:\n{instructions}")
+    return "\n\n".join(part for part in parts if part)
+
+
+def argument_sources(view: View) -> list[str]:
+    """What a tool call may copy its arguments from: the person's words and what the tools that succeeded
+    observed, as the prompt shows them. Never the rules, the example or the assistant's own words, nor a
+    refusal's message: its words say what a tool expected (``mon..sun``), not values anybody gave."""
+    sources = [turn.text for turn in view.turns() if turn.role == "user"]
+    sources += [act.observation for act in view.acts() if act.observation and act.success]
+    return sources
+
+
 def execute_context(view: View) -> Context:
     """The prompt of one execute round."""
+    if view.compact:
+        return _small_context(view)
     system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
     pinned = [_plan_section(view.plan, view.step_index), _step_section(view)]
     changing = [_execution_section(view), *_correction_section(view.transcript)]
@@ -345,6 +380,7 @@ __all__ = [
     "Context",
     "Section",
     "View",
+    "argument_sources",
     "catalogue_text",
     "deliver_context",
     "execute_context",

@@ -22,6 +22,7 @@ from plangate.agent import _writes
 from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event, tool_output
 from plangate.agent._calls import call, decision_schema, read_decision, token_usage
 from plangate.agent._compact import fit_context
+from plangate.agent._context import argument_sources
 from plangate.agent._outcomes import model_failed, stalled
 from plangate.agent._proof import offered, step_condition
 from plangate.agent._state import InflightWrite, Stall, short_digest
@@ -41,9 +42,10 @@ from plangate.events import (
     TokenUsage,
     ToolCallEvent,
 )
-from plangate.tools import ADD_TOOL, REMOVE_TOOL, ToolResult
+from plangate.tools import ADD_TOOL, REMOVE_TOOL, Tool, ToolResult
 
 if TYPE_CHECKING:
+    from plangate.agent._context import View
     from plangate.agent._runcontext import RunContext
 
 _META_TOOLS = frozenset({ADD_TOOL, REMOVE_TOOL})
@@ -91,12 +93,26 @@ def _unmet(condition: Condition | None, loop: RunContext, step_index: int | None
     return condition.expression, condition.evaluate(ConditionContext(receipts=receipts)).reason
 
 
+def _offered_tools(loop: RunContext, view: View) -> list[Tool]:
+    """The tools the model's schema offers this round: the active ones, less, for a small model, the read
+    tool whose call just succeeded (its observation is in the prompt; calling it again learns nothing, and
+    a small model would). Any active tool is still accepted by validation."""
+    active = loop.toolset.active_tools()
+    acts = view.transcript.acts
+    if not view.compact or not acts or not acts[-1].success:
+        return active
+    last = acts[-1].tool
+    others = [item for item in active if not (item.name == last and item.effect == "read")]
+    return others or active
+
+
 async def run_round(loop: RunContext) -> None:
     """One execute round, committed (twice for a write that runs without consent: intent, then receipt)."""
     if not loop.take_round("execute"):
         return
-    active = loop.toolset.active_tools()
-    names = [item.name for item in active]
+    view = loop.view()
+    offered = _offered_tools(loop, view)
+    names = [item.name for item in offered]
     # A compaction is committed with the round it made room for: a crash before the commit only redoes it.
     messages, compacted = await fit_context(loop)
     answer = await call(
@@ -105,7 +121,8 @@ async def run_round(loop: RunContext) -> None:
         messages,
         schema=decision_schema(tuple(names), _actions(loop)),
         tool_names=names,
-        tool_parameters={item.name: item.parameters for item in active},
+        tool_parameters={item.name: item.parameters for item in offered},
+        argument_sources=argument_sources(view),
     )
     state = loop.state
     batch = Batch([*compacted, *([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])])

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 
-from plangate.models import Message, Model, ModelChunk, ModelRequest, Usage, Wire
+from plangate.models import Message, Model, ModelChunk, ModelRequest, Usage, Wire, wants_compact_prompts
 
 MESSAGE_TOKENS = 6
 """What the estimate adds for each message (its role and the provider's framing)."""
@@ -143,6 +143,10 @@ class MeteredModel:
     @property
     def wire(self) -> Wire:
         return self.inner.wire
+
+    @property
+    def compact_prompts(self) -> bool:
+        return wants_compact_prompts(self.inner)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """The inner model's stream, unchanged."""

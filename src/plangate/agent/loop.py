@@ -29,14 +29,15 @@ from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._context import View, catalogue_text
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
+from plangate.agent._small_prompt import small_catalogue
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
 from plangate.agent._tokens import Meter, MeteredModel
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.result import AgentResult, Outcome
-from plangate.conditions import Condition
+from plangate.conditions import Condition, named_tools
 from plangate.errors import ConfigError, InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
-from plangate.models import Model
+from plangate.models import Model, wants_compact_prompts
 from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
@@ -199,13 +200,26 @@ class RunLoop:
             memory=state.memory,
             goal=self.goal,
             step_condition=_proof.step_condition(state.plan, state.step_index),
+            compact=self.compact,
         )
 
+    @property
+    def compact(self) -> bool:
+        """Whether the run's model asks for the prompts of small models."""
+        return wants_compact_prompts(self.model)
+
     def catalogue(self) -> str:
-        """The active tools as the system message lists them (rebuilt only when the active set changes)."""
+        """The active tools as the system message lists them (rebuilt only when the active set changes):
+        their JSON entries, or for a small model their signatures and a worked example."""
         names = tuple(self.toolset.active_names())
         if self._catalogue is None or self._catalogue[0] != names:
-            self._catalogue = (names, catalogue_text(self.toolset.catalogue()))
+            entries = self.toolset.catalogue()
+            if self.compact:
+                goal_tools = () if self.goal is None else named_tools(self.goal)
+                text = small_catalogue(entries, goal_tools)
+            else:
+                text = catalogue_text(entries)
+            self._catalogue = (names, text)
         return self._catalogue[1]
 
     def take_round(self, stage: str) -> bool:

@@ -24,6 +24,7 @@ from plangate.models.base import (
     Usage,
     Wire,
     complete,
+    wants_compact_prompts,
 )
 from plangate.models.errors import (
     ModelAuthenticationError,
@@ -63,4 +64,5 @@ __all__ = [
     "Wire",
     "complete",
     "resolve_model",
+    "wants_compact_prompts",
 ]

@@ -14,7 +14,11 @@ small model write something the decoders refuse:
 - strings are bounded in length and written without ``\\u`` escapes (no lone surrogates), numbers have a
   bounded number of digits, and the open ``tool_call.arguments`` object is bounded in keys and depth, so the
   whole output is finite and a token limit can be chosen that it never reaches in practice; an open object
-  holds one key (a grammar cannot keep two keys apart, and the decoders refuse a repeated one).
+  holds one key (a grammar cannot keep two keys apart, and the decoders refuse a repeated one);
+- for a small model (``GrammarLimits.terse`` and ``copy_arguments``), a decision holds only the fields its
+  action needs, and a call's arguments are values the conversation wrote (``seen_in``: its words, quoted
+  phrases and numbers; an enum's values it named; the value written after a parameter's name), with the
+  optional ones nobody gave left out.
 
 The converter reads the portable subset the schema module documents (``type``, ``enum``, ``properties``,
 ``items``, ``anyOf``) plus ``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern: "\\S"``
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +103,15 @@ class GrammarLimits:
             (``speak``). Off, it is ``null``: a small model's progress remarks are rarely worth reading, cost
             output tokens, and, as new turns early in the conversation, make the model evaluate most of the
             next prompt again instead of reusing it. Questions, answers and aborts always speak.
+        terse: a decision holds only the fields its action needs, and no ``null`` for the others (the
+            decoders read a missing field as absent): ``continue`` is a tool call (``confirm`` is left out,
+            since a ``continue`` on a write asks for consent anyway), ``ask_user`` and ``done`` speak,
+            ``next_plan`` has its goal check, ``abort`` its message; no ``reason``. A small model then
+            generates a third of the tokens per decision, and has fewer ways to go wrong.
+        copy_arguments: a tool call's text and whole-number arguments (those without an enum of their own)
+            are copied from the conversation, when the request gives its words (``Seen``): one of its words
+            or quoted phrases, one of its numbers. A small model then cannot invent an id or misspell a day
+            it was told (``review,`` for ``review``); a value nobody wrote cannot be passed at all.
     """
 
     text: int = 300
@@ -108,6 +122,8 @@ class GrammarLimits:
     open_depth: int = 3
     open_string: int = 80
     progress_speak: bool = False
+    terse: bool = False
+    copy_arguments: bool = False
 
 
 class _Builder:
@@ -171,12 +187,43 @@ def _literal(value: object) -> str:
     return '"' + encoded.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# Enums longer than this are written as a tree of shared prefixes: llama.cpp's sampler follows every
+# alternative of a rule at once, so a flat list of hundreds of words would cost it as many stacks per token.
+_FLAT_ENUM = 16
+
+
+def _gbnf_text(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _prefix_tree(texts: Sequence[str]) -> str:
+    """One GBNF expression matching exactly ``texts`` (distinct, non-empty), common prefixes written once."""
+    groups: dict[str, list[str]] = {}
+    for text in texts:
+        groups.setdefault(text[0], []).append(text[1:])
+    options = []
+    for head, rests in groups.items():
+        # A run that every text of the group continues with is one literal, not a group per character.
+        while all(rests) and len({rest[0] for rest in rests}) == 1:
+            head, rests = head + rests[0][0], [rest[1:] for rest in rests]
+        tails = [rest for rest in rests if rest]
+        if not tails:
+            options.append(_gbnf_text(head))
+        else:
+            optional = "?" if len(tails) < len(rests) else ""
+            options.append(f"{_gbnf_text(head)} ({_prefix_tree(tails)}){optional}")
+    return options[0] if len(options) == 1 else "(" + " | ".join(options) + ")"
+
+
 def _visit(node: Mapping[str, Any], hint: str, b: _Builder) -> str:
     """The rule (name or inline expression) for one schema node."""
     if "enum" in node:
         values = list(node["enum"])
         if not values:
             raise ConfigError(f"{hint}: an empty enum allows no value")
+        if len(values) > _FLAT_ENUM:
+            texts = list(dict.fromkeys(json.dumps(value, ensure_ascii=True) for value in values))
+            return b.rule(f"{hint}-enum", _prefix_tree(texts))
         return b.rule(f"{hint}-enum", " | ".join(_literal(value) for value in values))
     if "anyOf" in node:
         options = [_visit(option, f"{hint}-{i}", b) for i, option in enumerate(node["anyOf"])]
@@ -341,7 +388,147 @@ _SMALL_RANGE = 32
 _MAX_REF_DEPTH = 8
 
 
-def tool_arguments_schema(parameters: Mapping[str, Any], limits: GrammarLimits) -> _Node | None:
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What a tool call's arguments may copy from the conversation (``GrammarLimits.copy_arguments``).
+
+    Attributes:
+        words: its words, stripped of the punctuation around them (``(t4)`` → ``t4``, ``09:00.`` →
+            ``09:00``), and its phrases in double quotes, in order of first appearance.
+        numbers: the whole numbers written as words of their own.
+        named: ``(name, value)`` for a value written right after a word that may name a parameter, in
+            lower case: a phrase in double quotes (``task "review"``) or a word with a digit in it
+            (``task t9``, ``slot 09:00``). A parameter of that name copies only these when one fits.
+    """
+
+    words: tuple[str, ...] = ()
+    numbers: tuple[int, ...] = ()
+    named: tuple[tuple[str, str], ...] = ()
+
+    def for_name(self, name: str) -> Seen | None:
+        """What a parameter called ``name`` copies when the conversation named values for it, else None."""
+        values = tuple(dict.fromkeys(value for key, value in self.named if key == name.casefold()))
+        if not values:
+            return None
+        numbers = tuple(int(value) for value in values if _WHOLE_NUMBER.fullmatch(value))
+        return Seen(values, numbers)
+
+
+_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>«»“”‘’·…*_"
+
+_QUOTED = re.compile(r'"([^"\n]{1,80})"|“([^”\n]{1,80})”')
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,15}")
+
+# A word that may name a parameter, then its value: a quoted phrase, or a word with a digit in it.
+_NAMED = re.compile(
+    r'(?<![\w"])([A-Za-z][A-Za-z_]{0,30})\s*[:=]?\s+(?:"([^"\n]{1,80})"|“([^”\n]{1,80})”|([^\s"“]*\d[^\s"”]*))'
+)
+
+# An enum value may be written as its first letters (``wed`` for ``wednesday``), from this many on.
+_ABBREVIATION = 3
+
+MAX_SEEN_WORDS = 600
+"""Distinct words a grammar offers at most; past it, the earliest are kept (the request comes first)."""
+
+
+def seen_in(texts: Iterable[str], limits: GrammarLimits | None = None) -> Seen:
+    """The words, quoted phrases and whole numbers of ``texts``, for arguments copied from them.
+
+    Args:
+        texts: the conversation's text as a tool call may quote it (the request, observations, answers).
+        limits: ``open_string`` bounds the length of a word kept.
+    """
+    longest = (limits or GrammarLimits()).open_string
+    words: dict[str, None] = {}
+    numbers: dict[int, None] = {}
+    named: dict[tuple[str, str], None] = {}
+    for text in texts:
+        for name, quoted, curly, word in _NAMED.findall(text):
+            value = (quoted or curly).strip() or word.strip(_EDGE_PUNCTUATION)
+            if value and len(value) <= longest:
+                named.setdefault((name.casefold(), value))
+        found = [a or b for a, b in _QUOTED.findall(text)]
+        found += [raw.strip(_EDGE_PUNCTUATION) for raw in text.split()]
+        for word in found:
+            word = word.strip()
+            if not word or len(word) > longest or not word.isprintable() or len(words) >= MAX_SEEN_WORDS:
+                continue
+            words.setdefault(word)
+            if _WHOLE_NUMBER.fullmatch(word):
+                numbers.setdefault(int(word))
+    return Seen(tuple(words), tuple(numbers), tuple(named))
+
+
+def _enum_matches(value: object, words: set[str], seen: Seen) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value in seen.numbers
+    if not isinstance(value, str):
+        return False
+    text = value.casefold()
+    return text in words or any(
+        len(word) >= _ABBREVIATION and word.isalpha() and text.startswith(word) for word in words
+    )
+
+
+def _copied(node: _Node, seen: Seen) -> tuple[_Node, str]:
+    """``node`` (a portable schema) with its open strings and integers limited to what was ``seen``, and its
+    enums to the values that were seen (text compared without case, ``Tuesday`` is ``tuesday``, and by its
+    first letters, ``wed`` is ``wednesday``), when any was: a model offered the whole enum copies the one
+    its example shows instead of the one it was told. A property whose name the conversation wrote a value
+    for (``Seen.named``) copies that value, when it fits; an optional one with nothing seen to copy is left
+    out (the tool's default applies: a value nobody wrote is not passed).
+
+    Returns the node and what became of it: ``copied`` (limited), ``open`` (a string or integer left open,
+    nothing seen fitting it), ``unseen`` (an enum none of whose values was seen, left whole) or ``fixed``
+    (anything else).
+    """
+    if "enum" in node:
+        words = {word.casefold() for word in seen.words}
+        kept = [value for value in node["enum"] if _enum_matches(value, words, seen)]
+        return ({**node, "enum": kept}, "copied") if kept else (node, "unseen")
+    if "anyOf" in node:
+        options = [_copied(option, seen) for option in node["anyOf"]]
+        if any(state == "copied" for _, state in options):
+            # A day written as a word leaves no room for an invented number, and the other way round.
+            options = [(option, state) for option, state in options if state not in ("open", "unseen")]
+        states = {state for option, state in options if option.get("type") != "null"}
+        state = "copied" if "copied" in states else "fixed" if "fixed" in states or not states else "unseen"
+        return {"anyOf": [option for option, _ in options]}, state
+    kind = node.get("type")
+    if kind == "object" and "properties" in node:
+        required = set(node.get("required", ()))
+        properties = {}
+        for name, sub in node["properties"].items():
+            copied, state = _property(name, sub, seen)
+            if name in required or state not in ("open", "unseen"):
+                properties[name] = copied
+        return {**node, "properties": properties}, "fixed"
+    if kind == "array":
+        return {**node, "items": _copied(node["items"], seen)[0]}, "fixed"
+    if kind == "string" and "enum" not in node:
+        low, high = int(node.get("minLength", 0)), int(node.get("maxLength", MAX_SEEN_WORDS))
+        fitting = [word for word in seen.words if low <= len(word) <= high]
+        return ({"enum": fitting}, "copied") if fitting else (node, "open")
+    if kind == "integer":
+        return ({"enum": list(seen.numbers)}, "copied") if seen.numbers else (node, "open")
+    return node, "fixed"
+
+
+def _property(name: str, node: _Node, seen: Seen) -> tuple[_Node, str]:
+    named = seen.for_name(name)
+    if named is not None:
+        copied, state = _copied(node, named)
+        if state == "copied":
+            return copied, state
+    return _copied(node, seen)
+
+
+def tool_arguments_schema(
+    parameters: Mapping[str, Any], limits: GrammarLimits, seen: Seen | None = None
+) -> _Node | None:
     """A tool's parameter schema (as pydantic writes it) in the grammar's subset, or None beyond it.
 
     Kept: types, enums and consts, properties with ``required`` (others may be left out), arrays with their
@@ -349,12 +536,35 @@ def tool_arguments_schema(parameters: Mapping[str, Any], limits: GrammarLimits) 
     parameters takes exactly ``{}``). Integer ranges no wider than 32 values become enums; strings are
     bounded by ``limits.open_string``. Dropped: what the grammar cannot enforce (patterns, formats, wide
     numeric bounds) and text for people (titles, descriptions, defaults); the tool's own validation still
-    checks those.
+    checks those. With ``seen``, open strings and integers are limited to its words and numbers
+    (``GrammarLimits.copy_arguments``); one left without a fitting value stays open, unless another type
+    the parameter accepts was limited.
     """
     try:
-        return _portable(parameters, parameters.get("$defs") or {}, limits, 0)
+        portable = _portable(parameters, parameters.get("$defs") or {}, limits, 0)
     except _Unportable:
         return None
+    if seen is None:
+        return portable
+    copied = _copied(portable, seen)[0]
+    _with_defaults(copied, parameters)
+    return copied
+
+
+def _with_defaults(copied: _Node, parameters: Mapping[str, Any]) -> None:
+    """Let a copied text parameter take its own default too (``filter = "all"``), in place."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping) or "properties" not in copied:
+        return
+    for name, schema in properties.items():
+        default = schema.get("default") if isinstance(schema, Mapping) else None
+        node = copied["properties"].get(name)
+        if not isinstance(default, str) or not default or not isinstance(node, dict):
+            continue
+        for option in [node, *node.get("anyOf", ())]:
+            values = option.get("enum")
+            if values and all(isinstance(value, str) for value in values) and default not in values:
+                values.append(default)
 
 
 def _portable(node: Mapping[str, Any], defs: Mapping[str, Any], limits: GrammarLimits, depth: int) -> _Node:
@@ -455,12 +665,16 @@ def _tool_names(schema: Mapping[str, Any], tool_names: Sequence[str] | None) -> 
 
 
 def _tool_calls(
-    call: _Node, names: Sequence[str], parameters: Mapping[str, Mapping[str, Any]], limits: GrammarLimits
+    call: _Node,
+    names: Sequence[str],
+    parameters: Mapping[str, Mapping[str, Any]],
+    limits: GrammarLimits,
+    seen: Seen | None,
 ) -> _Node:
     """A tool call whose arguments fit the named tool's parameters, one option per tool."""
     options: list[_Node] = []
     for name in names:
-        arguments = tool_arguments_schema(parameters[name], limits) if name in parameters else None
+        arguments = tool_arguments_schema(parameters[name], limits, seen) if name in parameters else None
         fields = {**call["properties"], "name": {"enum": [name]}}
         if arguments is not None:
             fields["arguments"] = arguments
@@ -468,11 +682,44 @@ def _tool_calls(
     return {"anyOf": options}
 
 
+def _terse_variants(props: _Node, call: _Node | None, abort: _Node, allowed: set[str]) -> list[_Node]:
+    """One variant per action with only the fields it needs (``GrammarLimits.terse``)."""
+
+    def variant(action: str, *, required: Sequence[str] | None = None, **fields: _Node) -> _Node:
+        node: _Node = {
+            "type": "object",
+            "properties": {"action": {"enum": [action]}, **fields},
+            "additionalProperties": False,
+        }
+        if required is not None:
+            node["required"] = ["action", *required]
+        return node
+
+    speak = _required_text(props["speak"])
+    message = {
+        "type": "object",
+        "properties": {"user_message": abort["properties"]["user_message"]},
+        "additionalProperties": False,
+    }
+    options = [
+        variant("continue", tool_call=call) if call is not None else variant("continue"),
+        variant("ask_user", speak=speak),
+        variant("next_plan", goal_check=_required_text(props["goal_check"])),
+        # Under a plan, done needs a goal check too; without one it is noise, so it may be left out.
+        variant("done", required=["speak"], speak=speak, goal_check=_required_text(props["goal_check"])),
+        variant("abort", abort=message),
+    ]
+    if call is not None and "continue" not in allowed:
+        options.insert(1, variant("confirm", tool_call=call))
+    return options
+
+
 def _decision_variants(
     schema: Mapping[str, Any],
     tool_names: Sequence[str] | None,
     limits: GrammarLimits,
     tool_parameters: Mapping[str, Mapping[str, Any]] | None = None,
+    seen: Seen | None = None,
 ) -> _Node:
     names = _tool_names(schema, tool_names)
     base: _Node = copy.deepcopy(decision_json_schema(tool_names=names))
@@ -487,11 +734,17 @@ def _decision_variants(
     if call is not None and names is None:
         call["properties"]["name"] = _required_text(call["properties"]["name"])
     if call is not None and names and tool_parameters:
-        call = _tool_calls(call, names, tool_parameters, limits)
+        call = _tool_calls(call, names, tool_parameters, limits, seen if limits.copy_arguments else None)
     null: _Node = {"type": "null"}
     goal_check = _required_text(props["goal_check"])
 
     allowed = set(schema["properties"]["action"].get("enum", ACTIONS))
+    if limits.terse:
+        terse = _terse_variants(props, call, abort, allowed)
+        kept = [option for option in terse if option["properties"]["action"]["enum"][0] in allowed]
+        if not kept:
+            raise ConfigError(f"decision: no action left to take (the schema allows {sorted(allowed)})")
+        return {"anyOf": kept}
 
     def variant(
         actions: Iterable[str],
@@ -557,6 +810,7 @@ def grammar_schema(
     tool_names: Sequence[str] | None = None,
     limits: GrammarLimits | None = None,
     tool_parameters: Mapping[str, Mapping[str, Any]] | None = None,
+    seen: Seen | None = None,
 ) -> JsonSchema:
     """The schema the grammar enforces for a request's ``response_schema``.
 
@@ -572,11 +826,12 @@ def grammar_schema(
         limits: the bounds for text fields.
         tool_parameters: the named tools' parameter schemas (``ModelRequest.tool_parameters``): a tool call's
             arguments then fit its tool's schema wherever ``tool_arguments_schema`` can express it.
+        seen: what the conversation wrote, for the arguments that ``limits.copy_arguments`` copies from it.
     """
     node: Mapping[str, Any] = schema
     bounds = limits or GrammarLimits()
     if _is_like(node, decision_json_schema()):
-        return _decision_variants(node, tool_names, bounds, tool_parameters)
+        return _decision_variants(node, tool_names, bounds, tool_parameters, seen)
     if _is_like(node, plan_json_schema()):
         return _plan_variants(node, bounds)
     if _is_like(node, route_json_schema()):
@@ -589,9 +844,12 @@ def grammar_schema(
 __all__ = [
     "DATE_BOUND",
     "LINES",
+    "MAX_SEEN_WORDS",
     "NOT_BLANK",
     "GrammarLimits",
+    "Seen",
     "grammar_schema",
     "schema_to_gbnf",
+    "seen_in",
     "tool_arguments_schema",
 ]

@@ -73,6 +73,9 @@ class ModelRequest:
             the others rely on ``response_schema``, which already lists them.
         tool_parameters: the parameter schemas of those tools, by name, for providers that also constrain a
             call's arguments (a grammar); the others show them in the prompt.
+        argument_sources: the text a tool call may copy its arguments from (the user's words, the tools'
+            observations, a person's answers), for providers that constrain arguments to what was written
+            (the local model's grammar); the others ignore it.
         max_tokens: the most tokens to generate, or the provider's default.
         temperature: sampling temperature, or the provider's default.
     """
@@ -83,6 +86,7 @@ class ModelRequest:
     wire: Wire = "json"
     tool_names: Sequence[str] | None = None
     tool_parameters: Mapping[str, Mapping[str, JsonValue]] | None = None
+    argument_sources: Sequence[str] = ()
     max_tokens: int | None = None
     temperature: float | None = None
 
@@ -167,6 +171,16 @@ class Model(Protocol):
         ...
 
 
+def wants_compact_prompts(model: object) -> bool:
+    """Whether ``model`` asks for the prompts of small models: an attribute ``compact_prompts`` that is True.
+
+    A model with a few hundred million parameters (the local default) follows short rules, a worked example
+    and a catalogue of tool signatures better than the full rules and JSON schemas a large model reads; the
+    agent runtime lays out its prompts for it that way. Models without the attribute get the full prompts.
+    """
+    return getattr(model, "compact_prompts", False) is True
+
+
 @dataclass(frozen=True, slots=True)
 class Completion:
     """A drained stream.
@@ -219,4 +233,5 @@ __all__ = [
     "Usage",
     "Wire",
     "complete",
+    "wants_compact_prompts",
 ]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from plangate.errors import ConfigError
-from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf
+from plangate.models._grammar import GrammarLimits, grammar_schema, schema_to_gbnf, seen_in
 from plangate.models.base import Message, ModelChunk, ModelRequest, TextDelta, Usage, Wire
 from plangate.models.errors import ModelProviderError, ModelRequestError
 
@@ -103,6 +103,29 @@ def packaged_model_path() -> Path:
 THREADS_ENV = "PLANGATE_LOCAL_THREADS"
 """The environment variable that sets the default number of CPU threads of the local model."""
 
+SEED_ENV = "PLANGATE_LOCAL_SEED"
+"""The environment variable that sets the default sampling seed of the local model."""
+
+TEMPERATURE_ENV = "PLANGATE_LOCAL_TEMPERATURE"
+"""The environment variable that sets the default sampling temperature of the local model."""
+
+SMALL_MODEL_LIMITS = GrammarLimits(terse=True, copy_arguments=True)
+"""The grammar's bounds for the packaged model and any other local one: terse decisions whose tool arguments
+are copied from the conversation (see ``GrammarLimits``)."""
+
+
+def _env_number(name: str, kind: type[int] | type[float], default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = kind(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ConfigError(f"{name}: expected a {kind.__name__} >= 0; found {value!r}")
+    return number
+
 
 def _default_threads() -> int:
     """``$PLANGATE_LOCAL_THREADS``, else the CPUs this process may use (containers and CI runners limit
@@ -110,8 +133,10 @@ def _default_threads() -> int:
 
     Measured with the packaged model on two AVX2 cores: two threads evaluate a prompt 1.6x and generate
     1.5x as fast as one on an idle machine; with the other core busy, two threads generate 0.6x as fast
-    as one (llama.cpp's threads wait for each other at every step). Set the variable to 1 on a machine
-    that is busy with other work.
+    as one (llama.cpp's threads wait for each other at every step, so a thread that loses its CPU stalls
+    all of them); with both cores shared with other work (load average 6.5), an agent round took 12 to
+    45 s with two threads and 1.1 to 1.6 s with one. Set the variable to 1 on a machine that is busy with
+    other work.
 
     Raises:
         ConfigError: the variable is set to something other than a positive integer.
@@ -187,15 +212,22 @@ class LocalModel:
         n_ctx: the context window in tokens (prompt and output together).
         n_threads: CPU threads; default ``$PLANGATE_LOCAL_THREADS``, else the CPUs this process may use, at
             most four.
-        seed: the sampling seed (used when the temperature is above 0).
+        seed: the sampling seed (used when the temperature is above 0); default ``$PLANGATE_LOCAL_SEED``,
+            else 0.
         repeat_penalty: how much recently generated tokens are penalised. A small model sampled greedily
             falls into loops (``.00.00.00…``) that fill a string to its bound; 1.1 breaks most of them,
             and cannot break the grammar, which is applied after it.
-        temperature: the default sampling temperature; 0 samples greedily, so the same request gives the
-            same answer.
+        temperature: the default sampling temperature; default ``$PLANGATE_LOCAL_TEMPERATURE``, else 0,
+            which samples greedily, so the same request gives the same answer.
         max_tokens: the default output limit. Structured outputs are bounded by their grammar and nearly
             always close far below it; a plain-text answer is cut there.
-        limits: the bounds the grammar puts on strings, arrays and tool arguments.
+        limits: the bounds the grammar puts on strings, arrays and tool arguments; default
+            ``SMALL_MODEL_LIMITS`` (terse decisions, arguments copied from the conversation).
+        compact_prompts: ask the agent runtime for the prompts of small models (short rules, a worked example,
+            tool signatures instead of schemas); on by default, since a model that runs on a CPU is small.
+
+    Attributes:
+        compact_prompts: see above (``plangate.models.wants_compact_prompts``).
 
     Raises:
         ConfigError: the weights package is missing, or ``model_path`` is not a file.
@@ -207,11 +239,12 @@ class LocalModel:
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
-        temperature: float = 0.0,
+        temperature: float | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         limits: GrammarLimits | None = None,
+        compact_prompts: bool = True,
     ) -> None:
         if model_path is None:
             path = packaged_model_path()
@@ -230,11 +263,14 @@ class LocalModel:
         self.wire: Wire = "json"
         self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else _default_threads()
-        self.seed = seed
+        self.seed = seed if seed is not None else int(_env_number(SEED_ENV, int, 0))
         self.repeat_penalty = repeat_penalty
-        self.temperature = temperature
+        self.temperature = (
+            temperature if temperature is not None else _env_number(TEMPERATURE_ENV, float, 0.0)
+        )
         self.max_tokens = max_tokens
-        self.limits = limits or GrammarLimits()
+        self.limits = limits or SMALL_MODEL_LIMITS
+        self.compact_prompts = compact_prompts
         self._grammars: dict[str, LlamaGrammar] = {}
 
     @property
@@ -264,8 +300,9 @@ class LocalModel:
         """
         if request.response_schema is None or request.wire != "json":
             return None
+        seen = seen_in(request.argument_sources, self.limits) if self.limits.copy_arguments else None
         schema = grammar_schema(
-            request.response_schema.schema, request.tool_names, self.limits, request.tool_parameters
+            request.response_schema.schema, request.tool_names, self.limits, request.tool_parameters, seen
         )
         try:
             return schema_to_gbnf(schema, self.limits)
@@ -466,6 +503,9 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_REPEAT_PENALTY",
     "INSTALL_HINT",
+    "SEED_ENV",
+    "SMALL_MODEL_LIMITS",
+    "TEMPERATURE_ENV",
     "THREADS_ENV",
     "WEIGHTS_PACKAGE",
     "LocalModel",

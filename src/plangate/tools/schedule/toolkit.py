@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema
 
 from plangate.store import DocumentConflict, Store
 from plangate.tools.registry import digest_json
 from plangate.tools.result import ToolResult
-from plangate.tools.schedule._calendar import DAY_HELP, SLOT_HELP, SLOTS_PER_DAY
+from plangate.tools.schedule._calendar import DAY_HELP, DAY_NAMES, SLOT_HELP, SLOTS_PER_DAY, slot_time
 from plangate.tools.schedule._health import analyze
 from plangate.tools.schedule._views import available, overview, select, task_json, task_line
 from plangate.tools.schedule.errors import ScheduleRefused
@@ -36,6 +36,21 @@ EDIT_PACK = "edit"
 
 DayArg = int | str
 SlotArg = int | str
+
+# What the model reads of a day and a slot: the forms people write them in (``tuesday``, ``14:00``), as enums
+# a grammar holds a small model to; the tools still accept the others their descriptions name (``tue``,
+# ``1``, ``Tuesday``, slot ``6``). With an example of each value, in the schemas: a model shown what an id, a
+# day and a time look like writes them in the right places (a small one writes a day for the task's id, or
+# a time for the day, without them).
+_DAY_SCHEMA: dict[str, JsonValue] = {"enum": list(DAY_NAMES), "examples": ["monday"]}
+_SLOT_SCHEMA: dict[str, JsonValue] = {
+    "enum": [slot_time(slot) for slot in range(SLOTS_PER_DAY)],
+    "examples": ["09:00"],
+}
+TaskId = Annotated[str, Field(examples=["t1"])]
+OtherTaskId = Annotated[str, Field(examples=["t2"])]
+Day = Annotated[DayArg, WithJsonSchema(_DAY_SCHEMA)]
+Slot = Annotated[SlotArg, WithJsonSchema(_SLOT_SCHEMA)]
 
 
 class Move(BaseModel):
@@ -149,7 +164,7 @@ def _read_tools(week: _Week) -> list[Tool]:
 
     @tool(domain=DOMAIN, pack=READ_PACK, idempotent=True)
     def query_available_slots(
-        day: DayArg | None = None,
+        day: Day | None = None,
         duration: Annotated[int, Field(ge=1, le=SLOTS_PER_DAY)] | None = None,
     ) -> ToolResult:
         """List the free windows, with the slots a task of the given duration could start at.
@@ -208,7 +223,7 @@ def _write_tools(week: _Week) -> list[Tool]:
     edit = tool(effect="write", domain=DOMAIN, pack=EDIT_PACK, idempotent=False, reconcile=week.reconcile)
 
     @edit
-    def place(task: str, day: DayArg, slot: SlotArg) -> ToolResult:
+    def place(task: TaskId, day: Day, slot: Slot) -> ToolResult:
         """Put an unplaced task on the calendar.
 
         Args:
@@ -219,7 +234,7 @@ def _write_tools(week: _Week) -> list[Tool]:
         return week.write("place", lambda planner: planner.place(task, day, slot))
 
     @edit
-    def move(task: str, day: DayArg, slot: SlotArg) -> ToolResult:
+    def move(task: TaskId, day: Day, slot: Slot) -> ToolResult:
         """Move a placed task to another day or time.
 
         Args:
@@ -230,7 +245,7 @@ def _write_tools(week: _Week) -> list[Tool]:
         return week.write("move", lambda planner: planner.move(task, day, slot))
 
     @edit
-    def swap(task_a: str, task_b: str) -> ToolResult:
+    def swap(task_a: TaskId, task_b: OtherTaskId) -> ToolResult:
         """Exchange the places of two placed tasks of the same duration.
 
         Args:
@@ -240,7 +255,7 @@ def _write_tools(week: _Week) -> list[Tool]:
         return week.write("swap", lambda planner: planner.swap(task_a, task_b))
 
     @edit
-    def unplace(task: str) -> ToolResult:
+    def unplace(task: TaskId) -> ToolResult:
         """Take a placed task off the calendar (it stays in the week, unplaced).
 
         Args:
