@@ -21,6 +21,7 @@ do in detail (the tests of each part).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -142,13 +143,30 @@ def _installed_extras() -> set[str]:
     return set(parts[1].split(",")) if len(parts) > 1 else set()
 
 
+def _setup_is_current() -> bool:
+    """Whether ``.venv`` was set up for the requirements as they are now (the hash ``./dev`` records).
+
+    Otherwise ``./dev`` in the copy would reinstall the project, editable, from the copy: the real
+    ``.venv`` would then import plangate from a temporary folder that is gone once the test ends.
+    """
+    stamp = REPO / ".venv" / ".plangate-setup"
+    if not stamp.is_file():
+        return False
+    digest = hashlib.sha256()
+    for name in ("pyproject.toml", "scripts/build_llama_cpp.sh"):
+        digest.update((REPO / name).read_bytes())
+    recorded = stamp.read_text().split()
+    return bool(recorded) and recorded[0] == digest.hexdigest()[:16]
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
     """A copy of the tracked files; its ``.venv`` is the real one (so ``./dev`` installs nothing)."""
-    if not {"local", "server", "postgres", "mcp"} <= _installed_extras():
+    if not {"local", "server", "postgres", "mcp"} <= _installed_extras() or not _setup_is_current():
         pytest.fail(
-            "the README tests run ./dev as a user would: set up with ./dev setup first (it records the "
-            f"extras installed in {REPO / '.venv' / '.plangate-setup'})"
+            "the README tests run ./dev as a user would: set up with ./dev setup first, again after "
+            "pyproject.toml changed (it records the requirements and the extras installed in "
+            f"{REPO / '.venv' / '.plangate-setup'})"
         )
     root = tmp_path / "plangate"
     for name in _tracked_files():

@@ -120,7 +120,7 @@ def test_ask_shows_the_formula_growing_the_run_the_review_and_the_answer(
         "review: clean",
     ]
     assert any(GOOD in line for line in lines)
-    assert any("East" in line and "1328137.929999979" in line for line in lines)  # the rows, as a table
+    assert any("East" in line and "1,328,137.93" in line for line in lines)  # the rows, as a table, as read
     assert lines[-1].startswith("turn turn_")
 
 
@@ -199,6 +199,16 @@ def test_an_unusable_turn_exits_1_and_says_why(app: typer.Typer, home: Path) -> 
     code, out, _ = invoke(app, "ask", QUESTION, "--model", model)
     assert code == 1
     assert "invented_number" in out and "no answer:" in out and "retrying" in out
+
+
+def test_a_degraded_review_the_policy_does_not_retry_announces_no_retry(app: typer.Typer, home: Path) -> None:
+    # leaked markup is degraded and no rebuilt workflow fixes it: the turn keeps its one attempt
+    code, out, _ = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD + " <br>"), "--json")
+    assert code == 0 and len(json.loads(out)["attempts"]) == 1
+    code, out, _ = invoke(app, "ask", QUESTION, "--model", script(home, "n", OPS, GOOD + " <br>"))
+    lines = [line.strip() for line in out.splitlines()]
+    assert "review (degraded)" in lines and "leaked_markup" in out
+    assert "retry" not in out.replace("Retry", "").lower(), out
 
 
 @pytest.mark.parametrize(

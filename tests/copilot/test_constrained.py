@@ -255,6 +255,189 @@ def test_a_small_models_broken_sentence_about_sound_rows_gives_the_rows_as_the_a
     assert "3,014 is not in the data" in signal.detail
 
 
+def test_the_rows_given_as_the_answer_show_fractions_rounded_as_a_person_reads_them(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    class Grammared(ScriptedModel):
+        def grammar_text(self, request: object) -> str:
+            return ""
+
+    revenue = {"agg": "sum", "column": "order_items.unit_price", "times": "order_items.quantity"}
+    query = {
+        "op": "add_step",
+        "step": {
+            "id": "query",
+            "title": "Revenue per region",
+            "tool": {
+                "name": "db_aggregate",
+                "args": {
+                    "source": "shop",
+                    "measures": [revenue],
+                    "group_by": ["regions.name"],
+                    "period": {"column": "orders.order_date", "from": "2025", "to": "2025"},
+                    "filters": [],
+                    "order_by": [{"column": "sum_unit_price_x_quantity", "desc": True}],
+                    "limit": 3,
+                },
+            },
+        },
+    }
+    model = Grammared([json.dumps(query) + "\n", "East had 13.28 million."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("Which 3 regions had the highest revenue in 2025?", SHOP, model=model, store=store)
+    assert turn.status == "partial" and turn.result.rows[0] == ["East", 1328137.929999979]
+    assert turn.answer.splitlines()[1] == "East | 1,328,137.93"  # not the float's 1328137.929999979
+    assert [s.kind for s in turn.attempts[0].review.signals] == ["answer_from_rows"]
+    # the answer step was shown the rows rounded the same way, not the floats
+    prompt = model.requests[1].messages[-1].content
+    assert "East | 1,328,137.93" in prompt and "1328137.929999979" not in prompt
+
+
+def test_a_cell_is_shown_rounded_only_where_it_is_a_fraction() -> None:
+    from plangate.copilot._run import shown_cell
+
+    assert [shown_cell(v) for v in (0.30000000000000004, 0.05, 2.0, 300, None, 1e-07)] == [
+        "0.3",
+        "0.05",
+        "2.0",
+        "300",
+        "NULL",
+        "1e-07",
+    ]
+
+
+def _grammared(responses: list[str]) -> ScriptedModel:
+    class Grammared(ScriptedModel):
+        def grammar_text(self, request: object) -> str:
+            return ""
+
+    return Grammared(responses)
+
+
+def _query_line(source: str, **args: object) -> str:
+    step = {"id": "query", "title": "The query", "tool": {"name": "db_aggregate", "args": {"source": source}}}
+    step["tool"]["args"].update({"group_by": [], "period": None, "filters": [], "order_by": [], **args})  # type: ignore[index]
+    return json.dumps({"op": "add_step", "step": step}) + "\n"
+
+
+def test_a_period_the_data_does_not_cover_is_answered_so_not_with_a_figure(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    line = _query_line(
+        "shop",
+        measures=[{"agg": "count_distinct", "column": "orders.order_id"}],
+        period={"column": "orders.order_date", "from": "2024", "to": "2024"},
+        limit=1,
+    )
+    model = _grammared([line, "There were 52 orders.", line, "There were 0 orders in 2024."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many orders did we get in 2024?", SHOP, model=model, store=store)
+    assert turn.result.rows == [[0]] and turn.status == "partial"
+    assert turn.answer == (
+        "The data holds nothing for the period asked: the question asks about 2024-01-01 to 2024-12-31, but "
+        "orders.order_date has rows from 2025-01-01 to 2026-06-30."
+    )
+    for attempt in turn.attempts:  # the retry read the same period: the same answer, no "0 orders"
+        assert attempt.review.kinds() == ["no_rows_in_range", "no_data_in_range"]
+        assert attempt.answer == turn.answer
+
+
+def test_rows_beyond_those_shown_are_counted_without_failing_the_number_guard(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    chinook = SHOP.with_name("chinook.sqlite")
+    line = _query_line(
+        "chinook",
+        measures=[{"agg": "count", "column": "*"}],
+        group_by=["Invoice.BillingCountry"],
+        order_by=[{"column": "count", "desc": True}],
+        limit=100,
+    )
+    model = _grammared([line, "There are 999 countries.", line, "There are 999 countries."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many invoices were billed to each country?", chinook, model=model, store=store)
+    assert len(turn.result.rows) == 24 and turn.status == "partial" and len(turn.attempts) == 1
+    assert turn.answer.splitlines()[-1] == "… 24 rows in all" and "999" not in turn.answer
+    assert turn.attempts[0].review.kinds() == ["answer_from_rows"]
+
+
+def test_a_small_models_list_that_leaves_out_a_row_gives_the_rows_as_the_answer(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    line = _query_line(
+        "chinook",
+        measures=[{"agg": "sum", "column": "Invoice.Total"}],
+        group_by=["Invoice.BillingCountry"],
+        order_by=[{"column": "sum_Total", "desc": True}],
+        limit=5,
+    )
+    chinook = SHOP.with_name("chinook.sqlite")
+    written = "The five countries that spent the most are France, Germany, Brazil, and Canada."  # not USA
+    model = _grammared([line, written])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("Which 5 countries spent the most?", chinook, model=model, store=store)
+    assert [row[0] for row in turn.result.rows] == ["USA", "Canada", "France", "Brazil", "Germany"]
+    assert turn.status == "partial" and turn.answer.splitlines()[1].startswith("USA | ")
+    [signal] = turn.attempts[0].review.signals
+    assert signal.kind == "answer_from_rows" and "it leaves out USA" in signal.detail
+
+
+def test_a_small_models_sentence_that_does_not_state_the_one_value_gives_the_value(tmp_path: Path) -> None:
+    from plangate.copilot import ask
+    from plangate.store import SQLiteStore
+
+    line = _query_line(
+        "shop", measures=[{"agg": "count_distinct", "column": "customers.customer_id"}], limit=1
+    )
+    # "1" passes the number guard (the result has 1 row, the limit is 1) but it is not the 300 counted
+    model = _grammared([line, "The answer to this question is 1."])
+    with SQLiteStore(tmp_path / "s.db") as store:
+        turn = ask("How many customers do we have?", SHOP, model=model, store=store)
+    assert turn.status == "partial" and turn.answer.splitlines()[1] == "300"
+    [signal] = turn.attempts[0].review.signals
+    assert signal.kind == "answer_from_rows" and "it does not state the 300" in signal.detail
+
+
+def test_a_one_value_answer_states_it_as_any_rounding_and_an_echoed_prompt_is_markup() -> None:
+    from plangate.copilot._numbers import Known
+    from plangate.copilot._review import answer_signals, missed_value
+
+    assert missed_value("We have 300 customers.", [[300]]) is None
+    assert missed_value("About 1.33 million.", [[1328137.929999979]]) is None
+    assert missed_value("Sales were 469.58.", [[469.580000000003]]) is None
+    assert missed_value("It is 1.", [[300]]) == "300"
+    assert missed_value("Nothing", [["text"]]) is None and missed_value("2", [[1, 2]]) is None
+    known = Known()
+    known.add_values([2574])
+    assert [s.kind for s in answer_signals("2574\nQuestion: How many orders?", known)] == ["leaked_markup"]
+    assert answer_signals("The question: how many? 2574.", known) == []
+
+
+def test_a_sentence_states_a_cell_by_name_or_by_a_rounding_of_its_number() -> None:
+    from plangate.copilot._review import _sentence_misses_rows, states_a_cell
+
+    rows: list[list[object]] = [["Jane Peacock", 21], ["Margaret Park", 20]]
+    vague = "The most customer support agents have the most customers assigned."
+    assert not states_a_cell(vague, rows)  # type: ignore[arg-type]
+    assert [s.detail for s in _sentence_misses_rows(vague, rows)] == ["it states nothing the rows hold"]  # type: ignore[arg-type]
+    assert states_a_cell("Jane Peacock has the most.", rows)  # type: ignore[arg-type]
+    assert states_a_cell("The top agent has 21 customers.", rows)  # type: ignore[arg-type]
+    assert _sentence_misses_rows("Nothing here.", [[0]]) == []  # no data: the no-data answer's business
+
+
+def test_an_answer_naming_every_row_or_none_of_them_leaves_nothing_out() -> None:
+    from plangate.copilot._review import omitted_labels
+
+    rows: list[list[object]] = [["USA", 1.0], ["Canada", 2.0], ["United Kingdom", 3.0]]
+    assert omitted_labels("USA, Canada and the United Kingdom.", rows) == []  # type: ignore[arg-type]
+    assert omitted_labels("Three countries, led by the first.", rows) == []  # type: ignore[arg-type]
+    assert omitted_labels("usa and canada", rows) == ["United Kingdom"]  # type: ignore[arg-type]
+
+
 def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_path: Path) -> None:
     from plangate.copilot import ask
     from plangate.store import SQLiteStore
@@ -287,7 +470,9 @@ def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_pa
     empty = dict(query["step"]["tool"]["args"])  # type: ignore[index]
     empty["period"] = {"column": "orders.order_date", "from": "2024", "to": "2024"}
     first = json.dumps({**query, "step": {**query["step"], "tool": {"name": "db_aggregate", "args": empty}}})
-    model = Grammared([first + "\n", "There are none.", line, "Every region has customers."])
+    model = Grammared(
+        [first + "\n", "There are none.", line, "East, West, South, North and Central all have customers."]
+    )
     with SQLiteStore(tmp_path / "s.db") as store:
         turn = ask("How many customers per region in 2024?", SHOP, model=model, store=store)
     assert turn.attempts[0].status != "done" and turn.attempts[1].status == "done"

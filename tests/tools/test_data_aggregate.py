@@ -353,6 +353,25 @@ def test_the_tool_runs_the_compiled_query_and_returns_rows_and_sql(shop_db: Path
         list(r) for r in _rows(shop_db, "SELECT channel, count(*) FROM orders GROUP BY 1 ORDER BY 1")
     ]
     assert str(result.data["sql"]).startswith('SELECT "orders"."channel", COUNT(*) AS "n"')
+    shown = str(result.data["shown"]).splitlines()
+    assert shown[0] == "channel | n" and len(shown) == 5
+    assert shown[1] == f"{result.data['rows'][0][0]} | {result.data['rows'][0][1]}"  # type: ignore[index]
+
+
+def test_the_tools_shown_rows_round_fractions_as_read(shop_db: Path) -> None:
+    result = asyncio.run(
+        _registry(shop_db).call(
+            "db_aggregate",
+            {
+                "source": "shop",
+                "table": "products",
+                "measures": [{"agg": "avg", "column": "products.unit_price", "as": "price"}],
+            },
+        )
+    )
+    assert isinstance(result.data, dict)
+    [[price]] = result.data["rows"]  # type: ignore[misc]
+    assert isinstance(price, float) and str(result.data["shown"]) == f"price\n{price:,.2f}"
 
 
 def test_the_tool_refuses_a_column_that_does_not_exist_before_any_sql_runs(shop_db: Path) -> None:

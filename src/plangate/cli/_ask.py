@@ -26,6 +26,7 @@ from plangate.copilot import AskStream, Copilot, Turn
 from plangate.copilot.saving import save_formula
 from plangate.errors import UserError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent, StepStateEvent
+from plangate.tools.data import shown_cell
 
 _SEVERITY = {"broken": "red", "degraded": "yellow", "benign": "dim", "ok": "green"}
 _STATUS = {"done": "green", "partial": "yellow", "unusable": "red", "failed": "red", "cancelled": "dim"}
@@ -103,7 +104,9 @@ def event_line(event: Event, ask_run: str) -> str | None:
     if isinstance(event, ReviewEvent):
         if not event.signals:
             return "[green]review: clean[/]"
-        lines = [f"[bold]review[/] ({event.severity or 'ok'}, {event.verdict})"]
+        # Only the severity: the review's verdict is the rules' wish, and the policy decides whether a retry
+        # follows (its own "retrying" line says so), so a "retry" here could announce one that never comes.
+        lines = [f"[bold]review[/] ({event.severity or 'ok'})"]
         for signal in event.signals:
             style = _SEVERITY.get(str(signal.get("severity")), "white")
             lines.append(
@@ -154,7 +157,7 @@ def _show(turn: Turn) -> None:
     if turn.result.columns and turn.answer:
         table = Table(*turn.result.columns, show_lines=False)
         for row in turn.result.rows[:_ROWS_SHOWN]:
-            table.add_row(*(escape(str(value)) for value in row))
+            table.add_row(*(escape(shown_cell(value)) for value in row))  # as the console shows them
         out.print(table)
         if len(turn.result.rows) > _ROWS_SHOWN:
             out.print(f"[dim]… {len(turn.result.rows) - _ROWS_SHOWN:,} more rows[/]")

@@ -258,8 +258,9 @@ class AttemptRun:
         signals = review_rules.review_run(setup.question, outcome, setup.scope, known)
         review = Review.of(signals)
         answer = outcome.answer
-        if setup.constrained and (instead := review_rules.rows_instead(review, outcome, known)) is not None:
-            answer, review = instead  # a small model's broken sentence about sound rows: the rows
+        instead = review_rules.answer_instead(review, outcome, known) if setup.constrained else None
+        if instead is not None:
+            answer, review = instead  # a small model's sentence about sound rows (or about none): the data's
         if review.signals and setup.review_model is not None and outcome.completed:
             answer, review = await self._model_review(setup.review_model, outcome, review, known)
         self._review(review)

@@ -38,7 +38,7 @@ QUERY_STEP = "query"
 ANSWER_STEP = "answer"
 ANSWER_PROMPT = (
     "Question: {{question}}\n"
-    "Rows, with the columns {{steps.query.output.columns}}: {{steps.query.output.rows}}\n"
+    "Rows:\n{{steps.query.output.shown}}\n"
     "Answer the question in one or two sentences from these rows only. Copy every number exactly as the "
     "rows write it. If there are no rows, say that the data has none for the question."
 )

@@ -1,5 +1,5 @@
 """The period a question names, read from its words: ``in 2025``, ``March 2024``, ``Q1 2025``, ``2025-03``,
-``between 2023 and 2024``, ``2025年3月``.
+``between 2023 and 2024``, ``the third quarter of 2026``, ``2025年3月``.
 
 For: the review's no-rows-in-range rule, which compares this period with the dates the data holds. Only
 explicit periods are read; relative ones (``last year``) are not, since the data's "now" is unknown. Not for:
@@ -43,6 +43,10 @@ _ISO_MONTH = re.compile(rf"\b({_YEAR})-(\d{{2}})\b")
 _MONTH_YEAR = re.compile(rf"\b({_MONTH_WORDS})\.?\s+(?:of\s+)?({_YEAR})\b", re.IGNORECASE)
 _QUARTER = re.compile(rf"\b(?:q([1-4])\s*({_YEAR})|({_YEAR})\s*q([1-4]))\b", re.IGNORECASE)
 _HALF = re.compile(rf"\b(?:h([12])\s*({_YEAR})|({_YEAR})\s*h([12]))\b", re.IGNORECASE)
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+_PART_WORDS = re.compile(
+    rf"\b({'|'.join(_ORDINALS)})\s+(quarter|half)\s+(?:of\s+)?({_YEAR})\b", re.IGNORECASE
+)
 _CJK_MONTH = re.compile(rf"({_YEAR})\s*年\s*(\d{{1,2}})\s*月")
 _CJK_YEAR = re.compile(rf"({_YEAR})\s*年")
 # A bare year counts only after a word that makes it a time (so "top 2000 customers" is not a year).
@@ -78,6 +82,17 @@ def _part(match: re.Match[str], months: int) -> Span:
     return date(year, (part - 1) * months + 1, 1), date(year + (last_month == 12), last_month % 12 + 1, 1)
 
 
+def _part_words(match: re.Match[str]) -> Span | None:
+    """``the third quarter of 2026``, ``the first half of 2025``."""
+    part = _ORDINALS[match.group(1).lower()]
+    months = 3 if match.group(2).lower() == "quarter" else 6
+    year = int(match.group(3))
+    if part * months > 12:
+        return None
+    last_month = part * months
+    return date(year, (part - 1) * months + 1, 1), date(year + (last_month == 12), last_month % 12 + 1, 1)
+
+
 def _year(match: re.Match[str]) -> Span:
     year = int(match.group(1))
     return date(year, 1, 1), date(year + 1, 1, 1)
@@ -90,6 +105,7 @@ _READERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Span | None]], 
     (_CJK_MONTH, lambda m: _month(int(m.group(1)), int(m.group(2)))),
     (_MONTH_YEAR, lambda m: _month(int(m.group(2)), _MONTHS[m.group(1).lower()])),
     (_QUARTER, lambda m: _part(m, 3)),
+    (_PART_WORDS, _part_words),
     (_HALF, lambda m: _part(m, 6)),
     (_CJK_YEAR, _year),
     (_BARE_YEAR, _year),

@@ -25,7 +25,7 @@ from plangate.formulas.plan import AgentExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.models import Model, ModelChunk, ModelRequest, Wire
 from plangate.store import TERMINAL_STATUSES, Store
-from plangate.tools.data._format import cell_text
+from plangate.tools.data._format import shown_cell, shown_table
 
 RUN_TIMEOUT_S = 600.0
 """How long a turn's formula run may take before it is cancelled."""
@@ -137,17 +137,9 @@ def _ancestors(plan: Plan, step_id: str) -> list[str]:
 
 
 def table_text(columns: list[str], rows: list[list[JsonValue]], limit: int = 50) -> str:
-    """Rows as ``a | b`` lines under a header (the answer when the last step is a data step)."""
-    lines = [" | ".join(columns)]
-    lines += [
-        " | ".join(
-            cell_text(value) if not isinstance(value, list | dict) else json.dumps(value) for value in row
-        )
-        for row in rows[:limit]
-    ]
-    if len(rows) > limit:
-        lines.append(f"… {len(rows) - limit:,} more rows")
-    return "\n".join(lines)
+    """Rows as ``a | b`` lines under a header (the answer when the last step is a data step, or the rows a
+    small model's unusable sentence is replaced with), fractions rounded as read (``shown_cell``)."""
+    return shown_table(columns, rows, limit)
 
 
 def _answer(output: dict[str, JsonValue] | None, executor: object) -> str:
@@ -281,4 +273,13 @@ class PlanRunner:
         return found
 
 
-__all__ = ["RUN_TIMEOUT_S", "CappedModel", "PlanRunner", "Read", "RunOutcome", "last_step", "table_text"]
+__all__ = [
+    "RUN_TIMEOUT_S",
+    "CappedModel",
+    "PlanRunner",
+    "Read",
+    "RunOutcome",
+    "last_step",
+    "shown_cell",
+    "table_text",
+]

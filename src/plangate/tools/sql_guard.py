@@ -234,8 +234,9 @@ def _check_top_level(statement: exp.Expr, first_word: str) -> None:
     while isinstance(inner, exp.Subquery):
         inner = inner.this
     if not isinstance(inner, _TOP_LEVEL) or isinstance(inner, exp.Subquery):
-        # sqlglot reads an unknown statement (SAVEPOINT s1) as an expression; the first word names it better.
-        found = _kind(inner) if isinstance(inner, _STATEMENTS) else f"{first_word.upper()!r}"
+        # Older sqlglot reads an unknown statement (SAVEPOINT s1) as an expression, newer ones as a Command:
+        # its first word names it the same way under both.
+        found = _kind(inner) if isinstance(inner, _STATEMENTS) else first_word.upper()
         raise _Refused(f"expected a SELECT, WITH … SELECT, VALUES or EXPLAIN statement, found {found}")
 
 

@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+from plangate.tools.data._format import shown_cell, shown_table
 from plangate.tools.data.aggregate import (
     AggregateError,
     AggregateQuery,
@@ -60,5 +61,7 @@ __all__ = [
     "period_between",
     "register_shop",
     "shop_db_path",
+    "shown_cell",
+    "shown_table",
     "source_parameters",
 ]

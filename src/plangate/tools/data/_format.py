@@ -5,6 +5,8 @@ Pure functions over ``results.py`` values; no database access.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -50,6 +52,30 @@ def cell_text(value: Cell) -> str:
     if isinstance(value, str):
         return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def shown_cell(value: JsonValue) -> str:
+    """One cell as a person reads it: a fraction rounded (``1,328,137.93``, not the ``1328137.929999979`` a
+    sum of prices is in floating point; ``0.0512``), everything else as ``cell_text`` writes it."""
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        if abs(value) >= 1:
+            return f"{value:,.2f}"
+        if abs(value) >= 0.0001:
+            return f"{value:.4f}".rstrip("0")
+    return cell_text(value)
+
+
+def shown_table(columns: list[str], rows: list[list[JsonValue]], limit: int = 50) -> str:
+    """Rows as ``a | b`` lines under a header, each cell as ``shown_cell`` writes it, at most ``limit`` of
+    them and then how many there are in all (their count, which the number guard knows, rather than a
+    difference it does not)."""
+    lines = [SEPARATOR.join(columns)]
+    lines += [SEPARATOR.join(shown_cell(value) for value in row) for row in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"… {len(rows):,} rows in all")
+    return "\n".join(lines)
 
 
 def _cell_json(value: Cell) -> JsonValue:

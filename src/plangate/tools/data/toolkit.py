@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from pydantic import JsonValue, TypeAdapter
 
-from plangate.tools.data._format import human_bytes, render_rows, render_schema, rows_summary
+from plangate.tools.data._format import human_bytes, render_rows, render_schema, rows_summary, shown_table
 from plangate.tools.data.aggregate import (
     AggregateError,
     aggregate_parameters,
@@ -176,6 +176,11 @@ def aggregate_tool(
         rendered = render_rows(result, bounds)
         data = dict(rendered.data)
         data["sql"] = compiled.sql
+        # The rows as a person reads them, for a prompt that asks for an answer to be written from them:
+        # a small model copies "1,328,137.93" where it garbles the float 1328137.929999979.
+        columns, rows = rendered.data["columns"], rendered.data["rows"]
+        if isinstance(columns, list) and isinstance(rows, list):
+            data["shown"] = shown_table([str(c) for c in columns], [r for r in rows if isinstance(r, list)])
         return ToolResult.done(rendered.text, summary=rows_summary(rendered), data=data)
 
     note = f" Sources: {', '.join(known) or 'none'}."
