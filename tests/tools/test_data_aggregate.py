@@ -250,6 +250,35 @@ def _island_schema(dialect: str = "sqlite") -> SchemaInfo:
     )
 
 
+@pytest.mark.parametrize(
+    ("args", "gold"),
+    [
+        (
+            {
+                "measures": [{"agg": "count", "column": "*"}],
+                "period": {"column": "orders.order_date", "from": "2025", "to": "2025"},
+            },
+            "SELECT COUNT(*) FROM orders WHERE order_date >= '2025-01-01' AND order_date < '2026-01-01'",
+        ),
+        (
+            {
+                "measures": [{"agg": "count", "column": "*"}],
+                "filters": [{"column": "orders.status", "op": "=", "value": "cancelled"}],
+            },
+            "SELECT COUNT(*) FROM orders WHERE status = 'cancelled'",
+        ),
+    ],
+)
+def test_rows_counted_with_no_table_are_those_of_the_table_a_filter_or_the_period_names(
+    shop: tuple[DataSources, SchemaInfo], shop_db: Path, args: dict[str, object], gold: str
+) -> None:
+    sources, schema = shop
+    compiled = compile_aggregate(parse_aggregate({"source": "shop", **args}), schema)
+    assert compiled.tables == ["orders"]
+    found = sources.get("shop").query(compiled.sql, QueryLimits())
+    assert [tuple(row) for row in found.rows] == _rows(shop_db, gold)
+
+
 def test_tables_no_foreign_key_joins_are_an_error() -> None:
     with pytest.raises(AggregateError, match="no foreign key joins 'sales' to 'island'"):
         compile_aggregate(

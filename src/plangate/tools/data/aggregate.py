@@ -107,8 +107,8 @@ class OrderBy(_Args):
 
 
 class AggregateQuery(_Args):
-    """The arguments of ``db_aggregate``; without ``table``, the base table is the first measure's (else the
-    first group-by column's)."""
+    """The arguments of ``db_aggregate``; without ``table``, the base table is the first one a name says:
+    a measure's, else a group-by column's, a filter's, the period's or an ordering's."""
 
     source: str
     table: str | None = None
@@ -282,8 +282,14 @@ class _Compiler:
         self.joins: list[_Edge] = []
 
     def _implied_base(self) -> TableInfo:
-        refs = [(f"measures[{i}].column", m.column) for i, m in enumerate(self.query.measures)]
-        refs += [(f"group_by[{i}]", ref) for i, ref in enumerate(self.query.group_by)]
+        # The first name that says its table: a measure's, else a group's, a filter's, the period's or an
+        # ordering's (``count(*)`` of the orders in a period names its table only in the period).
+        query = self.query
+        refs = [(f"measures[{i}].column", m.column) for i, m in enumerate(query.measures)]
+        refs += [(f"group_by[{i}]", ref) for i, ref in enumerate(query.group_by)]
+        refs += [(f"filters[{i}].column", f.column) for i, f in enumerate(query.filters)]
+        refs += [("period.column", query.period.column)] if query.period is not None else []
+        refs += [(f"order_by[{i}].column", o.column) for i, o in enumerate(query.order_by)]
         for path, ref in refs:
             if ref.strip() == "*":
                 continue
