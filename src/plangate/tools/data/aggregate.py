@@ -557,7 +557,7 @@ def source_parameters(info: SchemaInfo, *, grammar: bool = False) -> dict[str, J
     Args:
         info: the source's schema.
         grammar: the tighter form a grammar enforces on a small model: ``table.column`` names only,
-            ``sum``/``avg`` only over number columns, no ``table`` (the first measure's table is the base),
+            ``sum``/``avg`` only over number columns, no ``table`` (the first table a name says is the base),
             ordering only by a real column or an aggregate's name, no ``as``, scalar filter values, the
             period's bounds given, and every field written, in the order a question is read.
     """
