@@ -23,7 +23,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
-import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from plangate.models.registry import default_model_spec, describe_model, resolve
 from plangate.store import Store, open_store
 from plangate.store.url import STORE_ENV
 from plangate.tools import Tool, ToolRegistry
+from plangate.tools.specs import import_target, tools_in
 
 ENTRY_POINTS = "plangate.tools"
 """The entry-point group whose tools a stored run may name: installed packages, not stored paths."""
@@ -201,54 +201,6 @@ def model_from(spec: str | None, *, of: str = "model") -> Model:
 # -- tools ---------------------------------------------------------------------------------------------------
 
 
-def _import_target(spec: str, *, base: Path | None = None, label: str = "--tools") -> object:
-    module_part, sep, attr = spec.rpartition(":")
-    if not sep or not module_part or not attr:
-        raise ConfigError(f"{label} expects module:attr or file.py:attr, got {spec!r}")
-    if module_part.endswith(".py") or "/" in module_part:
-        path = Path(module_part).expanduser()
-        if base is not None and not path.is_absolute():
-            path = base / path
-        if not path.is_file():
-            raise ConfigError(f"{label} {spec}: no such file {str(path)!r}")
-        name = f"plangate_user_tools_{abs(hash(path.resolve()))}"
-        loaded = importlib.util.spec_from_file_location(name, path)
-        if loaded is None or loaded.loader is None:
-            raise ConfigError(f"{label} {spec}: cannot import {module_part!r}")
-        module = importlib.util.module_from_spec(loaded)
-        sys.modules[name] = module
-        loaded.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(module_part)
-        except ImportError as exc:
-            raise ConfigError(f"{label} {spec}: cannot import {module_part!r}: {exc}") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ConfigError(f"{label} {spec}: {module_part!r} has no attribute {attr!r}") from None
-
-
-def _tools_in(target: object, where: str) -> list[Tool]:
-    items: Iterable[object]
-    if isinstance(target, ToolRegistry):
-        items = target.tools()
-    elif isinstance(target, Tool):
-        items = [target]
-    elif isinstance(target, list | tuple):
-        items = target
-    else:
-        raise ConfigError(
-            f"{where}: expected a ToolRegistry, a Tool or a list of tools, got {type(target).__name__}"
-        )
-    found: list[Tool] = []
-    for item in items:
-        if not isinstance(item, Tool):
-            raise ConfigError(f"{where}: {item!r} is not a tool (decorate it with @tool)")
-        found.append(item)
-    return found
-
-
 def tool_specs(specs: Iterable[str] | None) -> list[str]:
     """The ``--tools`` specs (or ``PLANGATE_TOOLS``), file paths made absolute so they work from anywhere."""
     given = list(specs or [])
@@ -281,7 +233,7 @@ def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
     """A registry with every tool the ``--tools`` specs name (imported here: the person named them)."""
     registry = ToolRegistry()
     for spec in tool_specs(specs):
-        _add(registry, _tools_in(_import_target(spec), f"--tools {spec}"), f"--tools {spec}")
+        _add(registry, tools_in(import_target(spec), f"--tools {spec}"), f"--tools {spec}")
     return registry
 
 
@@ -316,7 +268,7 @@ def _entry_point_tools(stored: Iterable[str], registry: ToolRegistry) -> None:
                 target = entry.load()
             except Exception as exc:
                 raise ConfigError(f"{where}: cannot be loaded: {type(exc).__name__}: {exc}") from None
-            _add(registry, _tools_in(target, where), where)
+            _add(registry, tools_in(target, where), where)
 
 
 def needed_tools(store: Store, run_id: str) -> list[str]:
@@ -394,7 +346,7 @@ def project_tools(
     registry = ToolRegistry()
     for spec in specs:
         where = f"{label} {spec}"
-        _add(registry, _tools_in(_import_target(spec, label=label), where), where)
+        _add(registry, tools_in(import_target(spec, label=label), where), where)
     if run is not None:
         _entry_point_tools([s for s in stored_tool_specs(*run) if s not in specs], registry)
     loaded = ProjectTools(registry, specs)
