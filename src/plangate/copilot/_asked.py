@@ -36,7 +36,7 @@ _GROUPED = re.compile(
     r"\b(per|each|which|who|whom|rank(?:ed|ing)?|top|break(?:s|ing)?\s+\w+(?:\s+\w+)?\s+down|"
     r"breakdown|month by month|year by year|by (?!how\b)\w+)\b"
 )
-_NUMBER_WORDS = {
+NUMBER_WORDS: dict[str, int] = {
     "one": 1,
     "two": 2,
     "three": 3,
@@ -51,7 +51,8 @@ _NUMBER_WORDS = {
     "fifteen": 15,
     "twenty": 20,
 }
-_NUMBER = r"(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
+"""Number words a question may use for a count ('top three'), and their values."""
+_NUMBER = r"(\d{1,3}|" + "|".join(NUMBER_WORDS) + r")"
 _RANKED = re.compile(
     rf"\b(?:top|first|best|worst|bottom|last)\s+{_NUMBER}\b|\b{_NUMBER}\s+(?:[\w-]+\s+){{0,2}}?[a-z-]+s\b"
 )
@@ -161,7 +162,7 @@ def _numbers_named(
 def _limit(question: str) -> int | None:
     for match in _RANKED.finditer(question):
         text = match.group(1) or match.group(2)
-        number = _NUMBER_WORDS.get(text) if text in _NUMBER_WORDS else int(text)
+        number = NUMBER_WORDS.get(text) if text in NUMBER_WORDS else int(text)
         if number is not None and 0 < number <= 100:
             return number
     return None
@@ -274,4 +275,4 @@ def _one_thing(text: str, schema: SchemaInfo) -> bool:
     return False
 
 
-__all__ = ["Asked", "asked"]
+__all__ = ["NUMBER_WORDS", "Asked", "asked"]

@@ -25,7 +25,7 @@ from datetime import timedelta
 
 from pydantic import JsonValue
 
-from plangate.copilot._asked import Asked, asked
+from plangate.copilot._asked import NUMBER_WORDS, Asked, asked
 from plangate.copilot._periods import asked_period
 from plangate.models import Model
 from plangate.models._grammar import LINES, NOT_BLANK
@@ -53,21 +53,6 @@ DONE_OP: dict[str, JsonValue] = {
 }
 DEFAULT_LIMIT = 10
 """The limit when the question names no number: a small model reads a few rows better than many."""
-_NUMBER_WORDS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "twelve": 12,
-    "fifteen": 15,
-    "twenty": 20,
-}
 _INTEGER = re.compile(r"(?<![\d.,-])(\d{1,4})(?![\d.,])")
 _NOT_BEFORE = re.compile(
     r"\b(not|no|non|excluding|exclude|without|except|but|leaving|ignoring|other than|don't|do not)\b"
@@ -175,7 +160,7 @@ def question_hints(
     period = asked_period(question)
     lowered = question.lower()
     limits = [int(match.group(1)) for match in _INTEGER.finditer(question) if 0 < int(match.group(1)) <= 1000]
-    limits += [number for word, number in _NUMBER_WORDS.items() if re.search(rf"\b{word}\b", lowered)]
+    limits += [number for word, number in NUMBER_WORDS.items() if re.search(rf"\b{word}\b", lowered)]
     mentions: list[tuple[str, str]] = []
     negated: set[str] = set()
     for column in categories:
