@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast, overload
+from typing import Any, overload
 
 from pydantic import JsonValue
 
@@ -20,6 +20,7 @@ from plangate.conditions import StepState
 from plangate.errors import SchemaVersionError
 from plangate.events import Event, StepStateEvent, StepStatus
 from plangate.formulas.plan import Plan
+from plangate.store.encoded import EncodedObject
 
 #: Format of the run snapshot; bumped when an older plangate could no longer read it.
 SNAPSHOT_VERSION = 1
@@ -199,7 +200,7 @@ class RunState:
     steps: dict[str, StepRun]
     iterations: dict[str, int] = field(default_factory=dict)
     seq: int = 0
-    _plan_cache: tuple[Plan, JsonValue] | None = field(default=None, repr=False, compare=False)
+    _plan_cache: tuple[Plan, EncodedObject] | None = field(default=None, repr=False, compare=False)
     _conditions: ConditionSteps | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -210,15 +211,19 @@ class RunState:
 
     # -- durable form -------------------------------------------------------------------------------------
 
-    def to_snapshot(self) -> dict[str, JsonValue]:
-        # the plan changes only when a loop grows it: serialise it once per version, not per checkpoint
+    def to_snapshot(self) -> EncodedObject:
+        """The run's durable form: its plan, its steps' states and its loops' iterations."""
+        # the plan changes only when a loop grows it: encode it once per version, not per snapshot
         if self._plan_cache is None or self._plan_cache[0] is not self.plan:
-            self._plan_cache = (self.plan, cast(JsonValue, self.plan.to_dict()))
-        return {
-            "plan": self._plan_cache[1],
-            "steps": {sid: s.to_json() for sid, s in self.steps.items()},
-            "iterations": cast(JsonValue, dict(self.iterations)),
-        }
+            self._plan_cache = (self.plan, EncodedObject.of(self.plan.to_dict(), "the run's plan"))
+        steps = {sid: s.to_json() for sid, s in self.steps.items()}
+        return EncodedObject.joined(
+            {
+                "plan": self._plan_cache[1],
+                "steps": EncodedObject.of(steps, "the run's step states"),
+                "iterations": EncodedObject.of(self.iterations, "the run's loop iterations"),
+            }
+        )
 
     @classmethod
     def from_snapshot(cls, data: Mapping[str, Any], version: int, seq: int) -> RunState:

@@ -114,8 +114,9 @@ class Scheduler:
         self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
-        self.wake = asyncio.Event()
-        self._woken: asyncio.Task[bool] | None = None  # waits on ``wake``; made again once it fired
+        self.ended: list[asyncio.Task[StepOutcome]] = []  # tasks whose work ended, not yet taken in
+        self._woken = False  # ``wake`` was called since the loop last waited
+        self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -154,8 +155,6 @@ class Scheduler:
             self._stop(InteractionError(f"run {self.run_id!r} stopped before the answer was applied"))
 
     def _stop(self, error: Exception) -> None:
-        if self._woken is not None:
-            self._woken.cancel()
         for task in self.tasks:
             task.cancel()
         for *_, future in self.inbox:
@@ -163,15 +162,37 @@ class Scheduler:
                 future.set_exception(error)
         self.inbox.clear()
 
-    async def _sleep(self, delay: float) -> None:
-        await asyncio.wait({self._waker()}, timeout=delay)
+    def wake(self) -> None:
+        """Have the loop take another pass now (an answer was handed over, a sub-run was answered)."""
+        self._woken = True
+        self._resolve()
 
-    def _waker(self) -> asyncio.Task[bool]:
-        """A task that ends when ``wake`` is set (one for many passes: not a new task per pass)."""
-        if self._woken is None or self._woken.done():
-            self.wake.clear()
-            self._woken = asyncio.ensure_future(self.wake.wait())
-        return self._woken
+    def _resolve(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _task_ended(self, task: asyncio.Task[StepOutcome]) -> None:
+        self.ended.append(task)
+        self._resolve()
+
+    async def _sleep(self, delay: float | None) -> None:
+        """Wait until a task's work ends, ``wake`` is called or ``delay`` seconds pass (None: no limit).
+
+        One future per wait, resolved by the tasks' done callbacks: not ``asyncio.wait``, which hooks a
+        callback onto every running task on every pass.
+        """
+        if not (self.ended or self._woken):
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(delay, self._resolve) if delay is not None else None
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+        self._woken = False
 
     def _index(self) -> None:
         steps = self.state.steps
@@ -537,6 +558,7 @@ class Scheduler:
             step = self.graph.steps[step_id]
             work = step_work(self.host, self.run_id, self.owner, self.always_execute, self.state, step, what)
             task = asyncio.ensure_future(work)
+            task.add_done_callback(self._task_ended)
             self.tasks[task] = step_id
         self.to_launch.clear()
         self.starting = 0
@@ -548,10 +570,11 @@ class Scheduler:
         if self.open_interaction and self.host.stored_answers:
             # an answer another process stores is looked for this often while work runs
             delay = _STORED_ANSWER_POLL if delay is None else min(delay, _STORED_ANSWER_POLL)
-        waiting: set[asyncio.Future[Any]] = {*self.tasks, self._waker()}
-        done, _ = await asyncio.wait(waiting, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-        # every step whose work ended meanwhile: their transitions commit together, in the next pass
-        for task in [t for t in self.tasks if t in done]:
+        await self._sleep(delay)
+        ended, self.ended = set(self.ended), []
+        # every step whose work ended meanwhile, in launch order: their transitions commit together, in
+        # the next pass
+        for task in [t for t in self.tasks if t in ended]:
             step_id = self.tasks.pop(task)
             exc = task.exception()
             outcome = StepOutcome("failed", reason=f"internal error: {exc}") if exc else task.result()
@@ -640,7 +663,7 @@ class Scheduler:
         """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.inbox.append((interaction, resolution, by, future))
-        self.wake.set()
+        self.wake()
         await future
 
     def poke(self, child_run_id: str) -> bool:
@@ -660,7 +683,7 @@ class Scheduler:
                 return False
             if (step_id, kind) not in self.to_launch:
                 self.launch(step_id, str(kind))
-        self.wake.set()
+        self.wake()
         return True
 
     def _step_of_sub_run(self, child_run_id: str) -> str | None:

@@ -52,6 +52,7 @@ from plangate.store.base import (
     WriteIntentConflict,
     WriteIntentStatus,
 )
+from plangate.store.encoded import EncodedObject
 from plangate.store.run_lease import DEFAULT_LEASE_TTL, LeaseBook
 from plangate.store.sqlite import MEMORY, SQLiteStore
 from plangate.store.url import DEFAULT_STORE_PATH, STORE_ENV, open_store
@@ -69,6 +70,7 @@ __all__ = [
     "ConversationPage",
     "Document",
     "DocumentConflict",
+    "EncodedObject",
     "Interaction",
     "InteractionStatus",
     "Lease",

@@ -49,6 +49,23 @@ def checked_holder(holder: object, where: str) -> str:
     return check.text(holder, where, empty=False)
 
 
+def require_current_row(fence: Lease, run_id: str, row: Row, now: float, what: str) -> None:
+    """``require_current`` against the lease columns of ``row`` (a ``Lease`` is built only to explain a
+    refusal: this runs on every fenced commit).
+
+    Raises:
+        LeaseLost: as ``require_current``.
+    """
+    if (
+        row["lease_owner"] == fence.holder
+        and row["lease_generation"] == fence.generation
+        and row["lease_expires_at"] is not None
+        and row["lease_expires_at"] > now
+    ):
+        return
+    require_current(fence, lease_of(run_id, row), now, what)
+
+
 def require_current(fence: Lease, current: Lease | None, now: float, what: str) -> None:
     """Return if ``fence`` is the live lease ``current``; else raise ``LeaseLost`` saying why not.
 

@@ -35,6 +35,7 @@ from plangate.store.base import (
     WriteIntent,
     WriteIntentConflict,
 )
+from plangate.store.encoded import EncodedObject
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, payload, at) VALUES (?, ?, ?, ?, ?)"
 _UPSERT_SNAPSHOT = (
@@ -42,6 +43,22 @@ _UPSERT_SNAPSHOT = (
     "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, seq = excluded.seq, "
     "state = excluded.state, updated_at = excluded.updated_at"
 )
+
+
+_ENVELOPE = frozenset({"run_id", "seq", "at"})
+
+
+def _stamped(event: Event, run_id: str, seq: int, at: float) -> Event:
+    """``event`` with its envelope filled in: ``model_copy(update=...)`` as pydantic's own ``__copy__``
+    does it, without its generic work (the three values are typed here; nothing needs validating)."""
+    cls = type(event)
+    stored = cls.__new__(cls)
+    fields = {**event.__dict__, "run_id": run_id, "seq": seq, "at": at}
+    object.__setattr__(stored, "__dict__", fields)
+    object.__setattr__(stored, "__pydantic_fields_set__", event.__pydantic_fields_set__ | _ENVELOPE)
+    object.__setattr__(stored, "__pydantic_extra__", None)
+    object.__setattr__(stored, "__pydantic_private__", None)
+    return stored
 
 
 class StoreTransaction:
@@ -96,7 +113,7 @@ class StoreTransaction:
         except PydanticSerializationError as exc:
             raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
         seq = self._seq + 1
-        stored = event.model_copy(update={"run_id": self._run_id, "seq": seq, "at": self._clock()})
+        stored = _stamped(event, self._run_id, seq, self._clock())
         # inserted with the others when the block ends (one statement for them all): nothing reads the
         # log inside a transaction, and the store holds the run's lock until it commits
         self._rows.append((self._run_id, seq, stored.type, payload, stored.at))
@@ -105,11 +122,15 @@ class StoreTransaction:
         self._dirty = True
         return stored
 
-    def set_snapshot(self, state: Mapping[str, object], *, version: int = 1) -> None:
-        """Replace the run's snapshot with ``state`` in format ``version`` (written when the block ends)."""
+    def set_snapshot(self, state: Mapping[str, object] | EncodedObject, *, version: int = 1) -> None:
+        """Replace the run's snapshot with ``state`` in format ``version`` (written when the block ends);
+        an ``EncodedObject`` is written as it was encoded."""
         self._check_open()
         version = check.integer(version, "set_snapshot: version", minimum=1)
-        self._snapshot = (version, check.json_object(state, "set_snapshot: state"))
+        if isinstance(state, EncodedObject):
+            self._snapshot = (version, state.text)
+        else:
+            self._snapshot = (version, check.json_object(state, "set_snapshot: state"))
         self._dirty = True
 
     def set_status(self, status: RunStatus, *, outcome: Mapping[str, object] | None = None) -> None:

@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import Event, InteractionKind, InteractionTool, JsonObject
+
+if TYPE_CHECKING:  # encoded.py checks with the store's rules, which import this module
+    from plangate.store.encoded import EncodedObject
 
 RunKind = Literal["formula", "agent", "ask"]
 RunStatus = Literal[
@@ -401,8 +404,9 @@ class Transaction(Protocol):
         """Add an event to the run's log; returns it as stored, with the next ``seq``."""
         ...
 
-    def set_snapshot(self, state: Mapping[str, object], *, version: int = 1) -> None:
-        """Replace the run's snapshot with ``state`` (a JSON object) in format ``version``."""
+    def set_snapshot(self, state: Mapping[str, object] | EncodedObject, *, version: int = 1) -> None:
+        """Replace the run's snapshot with ``state`` (a JSON object, or one encoded already) in format
+        ``version``."""
         ...
 
     def set_status(self, status: RunStatus, *, outcome: Mapping[str, object] | None = None) -> None:

@@ -301,8 +301,7 @@ class PostgresStore:
                 if row is None:
                     raise self._no_run(run_id)
                 if fence is not None:
-                    current = leases.lease_of(run_id, row)
-                    leases.require_current(fence, current, self._clock(), "the transaction")
+                    leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
                 tx = StoreTransaction(db, row, self._clock)
                 self._local.tx_run = run_id
                 try:

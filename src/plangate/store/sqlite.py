@@ -257,8 +257,7 @@ class SQLiteStore:
                 if row is None:
                     raise self._no_run(run_id)
                 if fence is not None:
-                    current = leases.lease_of(run_id, row)
-                    leases.require_current(fence, current, self._clock(), "the transaction")
+                    leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
                 tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock)
                 self._tx_thread, self._tx_run = threading.get_ident(), run_id
                 try:

@@ -15,6 +15,10 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 SUMMARY_LIMIT = 48
 """The longest summary, in characters; longer ones are clipped with an ellipsis."""
 
+#: compact JSON, as ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` writes it (one encoder
+#: for every call: ``dumps`` with options builds a new one each time)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 ToolStatus = Literal["done", "failed", "blocked"]
 
 OUTCOME_UNKNOWN = "outcome_unknown"
@@ -167,7 +171,7 @@ def _flat(value: object) -> str:
     # a value inside a summary: strings bare, anything else as compact JSON
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(value)
 
 
 def result_from_value(value: object) -> ToolResult:
@@ -185,7 +189,7 @@ def result_from_value(value: object) -> ToolResult:
         return ToolResult.done("done")
     try:
         data = to_jsonable_python(value)
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        text = _COMPACT.encode(data)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         message = f"the tool returned a {type(value).__name__}, which is not JSON: {exc}"
         return ToolResult.failed("invalid_result", message)
@@ -193,7 +197,15 @@ def result_from_value(value: object) -> ToolResult:
     # (unless a key is not a string: the text spells it as one, so the text is what is summarised)
     plain = not isinstance(data, dict) or all(isinstance(key, str) for key in data)
     summary = _json_summary(data) if plain else None
-    return ToolResult.done(text, data=data, summary=summary)
+    # every field is what ``done`` would validate it to (``data`` is what pydantic made JSON-able, the
+    # summary is clipped, a done result succeeded): built without validating it again
+    return ToolResult.model_construct(
+        status="done",
+        success=True,
+        observation=text,
+        summary=summary if summary is not None else clip_summary(summarize(text)),
+        data=data,
+    )
 
 
 __all__ = [
