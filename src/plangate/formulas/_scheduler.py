@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any, cast
 
 from pydantic import JsonValue
@@ -172,15 +172,22 @@ class Scheduler:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _task_ended(self, task: asyncio.Task[StepOutcome]) -> None:
-        self.ended.append(task)
-        self._resolve()
+    async def _tracked(self, work: Coroutine[Any, Any, StepOutcome]) -> StepOutcome:
+        """A step's work, in a task of its own that tells the loop when it ends (a done callback would
+        reach the loop one turn of the event loop later)."""
+        try:
+            return await work
+        finally:
+            task = asyncio.current_task()
+            if task is not None:  # always: this runs as the task's coroutine
+                self.ended.append(cast("asyncio.Task[StepOutcome]", task))
+            self._resolve()
 
     async def _sleep(self, delay: float | None) -> None:
         """Wait until a task's work ends, ``wake`` is called or ``delay`` seconds pass (None: no limit).
 
-        One future per wait, resolved by the tasks' done callbacks: not ``asyncio.wait``, which hooks a
-        callback onto every running task on every pass.
+        One future per wait, resolved by the tasks themselves (``_tracked``): not ``asyncio.wait``, which
+        hooks a callback onto every running task on every pass.
         """
         if not (self.ended or self._woken):
             loop = asyncio.get_running_loop()
@@ -557,8 +564,7 @@ class Scheduler:
         for step_id, what in self.to_launch:
             step = self.graph.steps[step_id]
             work = step_work(self.host, self.run_id, self.owner, self.always_execute, self.state, step, what)
-            task = asyncio.ensure_future(work)
-            task.add_done_callback(self._task_ended)
+            task = asyncio.ensure_future(self._tracked(work))
             self.tasks[task] = step_id
         self.to_launch.clear()
         self.starting = 0

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
 
+from plangate._models import restamped
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
 from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
 from plangate.store import _checks as check
@@ -43,22 +44,6 @@ _UPSERT_SNAPSHOT = (
     "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, seq = excluded.seq, "
     "state = excluded.state, updated_at = excluded.updated_at"
 )
-
-
-_ENVELOPE = frozenset({"run_id", "seq", "at"})
-
-
-def _stamped(event: Event, run_id: str, seq: int, at: float) -> Event:
-    """``event`` with its envelope filled in: ``model_copy(update=...)`` as pydantic's own ``__copy__``
-    does it, without its generic work (the three values are typed here; nothing needs validating)."""
-    cls = type(event)
-    stored = cls.__new__(cls)
-    fields = {**event.__dict__, "run_id": run_id, "seq": seq, "at": at}
-    object.__setattr__(stored, "__dict__", fields)
-    object.__setattr__(stored, "__pydantic_fields_set__", event.__pydantic_fields_set__ | _ENVELOPE)
-    object.__setattr__(stored, "__pydantic_extra__", None)
-    object.__setattr__(stored, "__pydantic_private__", None)
-    return stored
 
 
 class StoreTransaction:
@@ -113,7 +98,8 @@ class StoreTransaction:
         except PydanticSerializationError as exc:
             raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
         seq = self._seq + 1
-        stored = _stamped(event, self._run_id, seq, self._clock())
+        # the envelope's three values are typed here: nothing needs validating again
+        stored = restamped(event, {"run_id": self._run_id, "seq": seq, "at": self._clock()})
         # inserted with the others when the block ends (one statement for them all): nothing reads the
         # log inside a transaction, and the store holds the run's lock until it commits
         self._rows.append((self._run_id, seq, stored.type, payload, stored.at))

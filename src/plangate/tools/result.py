@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue, field_validator, model_validator
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from plangate._models import built
+
 SUMMARY_LIMIT = 48
 """The longest summary, in characters; longer ones are clipped with an ellipsis."""
 
@@ -197,15 +199,14 @@ def result_from_value(value: object) -> ToolResult:
     # (unless a key is not a string: the text spells it as one, so the text is what is summarised)
     plain = not isinstance(data, dict) or all(isinstance(key, str) for key in data)
     summary = _json_summary(data) if plain else None
-    # every field is what ``done`` would validate it to (``data`` is what pydantic made JSON-able, the
-    # summary is clipped, a done result succeeded): built without validating it again
-    return ToolResult.model_construct(
-        status="done",
-        success=True,
-        observation=text,
-        summary=summary if summary is not None else clip_summary(summarize(text)),
-        data=data,
-    )
+    return _done(text, summary if summary is not None else clip_summary(summarize(text)), data)
+
+
+def _done(observation: str, summary: str, data: JsonValue) -> ToolResult:
+    """``ToolResult.done(observation, summary=summary, data=data)`` for values that are what it would
+    validate them to (``data`` made JSON-able by pydantic, ``summary`` clipped), on the path of every call."""
+    values = {"status": "done", "success": True, "observation": observation, "summary": summary, "data": data}
+    return built(ToolResult, values)
 
 
 __all__ = [

@@ -1,0 +1,74 @@
+"""Pydantic models built from values already valid, on the paths every step and every tool call take.
+
+For: ``built``, which makes a model as pydantic's ``model_construct`` does (no validation) without its
+per-call generic work, and ``restamped``, ``model_copy(update=...)`` the same way. Only for values whose
+types the caller guarantees (typed code, data pydantic made JSON-able): a value from outside is validated,
+never built here. Not for: models with private attributes or extra fields (those need pydantic's own
+copy; ``built`` refuses them when it first meets the class).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from plangate.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+_Template = tuple[dict[str, Any], frozenset[str]]
+_TEMPLATES: dict[type[BaseModel], _Template] = {}
+
+
+def _template(cls: type[BaseModel]) -> _Template:
+    """Every field in declaration order (the order pydantic serialises ``__dict__`` in), with its default,
+    and the names of those that have none."""
+    found = _TEMPLATES.get(cls)
+    if found is None:
+        if cls.__private_attributes__ or cls.model_config.get("extra") == "allow":
+            raise ConfigError(f"{cls.__name__} has private attributes or extra fields: validate it instead")
+        fields = cls.model_fields
+        required = frozenset(name for name, field in fields.items() if field.is_required())
+        defaults = {
+            name: None if name in required else field.get_default(call_default_factory=True)
+            for name, field in fields.items()
+        }
+        found = _TEMPLATES[cls] = (defaults, required)
+    return found
+
+
+def built(cls: type[M], values: Mapping[str, Any]) -> M:
+    """``cls.model_construct(**values)``: the fields ``values`` names are set, the others take their
+    defaults (a default factory is called once per class: give such a field when it is mutable).
+
+    Raises:
+        ConfigError: a field without a default is not given.
+    """
+    defaults, required = _TEMPLATES.get(cls) or _template(cls)
+    if missing := required - values.keys():
+        raise ConfigError(f"{cls.__name__}: no value for {', '.join(sorted(missing))}")
+    fields = defaults.copy()
+    fields.update(values)  # keys keep their declared order
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
+def restamped(model: M, values: Mapping[str, Any]) -> M:
+    """``model.model_copy(update=values)`` for values of the fields' types (nothing is validated)."""
+    cls = type(model)
+    _template(cls)  # refuses a class this cannot copy
+    copy = cls.__new__(cls)
+    object.__setattr__(copy, "__dict__", {**model.__dict__, **values})
+    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
+
+
+__all__ = ["built", "restamped"]
