@@ -25,7 +25,7 @@ from plangate.events import (
     StatusEvent,
     ToolCallEvent,
 )
-from plangate.store import Commit, Store, WriteIntentConflict
+from plangate.store import Commit, EncodedObject, Store, WriteIntentConflict
 
 
 def _run(store: Store, **kwargs: object) -> str:
@@ -391,6 +391,18 @@ def test_snapshot_is_replaced_and_records_the_last_seq(store: Store) -> None:
     assert snapshot.checked_state(3) == snapshot.state
     with pytest.raises(SchemaVersionError, match="format version 3; this plangate reads up to version 2"):
         snapshot.checked_state(2)
+
+
+def test_a_snapshot_encoded_once_is_stored_as_encoded_and_reads_back_as_data(store: Store) -> None:
+    run_id = _run(store)
+    plan = EncodedObject.of({"steps": ["a", "b"], "title": "NaN handling, é"})
+    for round_ in (1, 2):  # the same encoded part, joined into two snapshots
+        with store.transaction(run_id) as tx:
+            tx.append(SpeakEvent(text=str(round_)))
+            tx.set_snapshot(EncodedObject.joined({"plan": plan, "round": EncodedObject.of({"n": round_})}))
+    snapshot = store.get_snapshot(run_id)
+    assert snapshot is not None and snapshot.seq == 2
+    assert snapshot.state == {"plan": {"steps": ["a", "b"], "title": "NaN handling, é"}, "round": {"n": 2}}
 
 
 def test_snapshot_arguments_are_checked(store: Store) -> None:

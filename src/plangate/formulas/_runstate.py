@@ -215,7 +215,7 @@ class RunState:
         """The run's durable form: its plan, its steps' states and its loops' iterations."""
         # the plan changes only when a loop grows it: encode it once per version, not per snapshot
         if self._plan_cache is None or self._plan_cache[0] is not self.plan:
-            self._plan_cache = (self.plan, EncodedObject.of(self.plan.to_dict(), "the run's plan"))
+            self._plan_cache = (self.plan, EncodedObject.of_model(self.plan, "the run's plan"))
         steps = {sid: s.to_json() for sid, s in self.steps.items()}
         return EncodedObject.joined(
             {

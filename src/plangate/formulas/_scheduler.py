@@ -619,7 +619,7 @@ class Scheduler:
                 self.launch(step_id, kind)
             return
         if outcome.status == "failed":
-            self._end_sub_runs(step, run, outcome, f"step {step_id!r} of run {self.run_id!r} failed")
+            self._end_sub_runs(step, run, outcome, "failed")
             if run.attempt <= step.retries:
                 retry = f"attempt {run.attempt} failed ({outcome.reason}); retrying"
                 self.transition(run, "ready", retry, wait=_writes.retry_wait(run))
@@ -639,9 +639,7 @@ class Scheduler:
             )
             self.launch(step_id, "fanout")
             return
-        self._end_sub_runs(
-            step, run, outcome, f"step {step_id!r} of run {self.run_id!r} completed without it"
-        )
+        self._end_sub_runs(step, run, outcome, "completed without it")
         if self._is_container(step_id):
             self.transition(
                 run, "running", "waiting for its children", output=outcome.output, wait={"kind": "children"}
@@ -650,14 +648,15 @@ class Scheduler:
             return
         self.transition(run, "complete", outcome.reason, output=outcome.output)
 
-    def _end_sub_runs(self, step: CookedStep, run: StepRun, outcome: StepOutcome, reason: str) -> None:
+    def _end_sub_runs(self, step: CookedStep, run: StepRun, outcome: StepOutcome, how: str) -> None:
         """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
-        needed by an any-children fan-out): no sub-run outlives the step that started it."""
+        needed by an any-children fan-out): no sub-run outlives the step that started it. ``how``: what the
+        step did (``failed``, ``completed without it``)."""
         if run.wait.get("kind") not in {"subrun", "fanout"} or isinstance(step.executor, AgentExecutor):
             return
         recorded = run.wait.get("run_ids")
         ids = [r for r in (recorded if isinstance(recorded, list) else outcome.run_ids) if isinstance(r, str)]
-        self.host.end_sub_runs(ids, reason)
+        self.host.end_sub_runs(ids, f"step {step.id!r} of run {self.run_id!r} {how}")
 
     # -- people, from outside -----------------------------------------------------------------------------
 

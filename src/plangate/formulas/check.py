@@ -208,7 +208,7 @@ def _ref_issues(step: CookedStep, known: Mapping[str, CookedStep]) -> list[Issue
     texts = {
         "title": step.title,
         "description": step.description,
-        "executor": step.executor.model_dump(),
+        "executor": vars(step.executor),  # its fields are all JSON values: nothing to dump
         "gate": step.gate.human if step.gate is not None else None,
         "metadata": step.metadata,
         "on_complete": step.on_complete.vars if step.on_complete is not None else None,

@@ -89,16 +89,20 @@ def canonical_ref(step_id: str, key_path: str) -> str:
 def runtime_refs(value: object) -> list[tuple[str, str]]:
     """Every ``(step id, key path)`` that ``value`` (text, or lists / tables of it) reads at run time."""
     found: list[tuple[str, str]] = []
+    _collect_refs(value, found)
+    return found
+
+
+def _collect_refs(value: object, found: list[tuple[str, str]]) -> None:
     if isinstance(value, str):
         if "steps." in value:
             found.extend((m.group(1), m.group(2).lstrip(".")) for m in RUNTIME_REF.finditer(value))
     elif isinstance(value, dict):
         for item in value.values():
-            found.extend(runtime_refs(item))
+            _collect_refs(item, found)
     elif isinstance(value, list):
         for item in value:
-            found.extend(runtime_refs(item))
-    return found
+            _collect_refs(item, found)
 
 
 def render_text(

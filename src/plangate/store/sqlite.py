@@ -271,9 +271,10 @@ class SQLiteStore:
             except BaseException:
                 self._rollback()
                 raise
-        notice = tx.commit_notice()
-        if notice is not None:
-            self._notify(notice)
+        if self._subscribers:  # nobody listening: no notice to build
+            notice = tx.commit_notice()
+            if notice is not None:
+                self._notify(notice)
 
     def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
         """Call ``callback(commit)`` after each commit through this object that added events or set a status.
