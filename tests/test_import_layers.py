@@ -14,7 +14,7 @@ README = ROOT.parents[1] / "README.md"
 
 TIERS: list[list[str]] = [
     ["errors"],
-    ["config", "interactions", "_json", "_offloop"],
+    ["config", "interactions", "_json", "_models", "_offloop"],
     ["conditions", "events", "decisions"],
     ["store", "models"],
     ["tools"],

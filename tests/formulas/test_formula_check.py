@@ -381,3 +381,20 @@ def test_has_errors_ignores_warnings() -> None:
     assert not has_errors([warning])
     assert has_errors([warning, error])
     assert str(error) == "error: p: m [cycle]"
+
+
+def test_numbers_json_cannot_hold_are_errors_where_the_file_writes_them(tmp_path: Path) -> None:
+    path = tmp_path / "f.formula.toml"
+    path.write_text(
+        'formula = "f"\n[vars.ratio]\ntype = "float"\ndefault = inf\n'
+        '[[steps]]\nid = "a"\ntool = { name = "x", args = { x = nan, deep = [1, -inf] } }\n'
+        '[steps.metadata]\nlimit = 2.5\n'
+    )
+    plan, found = check_formula(path, tools={"x"})
+    assert plan is not None
+    message = "is not a number JSON can hold, and a run keeps its plan as JSON"
+    assert [(i.level, i.path, i.message) for i in found if i.code == "non-finite-number"] == [
+        ("error", "vars.ratio", f"inf {message}"),
+        ("error", "steps[0].tool.args.x", f"nan {message}"),
+        ("error", "steps[0].tool.args.deep[1]", f"-inf {message}"),
+    ]

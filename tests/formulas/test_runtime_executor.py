@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from runtime_helpers import EXAMPLES, Calls, make_tools, memory_store, write_for
 
 from plangate.errors import FormulaError, InteractionError, StaleInteraction
 from plangate.events import GateEvent, OutcomeEvent, StepStateEvent
+from plangate.formulas.plan import CookedStep, Plan, ToolExecutor
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Edit, Reject
 from plangate.store import Store, open_store
@@ -600,3 +602,16 @@ def test_a_runner_takes_a_store_by_its_path_or_url(tmp_path: Path) -> None:
         assert runner.store.get_run(waiting.run_id).status == "waiting"
     runner.resolve(waiting.interaction.id, Approve())
     assert resume(runner, waiting.run_id).status == "completed"
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf])
+def test_a_plan_json_cannot_hold_is_refused_before_a_run_is_stored(number: float) -> None:
+    store = memory_store()
+    runner = FormulaRunner(store, make_tools(Calls()))
+    step = CookedStep(id="a", title="a", executor=ToolExecutor(name="deploy", args={"region": number}))
+    plan = Plan(formula="numbers", steps=[step])
+    with pytest.raises(FormulaError, match="numbers cannot be stored: the run's plan: expected JSON data"):
+        asyncio.run(runner.start(plan))
+    with pytest.raises(FormulaError, match="numbers cannot be stored"):
+        runner.submit(plan)
+    assert store.list_runs().items == []  # no run left without an outcome

@@ -6,13 +6,15 @@ import json
 import math
 
 import pytest
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from plangate.errors import ConfigError
 from plangate.store import EncodedObject
 
 
 class _Args(BaseModel):
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # as a plan's models: NaN written as NaN
+
     name: str
     value: JsonValue = None
     tiny: float = 1e-7
@@ -41,6 +43,16 @@ def test_numbers_json_has_no_spelling_for_are_refused_not_written_as_null(bad: f
         EncodedObject.of_model(_Args(name="x", value={"deep": [bad]}), "the plan")
     with pytest.raises(ConfigError, match=r"the steps: expected JSON data"):
         EncodedObject.of({"x": bad}, "the steps")
+
+
+def test_pairs_are_encoded_one_at_a_time_into_one_object() -> None:
+    pairs = ((f"s{i}", {"status": "complete", "attempt": i}) for i in range(3))
+    encoded = EncodedObject.of_pairs(pairs, "the steps")
+    assert json.loads(encoded.text) == {f"s{i}": {"status": "complete", "attempt": i} for i in range(3)}
+    with pytest.raises(ConfigError, match=r"the steps: s1: expected JSON data .*set is not JSON"):
+        EncodedObject.of_pairs([("s0", {}), ("s1", {"seen": {1}})], "the steps")
+    with pytest.raises(ConfigError, match="the steps: expected string keys; found int key 3"):
+        EncodedObject.of_pairs([(3, {})], "the steps")  # type: ignore[list-item]
 
 
 def test_what_is_not_an_encoded_object_of_json_is_refused() -> None:

@@ -205,8 +205,14 @@ class RunState:
 
     @classmethod
     def new(cls, plan: Plan) -> RunState:
+        """A new run's state, its plan encoded for its snapshots already.
+
+        Raises:
+            ConfigError: the plan holds what JSON cannot (a NaN, an infinity).
+        """
         state = cls(plan=plan, steps={s.id: StepRun(s.id) for s in plan.steps})
         state.iterations = {loop.id: 1 for loop in plan.loops}
+        state._plan_cache = (plan, EncodedObject.of_model(plan, "the run's plan"))
         return state
 
     # -- durable form -------------------------------------------------------------------------------------
@@ -216,11 +222,12 @@ class RunState:
         # the plan changes only when a loop grows it: encode it once per version, not per snapshot
         if self._plan_cache is None or self._plan_cache[0] is not self.plan:
             self._plan_cache = (self.plan, EncodedObject.of_model(self.plan, "the run's plan"))
-        steps = {sid: s.to_json() for sid, s in self.steps.items()}
+        # one step at a time: a dict per step alive at once would cost a full garbage collection
+        steps = ((sid, s.to_json()) for sid, s in self.steps.items())
         return EncodedObject.joined(
             {
                 "plan": self._plan_cache[1],
-                "steps": EncodedObject.of(steps, "the run's step states"),
+                "steps": EncodedObject.of_pairs(steps, "the run's step states"),
                 "iterations": EncodedObject.of(self.iterations, "the run's loop iterations"),
             }
         )
@@ -253,7 +260,10 @@ class RunState:
         step.attempt = event.attempt
         if event.output is not None:
             step.output = dict(event.output)
-        step.wait = dict(event.wait) if event.wait else {}
+        if event.wait:
+            step.wait = dict(event.wait)
+        elif step.wait:  # an empty wait stays the one it has: no new dict per transition
+            step.wait = {}
         if self._conditions is not None:
             self._conditions.changed(event.step_id)
 

@@ -32,6 +32,8 @@ from pydantic import JsonValue
 from plangate.conditions import ConditionContext, StepState, compile_condition
 from plangate.errors import InteractionError, Signal
 from plangate.events import (
+    BaseEvent,
+    Event,
     GateEvent,
     InteractionKind,
     InteractionOpenedEvent,
@@ -106,7 +108,8 @@ class Scheduler:
         self.tasks: dict[asyncio.Task[StepOutcome], str] = {}
         self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | write | fanout | subrun | settle)
         self.starting = 0  # how many of them take a slot
-        self.ops: list[CommitOp] = []
+        # what the next commit writes, in order: events, and commit callables (an interaction opened)
+        self.ops: list[Event | CommitOp] = []
         self.plan_changed = False
         self.since_checkpoint = 0
         self.gate_reasons: dict[str, str] = {}
@@ -258,7 +261,7 @@ class Scheduler:
             self.starting += 1
 
     def emit(self, event: RunEvent) -> None:
-        self.ops.append(lambda tx: self._append(tx, event))
+        self.ops.append(event)
         if isinstance(event, StepStateEvent):
             self._applied(event)
 
@@ -293,9 +296,6 @@ class Scheduler:
 
     # -- committing ---------------------------------------------------------------------------------------
 
-    def _append(self, tx: Transaction, event: Any) -> None:
-        tx.append(event)
-
     def _emit_status(self, code: str, text: str) -> None:
         self.emit(StatusEvent(stage="run", code=code, text=text))
 
@@ -315,7 +315,10 @@ class Scheduler:
         snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
         with self._transaction() as (tx, began):
             for op in self.ops:
-                op(tx)
+                if isinstance(op, BaseEvent):
+                    tx.append(op)
+                else:
+                    op(tx)
             if status is not None and (began != status or outcome is not None):
                 tx.set_status(status, outcome=outcome)
             if snapshot:
@@ -339,7 +342,7 @@ class Scheduler:
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
         ended = outcome_event("completed" if status == "completed" else "failed", reason)
-        self.ops.append(lambda tx: self._append(tx, ended))  # the run's last event, as an agent run's
+        self.ops.append(ended)  # the run's last event, as an agent run's
         self._flush(status=status, outcome=stored(ended), checkpoint=True)
         return status, reason
 

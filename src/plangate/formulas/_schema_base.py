@@ -39,7 +39,8 @@ def suggest(word: str, candidates: Iterable[str]) -> str:
 class StrictModel(BaseModel):
     """A frozen model that rejects unknown keys, naming the key and the closest known one."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # NaN and infinities written as such, as in a plan (``plan._PlanModel``): a loop's body is in its plan
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, ser_json_inf_nan="constants")
     _accepted: ClassVar[dict[type[BaseModel], frozenset[str]]] = {}
 
     @classmethod

@@ -35,7 +35,8 @@ Not for: running anything.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import math
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -137,7 +138,7 @@ def check_formula(
         plan = cook(formula, vars, loader=loader, validate_vars=False)
     except FormulaError as exc:
         return None, _error_issues(exc, "cook-error", formula.source)
-    return plan, [*check(plan, tools=tools), *_formula_issues(plan, loader)]
+    return plan, [*check(plan, tools=tools), *_formula_issues(plan, loader), *_number_issues(plan)]
 
 
 def has_errors(issues: Iterable[Issue]) -> bool:
@@ -320,6 +321,47 @@ def _formula_issues(plan: Plan, loader: Loader) -> list[Issue]:
             if problem is not None:
                 issues.append(Issue(level="error", code="unknown-formula", path=where, message=problem))
     return issues
+
+
+def _number_issues(plan: Plan) -> list[Issue]:
+    """NaN and infinities, which a TOML file may write and JSON, where a run keeps its plan, cannot (a plan
+    built in code with one is refused when its run starts)."""
+    found = [
+        *((where, value) for where, value in _non_finite(plan.vars, "vars")),
+        *(found for step in plan.steps for found in _step_numbers(step)),
+        *(found for loop in plan.loops for found in _non_finite(vars(loop), loop.source or loop.id)),
+    ]
+    return [
+        Issue(
+            level="error",
+            code="non-finite-number",
+            path=where,
+            message=f"{value} is not a number JSON can hold, and a run keeps its plan as JSON",
+        )
+        for where, value in found
+    ]
+
+
+def _step_numbers(step: CookedStep) -> Iterator[tuple[str, float]]:
+    at = _at(step)
+    for name, value in vars(step).items():
+        if name != "executor":
+            yield from _non_finite(value, f"{at}.{name}")
+    yield from _non_finite(vars(step.executor), f"{at}.{step.executor.type}")  # as the file names it
+
+
+def _non_finite(value: object, path: str) -> Iterator[tuple[str, float]]:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _non_finite(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, f"{path}[{index}]")
+    elif isinstance(value, BaseModel):
+        yield from _non_finite(vars(value), path)
 
 
 def _error_issues(exc: FormulaError, code: str, source: str | None) -> list[Issue]:

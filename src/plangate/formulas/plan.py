@@ -25,7 +25,11 @@ _CHILDREN_OF = re.compile(r"children-of\(\s*([^()\s]+)\s*\)")
 
 
 class _PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # NaN and infinities written as such (not as null, pydantic's default): a run's snapshot refuses them
+    # (``EncodedObject.of_model``), as JSON has no number for them, instead of storing null for them
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, ser_json_inf_nan="constants"
+    )
 
 
 class ToolExecutor(_PlanModel):

@@ -229,11 +229,12 @@ class FormulaRunner:
             run_id: the new run's id (a sub-run's, committed by its parent first); random when None.
         """
         plan = self.plan(formula, vars)
+        state = self._new_state(plan)
         run_input = self._input(plan, always_execute)
         run = self.store.create_run(
             "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
         )
-        return await self._advance(run.id, plan)
+        return await self._advance(run.id, state)
 
     def create(
         self,
@@ -286,10 +287,23 @@ class FormulaRunner:
         status: RunStatus,
     ) -> str:
         plan = self.plan(formula, vars)
+        state = self._new_state(plan)
         run = self.store.create_run("formula", plan.formula, self._input(plan, always_execute), owner=owner)
         with self.leases.held(run.id):
-            self._first_commit(run, plan, status=status)
+            self._first_commit(run, state, status=status)
         return run.id
+
+    def _new_state(self, plan: Plan) -> RunState:
+        """A new run's state, its plan encoded for its first snapshot now: a plan that JSON cannot hold (a
+        NaN, an infinity) is refused before anything is stored.
+
+        Raises:
+            FormulaError: the plan cannot be stored; nothing was.
+        """
+        try:
+            return RunState.new(plan)
+        except ConfigError as exc:
+            raise FormulaError(f"{plan.formula} cannot be stored: {exc}") from None
 
     def _input(self, plan: Plan, always_execute: bool) -> dict[str, object]:
         run_input: dict[str, object] = {
@@ -323,9 +337,9 @@ class FormulaRunner:
         state.fold(self.store.events(run_id, after=snapshot.seq))
         return state
 
-    async def _advance(self, run_id: str, plan: Plan | None, *, fresh: bool = False) -> FormulaResult:
-        """Hold the run's lease and advance it: from ``plan`` (its first commit), else from the store
-        (``fresh``: just after its first commit, so there is nothing to recover)."""
+    async def _advance(self, run_id: str, new: RunState | None, *, fresh: bool = False) -> FormulaResult:
+        """Hold the run's lease and advance it: from ``new``, a new run's state (its first commit), else
+        from the store (``fresh``: just after its first commit, so there is nothing to recover)."""
         if run_id in self._live:
             raise RunLeased(
                 f"run {run_id!r} is being advanced by this runner already; nothing changed",
@@ -334,8 +348,8 @@ class FormulaRunner:
             )
         async with self.leases.kept(run_id):
             run = self.store.get_run(run_id)  # read under the lease: what nobody else can change now
-            if plan is not None:
-                state = self._first_commit(run, plan)
+            if new is not None:
+                state = self._first_commit(run, new)
             else:
                 state = self.load(run_id)
                 if run.status in TERMINAL_STATUSES:
@@ -343,18 +357,17 @@ class FormulaRunner:
             scheduler = Scheduler(self, self.store.get_run(run_id), state)
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
-            resumed = plan is None and not fresh and run.status != "queued"
+            resumed = new is None and not fresh and run.status != "queued"
             try:
                 status, reason = await scheduler.run(resumed=resumed)
             finally:
                 del self._live[run_id]
         return self._result(run_id, state, status, reason)
 
-    def _first_commit(self, run: RunRecord, plan: Plan, status: RunStatus = "running") -> RunState:
+    def _first_commit(self, run: RunRecord, state: RunState, status: RunStatus = "running") -> RunState:
         """The run's first transition: started, its plan and step states as its first snapshot."""
-        state = RunState.new(plan)
         with self._transaction(run.id) as tx:
-            tx.append(StatusEvent(stage="run", code="started", text=f"running {plan.formula}"))
+            tx.append(StatusEvent(stage="run", code="started", text=f"running {state.plan.formula}"))
             if run.input.get("always_execute") is True:
                 text = (
                     "write steps run without asking a person: the run was started with always_execute (--yes)"
@@ -413,8 +426,10 @@ class FormulaRunner:
             )
         else:
             # created, but its process may have stopped before its first commit: then it starts now
-            plan = self.plan(formula, vars) if self.store.get_snapshot(run_id) is None else None
-            result = await self._advance(run_id, plan)
+            new = None
+            if self.store.get_snapshot(run_id) is None:
+                new = self._new_state(self.plan(formula, vars))
+            result = await self._advance(run_id, new)
         outputs: dict[str, JsonValue] = {k: dict(v) for k, v in result.outputs.items()}
         return result.run_id, result.status, outputs
 

@@ -46,16 +46,26 @@ _UPSERT_SNAPSHOT = (
 )
 
 
+def _stored(event: Event, run_id: str, seq: int, at: float) -> Event:
+    # the envelope's three values are typed here: nothing needs validating again
+    return restamped(event, {"run_id": run_id, "seq": seq, "at": at})
+
+
 class StoreTransaction:
     """A ``Transaction`` on one run; made by the store's ``transaction()``, which holds the run's lock."""
 
-    def __init__(self, db: Db, run_row: rows.Row, clock: Callable[[], float]) -> None:
+    def __init__(self, db: Db, run_row: rows.Row, clock: Callable[[], float], *, heard: bool = True) -> None:
+        """``heard``: somebody hears of the commit (a subscriber, a notify channel), so each event is kept as
+        stored for the notice; else only what makes it again if ``events`` is read (fewer objects alive for
+        the garbage collector to scan while a large transaction is built)."""
         self._db = db
         self._run_row = run_row
         self._run_id: str = run_row["id"]
         self._seq: int = run_row["last_seq"]
         self._clock = clock
-        self._events: list[Event] = []
+        self._heard = heard
+        self._events: list[Event] = []  # as stored, when heard
+        self._appended: list[tuple[Event, int, float]] = []  # as given, with their seq and time, when not
         self._rows: list[tuple[str, int, str, str, float]] = []  # the events' rows, not yet inserted
         self._snapshot: tuple[int, str] | None = None
         self._status: RunStatus | None = None
@@ -82,7 +92,9 @@ class StoreTransaction:
     @property
     def events(self) -> Sequence[Event]:
         """The events appended so far, as stored."""
-        return tuple(self._events)
+        if self._heard:
+            return tuple(self._events)
+        return tuple(_stored(event, self._run_id, seq, at) for event, seq, at in self._appended)
 
     def append(self, event: Event) -> Event:
         """Add an event to the run's log; returns it as stored, with the next ``seq``."""
@@ -97,14 +109,16 @@ class StoreTransaction:
             payload = payload_json(event)
         except PydanticSerializationError as exc:
             raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
-        seq = self._seq + 1
-        # the envelope's three values are typed here: nothing needs validating again
-        stored = restamped(event, {"run_id": self._run_id, "seq": seq, "at": self._clock()})
+        seq, at = self._seq + 1, self._clock()
+        stored = _stored(event, self._run_id, seq, at)
         # inserted with the others when the block ends (one statement for them all): nothing reads the
         # log inside a transaction, and the store holds the run's lock until it commits
-        self._rows.append((self._run_id, seq, stored.type, payload, stored.at))
+        self._rows.append((self._run_id, seq, stored.type, payload, at))
         self._seq = seq
-        self._events.append(stored)
+        if self._heard:
+            self._events.append(stored)
+        else:
+            self._appended.append((event, seq, at))
         self._dirty = True
         return stored
 
@@ -407,9 +421,10 @@ class StoreTransaction:
 
     def commit_notice(self) -> Commit | None:
         """What subscribers hear about this transaction, or None when it changed no event or status."""
-        if not self._events and self._status is None:
+        events = self.events
+        if not events and self._status is None:
             return None
-        return Commit(run_id=self._run_id, events=tuple(self._events), status=self._status)
+        return Commit(run_id=self._run_id, events=tuple(events), status=self._status)
 
     # -- internals ----------------------------------------------------------------------------------------
 

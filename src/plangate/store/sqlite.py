@@ -258,7 +258,8 @@ class SQLiteStore:
                     raise self._no_run(run_id)
                 if fence is not None:
                     leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-                tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock)
+                heard = bool(self._subscribers)
+                tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock, heard=heard)
                 self._tx_thread, self._tx_run = threading.get_ident(), run_id
                 try:
                     yield tx
@@ -271,7 +272,7 @@ class SQLiteStore:
             except BaseException:
                 self._rollback()
                 raise
-        if self._subscribers:  # nobody listening: no notice to build
+        if heard:  # nobody listening: no notice to build
             notice = tx.commit_notice()
             if notice is not None:
                 self._notify(notice)
