@@ -420,6 +420,20 @@ def test_snapshot_arguments_are_checked(store: Store) -> None:
 # -- subscribers ---------------------------------------------------------------------------------------------
 
 
+def test_a_subscriber_added_while_a_transaction_is_open_hears_its_commit(store: Store) -> None:
+    run_id = _run(store)
+    heard: list[Commit] = []
+    with store.transaction(run_id) as tx:
+        tx.append(SpeakEvent(text="before"))
+        unsubscribe = store.subscribe(heard.append)  # as a stream does, then reads what is stored
+        tx.append(SpeakEvent(text="after"))
+    unsubscribe()
+    assert [(e.seq, e.run_id, getattr(e, "text", None)) for c in heard for e in c.events] == [
+        (1, run_id, "before"),
+        (2, run_id, "after"),
+    ]
+
+
 def test_subscribers_hear_commits_after_they_are_stored(store: Store) -> None:
     run_id = _run(store)
     heard: list[Commit] = []

@@ -258,7 +258,7 @@ class SQLiteStore:
                     raise self._no_run(run_id)
                 if fence is not None:
                     leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-                heard = bool(self._subscribers)
+                heard = bool(self._subscribers)  # else the events as stored are made only if asked for
                 tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock, heard=heard)
                 self._tx_thread, self._tx_run = threading.get_ident(), run_id
                 try:
@@ -272,7 +272,8 @@ class SQLiteStore:
             except BaseException:
                 self._rollback()
                 raise
-        if heard:  # nobody listening: no notice to build
+        # who listens now (one may have subscribed since the transaction began: its events are made again)
+        if self._subscribers:
             notice = tx.commit_notice()
             if notice is not None:
                 self._notify(notice)
