@@ -56,8 +56,8 @@ class StoreTransaction:
 
     def __init__(self, db: Db, run_row: rows.Row, clock: Callable[[], float], *, heard: bool = True) -> None:
         """``heard``: somebody hears of the commit (a subscriber, a notify channel), so each event is kept as
-        stored for the notice; else only what makes it again if ``events`` is read (fewer objects alive for
-        the garbage collector to scan while a large transaction is built)."""
+        stored, for the notice; else each is kept as given and made as stored only if ``events`` is read
+        (fewer objects alive for the garbage collector to scan while a large transaction is built)."""
         self._db = db
         self._run_row = run_row
         self._run_id: str = run_row["id"]
