@@ -21,10 +21,9 @@ commit is fenced by the run's lease (its generation) and checks that nobody ende
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
-from collections.abc import Coroutine, Iterator, Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, cast
 
 from pydantic import JsonValue
@@ -313,7 +312,8 @@ class Scheduler:
         # stays flat however large the plan, and a resume folds no more events than that
         every = max(self.host.checkpoint_every, _EVENTS_PER_STEP_PER_SNAPSHOT * len(self.state.steps))
         snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
-        with self._transaction() as (tx, began):
+        with self.host.leases.transaction(self.run_id) as tx:
+            began = self._began(tx)
             for op in self.ops:
                 if isinstance(op, BaseEvent):
                     tx.append(op)
@@ -329,15 +329,14 @@ class Scheduler:
             self.since_checkpoint = 0
             self.plan_changed = False
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[tuple[Transaction, RunStatus]]:
-        """A transaction on the run, with the run's status as it began, refused when another holder took
-        the run's lease (fenced by the lease's generation) or the run ended."""
-        with self.host.leases.transaction(self.run_id) as tx:
-            began = tx.status  # not ``tx.run``: that parses the whole row, on every pass
-            if began in TERMINAL_STATUSES:
-                raise _RunEnded(began)
-            yield tx, began
+    @staticmethod
+    def _began(tx: Transaction) -> RunStatus:
+        """The run's status as ``tx`` began (a transaction fenced by the run's lease: refused when another
+        holder took it); ``_RunEnded`` when somebody ended the run meanwhile."""
+        began = tx.status  # not ``tx.run``: that parses the whole row, on every pass
+        if began in TERMINAL_STATUSES:
+            raise _RunEnded(began)
+        return began
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
@@ -755,7 +754,8 @@ class Scheduler:
         answered = None
         if step is not None:
             answered = answer_step(step, resolution, self.host.tools, self.graph.position[step.id])
-        with self._transaction() as (tx, _):
+        with self.host.leases.transaction(self.run_id) as tx:
+            self._began(tx)
             commit_answer(tx, interaction, resolution, by, answered)
         self.open_interaction = False
         self.candidates.update(dict.fromkeys(self.asking_later))

@@ -173,6 +173,13 @@ def _flat(value: object) -> str:
     # a value inside a summary: strings bare, anything else as compact JSON
     if isinstance(value, str):
         return value
+    # the commonest atoms spelt as JSON spells them, without a call to the encoder
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
     return _COMPACT.encode(value)
 
 
