@@ -362,6 +362,33 @@ def test_events_appended_in_one_block_are_stored_in_order_and_only_if_it_commits
     assert store.last_seq(run_id) == 6
 
 
+def test_events_extended_at_once_are_stored_as_appended_ones_are(store: Store) -> None:
+    run_id = _run(store)
+    heard: list[Commit] = []
+    with store.transaction(run_id) as tx:
+        first = tx.append(SpeakEvent(text="a"))
+        tx.extend(SpeakEvent(text=text) for text in ("b", "c"))
+        last = tx.append(SpeakEvent(text="d"))
+        assert [(event.seq, getattr(event, "text", None)) for event in tx.events] == [
+            (1, "a"),
+            (2, "b"),
+            (3, "c"),
+            (4, "d"),
+        ]
+    assert (first.seq, last.seq) == (1, 4)
+    unsubscribe = store.subscribe(heard.append)
+    with store.transaction(run_id) as tx:
+        tx.extend([SpeakEvent(text="e")])
+    unsubscribe()
+    stored = store.events(run_id)
+    assert [getattr(event, "text", None) for event in stored] == ["a", "b", "c", "d", "e"]
+    assert [event.seq for event in stored] == [1, 2, 3, 4, 5] and store.last_seq(run_id) == 5
+    assert [c.events for c in heard] == [(stored[-1],)]
+    with pytest.raises(ConfigError, match="extend: expected an event"), store.transaction(run_id) as tx:
+        tx.extend([SpeakEvent(text="lost"), {"type": "speak"}])  # type: ignore[list-item]
+    assert store.last_seq(run_id) == 5  # nothing of the refused block was stored
+
+
 def test_a_closed_store_refuses_calls(backend: Backend) -> None:
     store = backend.open()
     run_id = _run(store)

@@ -314,11 +314,15 @@ class Scheduler:
         snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
         with self.host.leases.transaction(self.run_id) as tx:
             began = self._began(tx)
+            events: list[Event] = []  # a run of events goes in at once, without their stored copies
             for op in self.ops:
                 if isinstance(op, BaseEvent):
-                    tx.append(op)
-                else:
-                    op(tx)
+                    events.append(op)
+                    continue
+                tx.extend(events)
+                events.clear()
+                op(tx)
+            tx.extend(events)
             if status is not None and (began != status or outcome is not None):
                 tx.set_status(status, outcome=outcome)
             if snapshot:

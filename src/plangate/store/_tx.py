@@ -11,7 +11,7 @@ still records the ``seq`` of the last event committed with it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
@@ -98,29 +98,40 @@ class StoreTransaction:
 
     def append(self, event: Event) -> Event:
         """Add an event to the run's log; returns it as stored, with the next ``seq``."""
+        seq, at = self._add(event, "append")
+        if self._heard:
+            return self._events[-1]
+        return _stored(event, self._run_id, seq, at)
+
+    def extend(self, events: Iterable[Event]) -> None:
+        """Add each of ``events`` to the run's log, in order, as ``append`` does; returns nothing, so no copy
+        of an event as stored is made unless somebody hears of the commit or ``events`` is read."""
+        for event in events:
+            self._add(event, "extend")
+
+    def _add(self, event: Event, what: str) -> tuple[int, float]:
         self._check_open()
         if not isinstance(event, BaseEvent):
-            raise ConfigError(f"append: expected an event (plangate.events); found {type(event).__name__}")
+            raise ConfigError(f"{what}: expected an event (plangate.events); found {type(event).__name__}")
         if event.run_id and event.run_id != self._run_id:
             raise ConfigError(
-                f"append: the {event.type} event belongs to run {event.run_id!r}, not to run {self._run_id!r}"
+                f"{what}: the {event.type} event belongs to run {event.run_id!r}, not to run {self._run_id!r}"
             )
         try:
             payload = payload_json(event)
         except PydanticSerializationError as exc:
-            raise ConfigError(f"append: the {event.type} event cannot be encoded as JSON; {exc}") from None
+            raise ConfigError(f"{what}: the {event.type} event cannot be encoded as JSON; {exc}") from None
         seq, at = self._seq + 1, self._clock()
-        stored = _stored(event, self._run_id, seq, at)
         # inserted with the others when the block ends (one statement for them all): nothing reads the
         # log inside a transaction, and the store holds the run's lock until it commits
-        self._rows.append((self._run_id, seq, stored.type, payload, at))
+        self._rows.append((self._run_id, seq, event.type, payload, at))
         self._seq = seq
         if self._heard:
-            self._events.append(stored)
+            self._events.append(_stored(event, self._run_id, seq, at))
         else:
             self._appended.append((event, seq, at))
         self._dirty = True
-        return stored
+        return seq, at
 
     def set_snapshot(self, state: Mapping[str, object] | EncodedObject, *, version: int = 1) -> None:
         """Replace the run's snapshot with ``state`` in format ``version`` (written when the block ends);

@@ -11,7 +11,7 @@ since the Unix epoch (UTC), as floats.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -402,6 +402,11 @@ class Transaction(Protocol):
 
     def append(self, event: Event) -> Event:
         """Add an event to the run's log; returns it as stored, with the next ``seq``."""
+        ...
+
+    def extend(self, events: Iterable[Event]) -> None:
+        """Add each of ``events`` to the run's log, in order, as ``append`` does, returning nothing (for a
+        commit of many events whose stored copies nobody reads)."""
         ...
 
     def set_snapshot(self, state: Mapping[str, object] | EncodedObject, *, version: int = 1) -> None:
