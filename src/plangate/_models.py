@@ -9,8 +9,9 @@ copy; ``built`` refuses them when it first meets the class).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -18,38 +19,50 @@ from plangate.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
-_Template = tuple[dict[str, Any], frozenset[str]]
+@dataclass(frozen=True, slots=True)
+class _Template:
+    defaults: dict[str, Any]  # every field in declaration order (the order pydantic serialises in)
+    required: frozenset[str]  # the fields without a default
+    factories: dict[str, Callable[[], Any]]  # the fields whose default is made anew for each model
+
+
 _TEMPLATES: dict[type[BaseModel], _Template] = {}
 
 
 def _template(cls: type[BaseModel]) -> _Template:
-    """Every field in declaration order (the order pydantic serialises ``__dict__`` in), with its default,
-    and the names of those that have none."""
     found = _TEMPLATES.get(cls)
     if found is None:
         if cls.__private_attributes__ or cls.model_config.get("extra") == "allow":
             raise ConfigError(f"{cls.__name__} has private attributes or extra fields: validate it instead")
         fields = cls.model_fields
         required = frozenset(name for name, field in fields.items() if field.is_required())
+        factories = {
+            name: cast("Callable[[], Any]", field.default_factory)
+            for name, field in fields.items()
+            if field.default_factory is not None
+        }
         defaults = {
-            name: None if name in required else field.get_default(call_default_factory=True)
+            name: None if name in required or name in factories else field.get_default()
             for name, field in fields.items()
         }
-        found = _TEMPLATES[cls] = (defaults, required)
+        found = _TEMPLATES[cls] = _Template(defaults, required, factories)
     return found
 
 
 def built(cls: type[M], values: Mapping[str, Any]) -> M:
     """``cls.model_construct(**values)``: the fields ``values`` names are set, the others take their
-    defaults (a default factory is called once per class: give such a field when it is mutable).
+    defaults (a default factory makes a new one for each model).
 
     Raises:
         ConfigError: a field without a default is not given.
     """
-    defaults, required = _TEMPLATES.get(cls) or _template(cls)
-    if missing := required - values.keys():
+    template = _TEMPLATES.get(cls) or _template(cls)
+    if missing := template.required - values.keys():
         raise ConfigError(f"{cls.__name__}: no value for {', '.join(sorted(missing))}")
-    fields = defaults.copy()
+    fields = template.defaults.copy()
+    for name, factory in template.factories.items():
+        if name not in values:
+            fields[name] = factory()
     fields.update(values)  # keys keep their declared order
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", fields)
