@@ -10,45 +10,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors
 from psycopg.rows import DictRow
 
-from plangate.errors import StoreError
 from plangate.store._rows import Row
+from plangate.store._sql import Translated as _Translated
 
 # SQLSTATE classes and codes that mean the session is gone: the server shut down or restarted (57P01-03),
 # an administrator ended the backend (57P01 again), or the network dropped (08xxx).
 _LOST_CODES = frozenset({"57P01", "57P02", "57P03"})
 
 
-class Translated:
-    """A reusable ``with`` block that re-raises ``psycopg.Error`` as ``StoreError`` naming what failed where.
+class Translated(_Translated):
+    """``Translated`` for ``psycopg.Error``: re-raised as ``StoreError`` naming what failed where."""
 
-    Attributes:
-        what: what was being done (``the transaction on run 'run_…'``).
-        where: the store's URL, without its password.
-        busy_timeout: how long a statement waits for a lock, named in the message when it waited too long.
-    """
+    __slots__ = ()
 
-    __slots__ = ("busy_timeout", "what", "where")
+    error = psycopg.Error
 
-    def __init__(self, what: str, where: str, busy_timeout: float) -> None:
-        self.what = what
-        self.where = where
-        self.busy_timeout = busy_timeout
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if isinstance(exc, psycopg.Error):
-            raise StoreError(explain(self.what, self.where, exc, self.busy_timeout)) from None
+    def explain(self, exc: Exception) -> str:
+        """A one-line message for a psycopg error (``explain``)."""
+        return explain(self.what, self.where, exc, self.busy_timeout)
 
 
 def connection_lost(exc: BaseException) -> bool:
@@ -59,8 +44,9 @@ def connection_lost(exc: BaseException) -> bool:
     return code in _LOST_CODES or code.startswith("08") or not code
 
 
-def explain(what: str, where: str, exc: psycopg.Error, busy_timeout: float) -> str:
-    """A one-line message for a psycopg error: what we tried, on which store, and what to look at."""
+def explain(what: str, where: str, exc: Exception, busy_timeout: float) -> str:
+    """A one-line message for a psycopg error (a ``psycopg.Error``): what we tried, on which store, and what
+    to look at."""
     detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if isinstance(exc, errors.LockNotAvailable):
         hint = (

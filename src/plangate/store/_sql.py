@@ -14,10 +14,47 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Protocol
+from types import TracebackType
+from typing import ClassVar, Protocol
 
+from plangate.errors import StoreError
 from plangate.store._rows import Row
-from plangate.store._sqlite_errors import Translated
+
+
+class Translated:
+    """A reusable ``with`` block that re-raises a driver's error as ``StoreError`` naming what failed where.
+
+    A class rather than a generator context manager: it wraps every statement of the hot path. Each backend
+    names its driver's error class and how to explain one (``_sqlite_errors.py``, ``_pg_sql.py``).
+
+    Attributes:
+        what: what was being done (``the transaction on run 'run_…'``).
+        where: the store's location, without a password.
+        busy_timeout: how long a statement waits for a lock, named in the message when it waited too long.
+    """
+
+    __slots__ = ("busy_timeout", "what", "where")
+
+    #: the driver's base error class: what this block translates (each backend's subclass sets it)
+    error: ClassVar[type[Exception]]
+
+    def __init__(self, what: str, where: str, busy_timeout: float) -> None:
+        self.what = what
+        self.where = where
+        self.busy_timeout = busy_timeout
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, self.error):
+            raise StoreError(self.explain(exc)) from None
+
+    def explain(self, exc: Exception) -> str:
+        """A one-line message for the driver's error ``exc``: what was tried, where, and what to look at."""
+        return f"{self.what} failed on the store at {self.where}: {exc}"
 
 
 class Db(Protocol):

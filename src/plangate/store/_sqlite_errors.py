@@ -7,36 +7,25 @@ argument checks (``store/_checks.py``), which raise ``ConfigError`` before any S
 from __future__ import annotations
 
 import sqlite3
-from types import TracebackType
 
-from plangate.errors import StoreError
-
-
-class Translated:
-    """A reusable ``with`` block that re-raises ``sqlite3.Error`` as ``StoreError`` naming what failed where.
-
-    A class rather than a generator context manager: it wraps every statement of the hot path.
-    """
-
-    __slots__ = ("busy_timeout", "what", "where")
-
-    def __init__(self, what: str, where: str, busy_timeout: float) -> None:
-        self.what = what
-        self.where = where
-        self.busy_timeout = busy_timeout
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if isinstance(exc, sqlite3.Error):
-            raise StoreError(explain(self.what, self.where, exc, self.busy_timeout)) from None
+from plangate.store._sql import Translated as _Translated
 
 
-def explain(what: str, where: str, exc: sqlite3.Error, busy_timeout: float) -> str:
-    """A one-line message for a sqlite error: what we tried, on which store, and what to look at."""
+class Translated(_Translated):
+    """``Translated`` for ``sqlite3.Error``: re-raised as ``StoreError`` naming what failed where."""
+
+    __slots__ = ()
+
+    error = sqlite3.Error
+
+    def explain(self, exc: Exception) -> str:
+        """A one-line message for a sqlite error (``explain``)."""
+        return explain(self.what, self.where, exc, self.busy_timeout)
+
+
+def explain(what: str, where: str, exc: Exception, busy_timeout: float) -> str:
+    """A one-line message for a sqlite error (a ``sqlite3.Error``): what we tried, on which store, and what to
+    look at."""
     detail = str(exc) or type(exc).__name__
     lowered = detail.lower()
     if "locked" in lowered or "busy" in lowered:

@@ -1,9 +1,10 @@
 """The PostgreSQL store: many processes on many machines, one database, the same guarantees as SQLite's.
 
 For: the ``Store`` backend for servers and workers, on psycopg 3 and a ``psycopg_pool`` connection pool,
-opened from a ``postgresql://`` URL (``open_store``). Not for: the schema (``store/_pg_schema.py``), the unit
-of work (``store/_tx.py``, shared with SQLite) or the listener of other processes' commits
-(``store/_pg_listen.py``).
+opened from a ``postgresql://`` URL (``open_store``): its connections, and what it does its own way
+(``create_run``, the transaction, subscriptions, taking and extending a lease). Not for: the reads and small
+writes both backends share (``store/_backend.py``), the schema (``store/_pg_schema.py``), the unit of work
+(``store/_tx.py``, shared with SQLite) or the listener of other processes' commits (``store/_pg_listen.py``).
 
 Concurrency: every transaction on a run starts by locking the run's row (``SELECT … FOR NO KEY UPDATE``),
 so transactions on one run take turns across every process and machine, and the ``seq`` a transaction reads
@@ -44,40 +45,24 @@ import secrets
 import select
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
-from types import TracebackType
-from typing import Self
+from collections.abc import Callable, Iterator
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.events import Event
 from plangate.store import _checks as check
-from plangate.store import _documents as documents
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store import _tokens as tokens
-from plangate.store import _turns as turns
+from plangate.store._backend import Backend, run_exists
 from plangate.store._pg_listen import Listener
 from plangate.store._pg_schema import migrate
 from plangate.store._pg_sql import PostgresDb, Translated, connection_lost, explain, safe_url
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
-    Conversation,
-    ConversationPage,
-    Document,
-    Interaction,
-    InteractionStatus,
     Lease,
-    Receipt,
     RunKind,
-    RunPage,
     RunRecord,
-    RunStatus,
-    Snapshot,
     Subscriber,
-    Token,
-    TurnRecord,
-    WriteIntent,
 )
 
 logger = logging.getLogger("plangate.store")
@@ -85,7 +70,7 @@ logger = logging.getLogger("plangate.store")
 Connection = psycopg.Connection[DictRow]
 
 
-class PostgresStore:
+class PostgresStore(Backend):
     """A ``Store`` in a PostgreSQL database, shared by every process that opens the same URL.
 
     Args:
@@ -160,44 +145,17 @@ class PostgresStore:
             self._listener.stop()
         self._pool.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"
 
     # -- runs ---------------------------------------------------------------------------------------------
 
-    def create_run(
-        self,
-        kind: RunKind,
-        name: str,
-        input: Mapping[str, object],
-        *,
-        owner: str = "local",
-        parent_run_id: str | None = None,
-        run_id: str | None = None,
+    def _insert_run(
+        self, new_id: str, kind: RunKind, name: str, owner: str, parent_run_id: str | None, input_json: str
     ) -> RunRecord:
-        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given.
-
-        Raises:
-            ConfigError: a bad argument, or a run with ``run_id`` exists already.
-            NotFoundError: ``parent_run_id`` names no run.
-        """
-        check.choice(kind, check.RUN_KINDS, "create_run: kind")
-        check.text(name, "create_run: name")
-        check.text(owner, "create_run: owner", empty=False)
-        input_json = check.json_object(input, "create_run: input")
-        new_id = (
-            check.new_run_id() if run_id is None else check.text(run_id, "create_run: run_id", empty=False)
-        )
+        """Insert the run (``create_run`` checked its values)."""
         with self._reading("create_run") as db:
-            if parent_run_id is not None and not _exists(db, parent_run_id):
+            if parent_run_id is not None and not run_exists(db, parent_run_id):
                 raise NotFoundError(f"create_run: parent_run_id: no run {parent_run_id!r} in {self._where}")
             now = self._clock()
             # One statement, so that of two processes creating the same id exactly one succeeds.
@@ -210,65 +168,6 @@ class PostgresStore:
         if row is None:
             raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")
         return rows.run_record(row)
-
-    def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
-        """The run with that id (NotFoundError if none, or if ``owner`` is given and is not its owner)."""
-        with self._reading("get_run") as db:
-            row = db.one(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
-        if row is None or (owner is not None and row["owner"] != owner):
-            raise self._no_run(run_id, owner)
-        return rows.run_record(row)
-
-    def list_runs(
-        self,
-        *,
-        status: RunStatus | Collection[RunStatus] | None = None,
-        kind: RunKind | None = None,
-        owner: str | None = None,
-        parent_run_id: str | None = None,
-        top_level: bool = False,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        """Runs matching every filter given, newest first, at most ``limit`` (1..1000) per page;
-        ``top_level``: only runs that are no other run's sub-run."""
-        limit = check.page_limit(limit)
-        clauses: list[str] = []
-        params: list[object] = []
-        if status is not None:
-            wanted = check.statuses(status, "list_runs: status")
-            clauses.append(f"status IN ({', '.join('?' * len(wanted))})")
-            params.extend(wanted)
-        if kind is not None:
-            clauses.append("kind = ?")
-            params.append(check.choice(kind, check.RUN_KINDS, "list_runs: kind"))
-        for column, value in (("owner", owner), ("parent_run_id", parent_run_id)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if top_level:
-            clauses.append("parent_run_id IS NULL")
-        if cursor is not None:
-            clauses.append("pos < ?")
-            params.append(check.cursor_position(cursor))
-        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
-        with self._reading("list_runs") as db:
-            found = db.all(
-                f"SELECT {rows.RUN_COLUMNS} FROM runs {where}ORDER BY pos DESC LIMIT ?", (*params, limit + 1)
-            )
-        page = found[:limit]
-        next_cursor = check.cursor_for(page[-1]["pos"]) if len(found) > limit else None
-        return RunPage(items=[rows.run_record(row) for row in page], next_cursor=next_cursor)
-
-    def get_snapshot(self, run_id: str) -> Snapshot | None:
-        """The run's latest snapshot, or None if none was saved."""
-        with self._reading("get_snapshot") as db:
-            row = db.one(
-                "SELECT run_id, version, seq, state, updated_at FROM snapshots WHERE run_id = ?", (run_id,)
-            )
-            if row is None and not _exists(db, run_id):
-                raise self._no_run(run_id)
-        return None if row is None else rows.snapshot(row)
 
     # -- writing ------------------------------------------------------------------------------------------
 
@@ -349,205 +248,6 @@ class PostgresStore:
 
         return unsubscribe
 
-    # -- events -------------------------------------------------------------------------------------------
-
-    def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
-        """The run's events with ``seq > after``, in order, at most ``limit`` of them."""
-        check.integer(after, "events: after", minimum=0)
-        query = f"SELECT {rows.EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"
-        params: tuple[object, ...] = (run_id, after)
-        if limit is not None:
-            query += " LIMIT ?"
-            params = (*params, check.integer(limit, "events: limit", minimum=1))
-        with self._reading("events") as db:
-            found = db.all(query, params)
-            if not found and not _exists(db, run_id):
-                raise self._no_run(run_id)
-        return [rows.event(row) for row in found]
-
-    def last_seq(self, run_id: str) -> int:
-        """The ``seq`` of the run's last event (0 before the first)."""
-        with self._reading("last_seq") as db:
-            row = db.one("SELECT last_seq FROM runs WHERE id = ?", (run_id,))
-        if row is None:
-            raise self._no_run(run_id)
-        return int(row["last_seq"])
-
-    # -- interactions -------------------------------------------------------------------------------------
-
-    def get_interaction(self, interaction_id: str, *, owner: str | None = None) -> Interaction:
-        """The interaction with that id (NotFoundError if none, or if its run is not ``owner``'s)."""
-        found = self._interactions(["i.id = ?"], [interaction_id], owner)
-        if not found:
-            raise self._no_interaction(interaction_id, owner)
-        return found[0]
-
-    def list_interactions(
-        self,
-        *,
-        status: InteractionStatus | None = None,
-        run_id: str | None = None,
-        owner: str | None = None,
-    ) -> list[Interaction]:
-        """Interactions matching every filter given, oldest first."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if status is not None:
-            clauses.append("i.status = ?")
-            params.append(check.choice(status, check.INTERACTION_STATUSES, "list_interactions: status"))
-        if run_id is not None:
-            clauses.append("i.run_id = ?")
-            params.append(run_id)
-        return self._interactions(clauses, params, owner)
-
-    def resolve_interaction(
-        self,
-        interaction_id: str,
-        resolution: Mapping[str, object],
-        resolved_by: str | None = None,
-        *,
-        owner: str | None = None,
-    ) -> Interaction:
-        """Resolve an open interaction in a transaction of its own; exactly one of concurrent callers wins.
-
-        Raises:
-            StaleInteraction: it is not open any more; nothing changed.
-            NotFoundError: no such interaction (for this owner).
-        """
-        run_id = self.get_interaction(interaction_id, owner=owner).run_id
-        with self.transaction(run_id) as tx:
-            return tx.resolve_interaction(interaction_id, resolution, resolved_by)
-
-    # -- receipts and write intents -----------------------------------------------------------------------
-
-    def receipts(self, run_id: str) -> list[Receipt]:
-        """The run's receipts, in the order they were recorded."""
-        with self._reading("receipts") as db:
-            found = db.all(
-                f"SELECT {rows.RECEIPT_COLUMNS} FROM receipts WHERE run_id = ? ORDER BY pos", (run_id,)
-            )
-            if not found and not _exists(db, run_id):
-                raise self._no_run(run_id)
-        return [rows.receipt(row) for row in found]
-
-    def get_write_intent(self, key: str) -> WriteIntent | None:
-        """The write intent with that key, or None."""
-        with self._reading("get_write_intent") as db:
-            row = db.one(f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents WHERE key = ?", (key,))
-        return None if row is None else rows.write_intent(row)
-
-    def pending_write_intents(self, run_id: str) -> list[WriteIntent]:
-        """The run's intents that have no receipt yet, oldest first."""
-        with self._reading("pending_write_intents") as db:
-            found = db.all(
-                f"SELECT {rows.WRITE_INTENT_COLUMNS} FROM write_intents "
-                "WHERE run_id = ? AND status = 'intent' ORDER BY created_at, key",
-                (run_id,),
-            )
-            if not found and not _exists(db, run_id):
-                raise self._no_run(run_id)
-        return [rows.write_intent(row) for row in found]
-
-    # -- documents ----------------------------------------------------------------------------------------
-
-    def get_document(self, namespace: str, key: str) -> Document | None:
-        """The document stored under ``(namespace, key)``, or None if none was written."""
-        namespace, key = documents.checked_name(namespace, key, "get_document")
-        with self._reading("get_document") as db:
-            return documents.read(db, namespace, key)
-
-    def put_document(
-        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
-    ) -> Document:
-        """Write ``value`` under ``(namespace, key)`` if the stored version is ``expected_version``.
-
-        ``expected_version=None`` creates the document and fails if one exists. Each statement is its own
-        compare-and-set (a concurrent writer waits for the row, then finds the new version), so of two
-        writers that read the same version exactly one succeeds.
-
-        Raises:
-            DocumentConflict: the stored version is another one; nothing changed.
-            ConfigError: a bad argument.
-        """
-        with self._writing("put_document") as db:
-            return documents.write(db, self._clock, namespace, key, value, expected_version)
-
-    # -- tokens -------------------------------------------------------------------------------------------
-
-    def create_token(self, owner: str, token_hash: str, name: str = "") -> Token:
-        """Record a bearer token by its hash (a lowercase hex digest), for ``owner``.
-
-        Raises:
-            ConfigError: a bad argument, or a token with that hash exists already.
-        """
-        with self._reading("create_token") as db:
-            return tokens.create(db, self._clock, owner, token_hash, name)
-
-    def find_token(self, token_hash: str) -> Token | None:
-        """The token with that hash if it exists and is not revoked, else None."""
-        with self._reading("find_token") as db:
-            return tokens.find(db, token_hash)
-
-    def list_tokens(self, *, owner: str | None = None) -> list[Token]:
-        """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
-        with self._reading("list_tokens") as db:
-            return tokens.listed(db, owner)
-
-    def revoke_token(self, token_id: str) -> Token:
-        """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
-
-        Raises:
-            NotFoundError: no token has that id.
-        """
-        with self._writing("revoke_token") as db:
-            return tokens.revoke(db, self._clock, token_id, self._where)
-
-    # -- conversations and turns ----------------------------------------------------------------------------
-
-    def create_conversation(
-        self, *, owner: str = "local", title: str = "", conversation_id: str | None = None
-    ) -> Conversation:
-        """Start a conversation; its id is random (``conv_…``) unless ``conversation_id`` is given.
-
-        Raises:
-            ConfigError: a bad argument, or a conversation with that id exists already.
-        """
-        with self._writing("create_conversation") as db:
-            return turns.create_conversation(db, self._clock, owner, title, conversation_id, self._where)
-
-    def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
-        """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
-        with self._reading("get_conversation") as db:
-            return turns.get_conversation(db, conversation_id, owner, self._where)
-
-    def list_conversations(
-        self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> ConversationPage:
-        """Conversations, most recently updated first, one page of at most ``limit`` (1..1000)."""
-        with self._reading("list_conversations") as db:
-            return turns.list_conversations(db, owner, limit, cursor)
-
-    def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
-        """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
-        with self._writing("get_turn") as db:  # one snapshot for the turn and its attempts
-            return turns.get_turn(db, turn_id, owner, self._where)
-
-    def find_turn(self, run_id: str) -> TurnRecord | None:
-        """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
-        with self._writing("find_turn") as db:
-            return turns.find_turn(db, run_id)
-
-    def list_turns(
-        self, conversation_id: str, *, owner: str | None = None, last: int | None = None
-    ) -> list[TurnRecord]:
-        """The conversation's turns, oldest first; only the ``last`` ones when given.
-
-        Raises:
-            NotFoundError: no such conversation (for this owner).
-        """
-        with self._writing("list_turns") as db:
-            return turns.list_turns(db, conversation_id, owner, last, self._where)
-
     # -- leases -------------------------------------------------------------------------------------------
 
     def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
@@ -570,7 +270,7 @@ class PostgresStore:
                 f"RETURNING {leases.LEASE_COLUMNS}",
                 (holder, now, holder, now + ttl, run_id, holder, now),
             )
-            if row is None and not _exists(db, run_id):
+            if row is None and not run_exists(db, run_id):
                 raise self._no_run(run_id)
         return None if row is None else leases.lease_of(run_id, row)
 
@@ -593,45 +293,6 @@ class PostgresStore:
             if row is None:
                 leases.require_current(fence, self._lease_row(db, fence.run_id), now, "extend_lease")
         return fence.model_copy(update={"expires_at": now + ttl})
-
-    def get_lease(self, run_id: str) -> Lease | None:
-        """The run's lease as stored (live or expired), or None when nobody holds it."""
-        with self._reading("get_lease") as db:
-            return self._lease_row(db, run_id)
-
-    def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
-        leases.checked_holder(owner, "acquire_lease: owner")
-        check.seconds(ttl, "acquire_lease: ttl")
-        return self.take_lease(run_id, owner, ttl) is not None
-
-    def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Extend ``owner``'s live lease to ``ttl`` seconds from now; False if it is not theirs or expired."""
-        ttl = check.seconds(ttl, "renew_lease: ttl")
-        owner = leases.checked_holder(owner, "renew_lease: owner")
-        with self._reading("renew_lease") as db:
-            now = self._clock()
-            changed = db.run(
-                "UPDATE runs SET lease_expires_at = ? "
-                "WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
-                (now + ttl, run_id, owner, now),
-            )
-            if changed == 0 and not _exists(db, run_id):
-                raise self._no_run(run_id)
-        return changed == 1
-
-    def release_lease(self, run_id: str, owner: str) -> bool:
-        """Give the lease up; False if ``owner`` did not hold it. The next holder gets a new generation."""
-        owner = leases.checked_holder(owner, "release_lease: owner")
-        with self._reading("release_lease") as db:
-            changed = db.run(
-                "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL "
-                "WHERE id = ? AND lease_owner = ?",
-                (run_id, owner),
-            )
-            if changed == 0 and not _exists(db, run_id):
-                raise self._no_run(run_id)
-        return changed == 1
 
     # -- internals ----------------------------------------------------------------------------------------
 
@@ -669,14 +330,7 @@ class PostgresStore:
         return Translated(what, self._where, self._busy_timeout)
 
     def _check_usable(self, what: str) -> None:
-        if self._closed:
-            raise StoreError(f"{what}: the store at {self._where} is closed")
-        if self._pid != os.getpid():
-            # Connections copied by fork() share one socket with the parent; Celery's prefork pool does this.
-            raise StoreError(
-                f"{what}: the store at {self._where} was opened in process {self._pid} and is used in "
-                f"process {os.getpid()} (after a fork); open the store again in this process"
-            )
+        self._check_open(what)
         held = getattr(self._local, "tx_run", None)
         if held is not None:
             raise StoreError(
@@ -707,13 +361,20 @@ class PostgresStore:
         with self._connection(what) as conn:
             yield PostgresDb(conn, self._sql(what))
 
+    def _statement(self, what: str) -> contextlib.AbstractContextManager[PostgresDb]:
+        return self._reading(what)  # in autocommit, each statement commits on its own
+
+    def _consistent(self, what: str) -> contextlib.AbstractContextManager[PostgresDb]:
+        # at REPEATABLE READ, every statement of the transaction sees the snapshot its first one took
+        return self._writing(what, begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
     @contextlib.contextmanager
-    def _writing(self, what: str) -> Iterator[PostgresDb]:
+    def _writing(self, what: str, *, begin: str = "BEGIN") -> Iterator[PostgresDb]:
         """A connection inside a transaction, committed at the end of the block, rolled back if it raises."""
         self._check_usable(what)
         with self._connection(what) as conn:
             db = PostgresDb(conn, self._sql(what))
-            db.run("BEGIN")
+            db.run(begin)
             try:
                 yield db
                 self._commit(conn, what)
@@ -732,24 +393,6 @@ class PostgresStore:
                     "so the transaction may or may not have been committed: read the run back to know"
                 ) from None
             raise StoreError(explain(what, self._where, exc, self._busy_timeout)) from None
-
-    def _lease_row(self, db: PostgresDb, run_id: str) -> Lease | None:
-        row = db.one(f"SELECT {leases.LEASE_COLUMNS} FROM runs WHERE id = ?", (run_id,))
-        if row is None:
-            raise self._no_run(run_id)
-        return leases.lease_of(run_id, row)
-
-    def _interactions(self, clauses: list[str], params: list[object], owner: str | None) -> list[Interaction]:
-        columns = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
-        source = "interactions AS i"
-        if owner is not None:
-            source += " JOIN runs AS r ON r.id = i.run_id"
-            clauses = [*clauses, "r.owner = ?"]
-            params = [*params, owner]
-        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
-        with self._reading("interactions") as db:
-            found = db.all(f"SELECT {columns} FROM {source} {where}ORDER BY i.pos", params)
-        return [rows.interaction(row) for row in found]
 
     def _payload(self, notice: Commit) -> str:
         seqs = [event.seq for event in notice.events]
@@ -777,22 +420,6 @@ class PostgresStore:
         )
         self._notify(notice, self._remote)
 
-    def _notify(self, notice: Commit, subscribers: tuple[Subscriber, ...] | None = None) -> None:
-        for callback in self._subscribers if subscribers is None else subscribers:
-            try:
-                callback(notice)
-            except Exception:
-                # The commit stands; one broken listener must not silence the others or fail the writer.
-                logger.exception("a store subscriber failed on a commit of run %s", notice.run_id)
-
-    def _no_run(self, run_id: str, owner: str | None = None) -> NotFoundError:
-        scope = f" for owner {owner!r}" if owner is not None else ""
-        return NotFoundError(f"no run {run_id!r}{scope} in the store at {self._where}")
-
-    def _no_interaction(self, interaction_id: str, owner: str | None) -> NotFoundError:
-        scope = f" for owner {owner!r}" if owner is not None else ""
-        return NotFoundError(f"no interaction {interaction_id!r}{scope} in the store at {self._where}")
-
 
 def _check_idle(conn: Connection) -> None:
     """Before the pool hands out an idle connection: a closed one has something to read (the server's
@@ -811,10 +438,6 @@ def _rollback(conn: Connection, what: str, where: str) -> None:
     except psycopg.Error as exc:
         # The original exception matters more; the server rolls back a transaction whose session ends.
         logger.warning("rollback failed: %s", explain(f"rolling back {what}", where, exc, 0))
-
-
-def _exists(db: PostgresDb, run_id: str) -> bool:
-    return db.one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 
 
 def _without(callbacks: tuple[Subscriber, ...], callback: Subscriber) -> tuple[Subscriber, ...]:
