@@ -5,14 +5,17 @@ For: ``request_timeout`` (an explicit value, else ``$PLANGATE_MODEL_TIMEOUT``, e
 policy the ``openai`` and ``anthropic`` providers apply themselves (their SDKs' own retries are off): a
 refused connection, HTTP 429 and 5xx are retried a few times with a growing pause; a timeout is not, since a
 server that stopped answering once rarely answers the same request a moment later, and each retry would
-add another whole timeout to the round. Not for: mapping errors (``errors.py``) or any provider's request.
+add another whole timeout to the round; and ``client_for_request``, the SDK client a request goes out on.
+Not for: mapping errors (``errors.py``) or any provider's request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Protocol, TypeVar
 
 from plangate.errors import ConfigError
 
@@ -28,6 +31,27 @@ MAX_RETRY_PAUSE = 20.0
 
 
 _configured: float | None = None
+
+
+class _Client(Protocol):
+    async def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Client)
+
+
+@contextlib.asynccontextmanager
+async def client_for_request(given: _C | None, make: Callable[[], _C]) -> AsyncIterator[_C]:
+    """The SDK client a model was given (left open: its owner closes it), else a new one made for this
+    request alone and closed when the request ends."""
+    if given is not None:
+        yield given
+        return
+    client = make()
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 def set_default_timeout(seconds: float | None) -> None:

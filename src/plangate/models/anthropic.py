@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from plangate.errors import ConfigError
-from plangate.models._requests import MODEL_TIMEOUT_ENV, request_timeout, retry_pause
+from plangate.models._requests import MODEL_TIMEOUT_ENV, client_for_request, request_timeout, retry_pause
 from plangate.models.base import (
     Message,
     ModelChunk,
@@ -197,16 +197,8 @@ class AnthropicModel:
         if self._client is not None:
             await self._client.close()
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncAnthropic]:
-        if self._client is not None:
-            yield self._client
-            return
-        client = AsyncAnthropic(**self._options)
-        try:
-            yield client
-        finally:
-            await client.close()
+    def _connection(self) -> contextlib.AbstractAsyncContextManager[AsyncAnthropic]:
+        return client_for_request(self._client, lambda: AsyncAnthropic(**self._options))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream a message.

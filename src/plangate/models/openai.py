@@ -46,7 +46,7 @@ from plangate.decisions.errors import DecisionParseError
 from plangate.decisions.schema import is_closed_schema
 from plangate.decisions.tagged import parse_tagged
 from plangate.errors import ConfigError, Signal
-from plangate.models._requests import MODEL_TIMEOUT_ENV, request_timeout, retry_pause
+from plangate.models._requests import MODEL_TIMEOUT_ENV, client_for_request, request_timeout, retry_pause
 from plangate.models.base import (
     Message,
     ModelChunk,
@@ -253,16 +253,8 @@ class OpenAIModel:
         if self._client is not None:
             await self._client.close()
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncOpenAI]:
-        if self._client is not None:
-            yield self._client
-            return
-        client = AsyncOpenAI(**self._options)
-        try:
-            yield client
-        finally:
-            await client.close()
+    def _connection(self) -> contextlib.AbstractAsyncContextManager[AsyncOpenAI]:
+        return client_for_request(self._client, lambda: AsyncOpenAI(**self._options))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream a chat completion, negotiating the structured-output format when it is not pinned.
