@@ -15,9 +15,15 @@ Targets: plangate's per-step overhead at most 1/15 of LangGraph's in both shapes
 steps takes minutes), so larger rows are compared with its largest measured figure, and say so. Cooking a
 generated 2,000-step formula (target < 1 s) is measured by ``bench/formulas_cook.py``, run at the end.
 
+``--floors`` also measures what bounds plangate's figures from below, at the smallest N: the chain on a
+SQLite store in memory (every transition still committed, no file written) and the fan-out with a
+concurrency of N (no step waits for a slot: no "waiting for a free slot" transitions, one pass), each beside
+the per-step budget that LangGraph's figure divided by the target leaves.
+
 Run:  .venv/bin/python bench/formulas.py            (N = 1,000 and 10,000, 3 repeats)
       .venv/bin/python bench/formulas.py --quick    (N = 200 and 2,000, 2 repeats)
       .venv/bin/python bench/formulas.py -n 1000 -n 5000 --repeat 5 --langgraph-max 5000 --no-cook
+      .venv/bin/python bench/formulas.py -n 1000 --floors --no-cook
 """
 
 from __future__ import annotations
@@ -66,10 +72,11 @@ def plangate_plan(n: int, shape: str) -> Plan:
     return Plan(formula=f"{shape}-{n}", steps=steps)
 
 
-def run_plangate(n: int, shape: str, concurrency: int) -> float:
+def run_plangate(n: int, shape: str, concurrency: int, *, memory: bool = False) -> float:
+    """Seconds to run the graph; ``memory``: on a SQLite store in memory rather than a file."""
     plan = plangate_plan(n, shape)
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(str(Path(tmp) / "plangate.db"))
+        store = open_store(":memory:" if memory else str(Path(tmp) / "plangate.db"))
         runner = FormulaRunner(store, ToolRegistry([noop]), concurrency=concurrency)
         started = time.perf_counter()
         result = asyncio.run(runner.start(plan))
@@ -194,6 +201,24 @@ def report(rows: list[Row], repeats: int, langgraph_max: int) -> None:
             )
 
 
+def floors(rows: list[Row], repeats: int) -> None:
+    """What bounds plangate from below at the smallest N measured beside LangGraph (see the docstring)."""
+    n = min(r.n for r in rows if r.lg is not None)
+    cases = {
+        "chain": ("a store in memory (no file written)", lambda: run_plangate(n, "chain", 8, memory=True)),
+        "fan-out": (f"concurrency {n:,} (no slot waits)", lambda: run_plangate(n, "fan-out", n)),
+    }
+    print(f"Floors at {n:,} steps, median of {repeats}, µs per step; budget = LangGraph / {TARGET_RATIO:.0f}")
+    for shape, (what, run) in cases.items():
+        row = next(r for r in rows if r.shape == shape and r.n == n)
+        lg = row.lg if row.lg is not None else 0.0
+        figures = [run() / n * 1e6 for _ in range(repeats)]
+        print(
+            f"{shape:<8} bench {row.pg:>7.1f}   with {what + ':':<40} {statistics.median(figures):>7.1f}"
+            f"   budget {lg / TARGET_RATIO:>6.1f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -205,6 +230,9 @@ def main() -> None:
         "--langgraph-max", type=int, default=1000, help="largest graph LangGraph runs (default 1,000)"
     )
     parser.add_argument("--no-cook", action="store_true", help="skip bench/formulas_cook.py")
+    parser.add_argument(
+        "--floors", action="store_true", help="also measure what bounds plangate from below (see above)"
+    )
     args = parser.parse_args()
     sizes = args.n or ([200, 2000] if args.quick else [1000, 10000])
     repeats = args.repeat or (2 if args.quick else 3)
@@ -214,6 +242,9 @@ def main() -> None:
     rows = [measure(shape, n, repeats, with_langgraph=n <= langgraph_max) for n in sizes for shape in SHAPES]
     print(f"load average after:  {load()}")
     report(rows, repeats, langgraph_max)
+    if args.floors:
+        print()
+        floors(rows, repeats)
     if not args.no_cook:
         print()
         cook = Path(__file__).with_name("formulas_cook.py")
