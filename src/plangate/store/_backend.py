@@ -406,9 +406,35 @@ class Backend(ABC):
 
     # -- leases -------------------------------------------------------------------------------------------
 
-    @abstractmethod
     def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
-        """Take the run's lease (see ``Store.take_lease``)."""
+        """Take the run's lease for ``ttl`` seconds if it is free or expired (a new generation), or extend it
+        if ``holder`` holds it live (the same generation); None while another holder's lease is live.
+
+        Raises:
+            NotFoundError: there is no such run.
+        """
+        holder = leases.checked_holder(holder, "take_lease: holder")
+        ttl = check.seconds(ttl, "take_lease: ttl")
+        return self._take_lease(run_id, holder, ttl)
+
+    @abstractmethod
+    def _take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
+        """``take_lease`` with its arguments checked: one statement decides and writes, under a lock."""
+
+    def extend_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a live lease to ``ttl`` seconds from now; returns it with its new ``expires_at``.
+
+        Raises:
+            LeaseLost: the lease is no longer current (expired, released or taken); nothing changed.
+            NotFoundError: there is no such run.
+        """
+        fence = leases.checked_fence(lease, None, "extend_lease: lease")
+        ttl = check.seconds(ttl, "extend_lease: ttl")
+        return fence.model_copy(update={"expires_at": self._extend_lease(fence, ttl)})
+
+    @abstractmethod
+    def _extend_lease(self, fence: Lease, ttl: float) -> float:
+        """``extend_lease`` with its arguments checked; the lease's new expiry."""
 
     def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease as stored (live or expired), or None when nobody holds it."""

@@ -201,15 +201,7 @@ class SQLiteStore(Backend):
 
     # -- leases -------------------------------------------------------------------------------------------
 
-    def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
-        """Take the run's lease for ``ttl`` seconds if it is free or expired (a new generation), or extend it
-        if ``holder`` holds it live (the same generation); None while another holder's lease is live.
-
-        Raises:
-            NotFoundError: there is no such run.
-        """
-        holder = leases.checked_holder(holder, "take_lease: holder")
-        ttl = check.seconds(ttl, "take_lease: ttl")
+    def _take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
         with self._writing("take_lease") as db:
             now = self._clock()
             # One statement decides and writes (SET reads the old row), under the file's write lock.
@@ -222,20 +214,12 @@ class SQLiteStore(Backend):
             current = self._lease_row(db, run_id)
         return current if current is not None and current.holder == holder else None
 
-    def extend_lease(self, lease: Lease, ttl: float) -> Lease:
-        """Extend a live lease to ``ttl`` seconds from now; returns it with its new ``expires_at``.
-
-        Raises:
-            LeaseLost: the lease is no longer current (expired, released or taken); nothing changed.
-            NotFoundError: there is no such run.
-        """
-        fence = leases.checked_fence(lease, None, "extend_lease: lease")
-        ttl = check.seconds(ttl, "extend_lease: ttl")
+    def _extend_lease(self, fence: Lease, ttl: float) -> float:
         with self._writing("extend_lease") as db:
             now = self._clock()
             leases.require_current(fence, self._lease_row(db, fence.run_id), now, "extend_lease")
             db.run("UPDATE runs SET lease_expires_at = ? WHERE id = ?", (now + ttl, fence.run_id))
-        return fence.model_copy(update={"expires_at": now + ttl})
+        return now + ttl
 
     # -- internals ----------------------------------------------------------------------------------------
 
