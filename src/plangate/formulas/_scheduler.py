@@ -567,10 +567,11 @@ class Scheduler:
         return rendered if isinstance(rendered, str) else to_text(rendered)
 
     def _launch(self) -> None:
+        loop = asyncio.get_running_loop()
         for step_id, what in self.to_launch:
             step = self.graph.steps[step_id]
             work = step_work(self.host, self.run_id, self.owner, self.always_execute, self.state, step, what)
-            task = asyncio.ensure_future(self._tracked(work))
+            task = loop.create_task(self._tracked(work))
             self.tasks[task] = step_id
         self.to_launch.clear()
         self.starting = 0
