@@ -3,10 +3,11 @@
 For: ``Backend``, the base class of ``SQLiteStore`` and ``PostgresStore``. It holds each ``Store`` method
 whose SQL both backends speak (the shared ``?`` statements of ``Db``), written once: runs, snapshots,
 events, interactions, receipts, write intents, documents, tokens, conversations and turns, and the leases'
-reads and releases. A backend says how it opens a connection for each kind of work (``_reading``,
-``_writing``, ``_statement``, ``_consistent``), and keeps what it does its own way: opening and closing,
-``create_run``, the unit of work (``transaction``), subscriptions, and taking or extending a lease. Not for:
-the SQL of one backend only, or the unit of work itself (``store/_tx.py``).
+reads and releases, and the argument checks of ``create_run``, ``take_lease`` and ``extend_lease``. A
+backend says how it opens a connection for each kind of work (``_reading``, ``_writing``, ``_statement``,
+``_consistent``), and keeps what it does its own way: opening and closing, inserting a run, the unit of work
+(``transaction``), subscriptions, and the one statement that takes or extends a lease. Not for: the SQL of
+one backend only, or the unit of work itself (``store/_tx.py``).
 """
 
 from __future__ import annotations
