@@ -2,9 +2,10 @@
 
 For: the ``Store`` backend for servers and workers, on psycopg 3 and a ``psycopg_pool`` connection pool,
 opened from a ``postgresql://`` URL (``open_store``): its connections, and what it does its own way
-(``create_run``, the transaction, subscriptions, taking and extending a lease). Not for: the reads and small
-writes both backends share (``store/_backend.py``), the schema (``store/_pg_schema.py``), the unit of work
-(``store/_tx.py``, shared with SQLite) or the listener of other processes' commits (``store/_pg_listen.py``).
+(inserting a run, the transaction, subscriptions, the statements that take and extend a lease). Not for: the
+reads and small writes both backends share (``store/_backend.py``), the schema (``store/_pg_schema.py``),
+the unit of work (``store/_tx.py``, shared with SQLite) or the listener of other processes' commits
+(``store/_pg_listen.py``).
 
 Concurrency: every transaction on a run starts by locking the run's row (``SELECT … FOR NO KEY UPDATE``),
 so transactions on one run take turns across every process and machine, and the ``seq`` a transaction reads

@@ -1,9 +1,9 @@
 """The SQLite store: one file (or memory), WAL, safe for several threads and several processes.
 
 For: the default ``Store`` backend, built on the standard library's ``sqlite3``: its connections, and what
-it does its own way (``create_run``, the transaction, subscriptions, taking a lease). Not for: the reads and
-small writes both backends share (``store/_backend.py``), parsing store URLs (``store/url.py``), the schema
-(``store/_sqlite_schema.py``) or the unit of work (``store/_tx.py``).
+it does its own way (inserting a run, the transaction, subscriptions, the statements that take and extend
+a lease). Not for: the reads and small writes both backends share (``store/_backend.py``), parsing store
+URLs (``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_tx.py``).
 
 Concurrency: writes go through one connection per store object, guarded by a lock, so threads of a process
 take turns. Reads of a file store go through a connection of the reading thread's own, outside that lock:
