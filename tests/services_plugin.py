@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
@@ -58,6 +58,7 @@ class PostgresServer:
         self.cluster = cluster  # a services.Postgres when the session started it, else None
         self._admin = psycopg.connect(url, autocommit=True)
         self._made: list[str] = []
+        self._databases: list[str] = []
         self._spare: list[str] = []
         self._counter = itertools.count(1)
 
@@ -78,6 +79,37 @@ class PostgresServer:
     def new_url(self, **options: str) -> str:
         """The URL of a fresh, empty schema."""
         return self.schema_url(self.new_schema(), **options)
+
+    def new_database(self, prefix: str = "db") -> str:
+        """An empty database's name (dropped when the session ends)."""
+        name = f"{prefix}_{os.getpid()}_{next(self._counter)}"
+        self._admin.execute(f'CREATE DATABASE "{name}"')
+        self._databases.append(name)
+        return name
+
+    def reader_url(self, database: str, schemas: tuple[str, ...] = ("public",)) -> str:
+        """The URL of ``database`` as a role that may only read ``schemas`` (made once per database): what
+        an operator should give a data source."""
+        import psycopg
+
+        role = f"reader_{database}"[:63]
+        with psycopg.connect(self.database_url(database), autocommit=True) as admin:
+            exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+            if exists is None:
+                admin.execute(f'CREATE ROLE "{role}" LOGIN')
+            admin.execute(f'GRANT CONNECT ON DATABASE "{database}" TO "{role}"')
+            for schema in schemas:
+                admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+                admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        return urlunsplit(urlsplit(self.database_url(database))._replace(netloc=self._netloc(role)))
+
+    def database_url(self, database: str) -> str:
+        """The URL of another database of this server, as the session's user."""
+        return urlunsplit(urlsplit(self.url)._replace(path=f"/{database}", query=""))
+
+    def _netloc(self, user: str) -> str:
+        parts = urlsplit(self.url)
+        return f"{user}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
 
     def lend(self) -> str:
         """The name of a schema for one test: a spare one emptied, else a fresh one."""
@@ -120,6 +152,8 @@ class PostgresServer:
         return True
 
     def close(self) -> None:
+        for name in self._databases:
+            self._admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if self.cluster is None:
             # Someone else's server: leave it as it was found.
             for name in self._made:

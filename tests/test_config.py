@@ -146,7 +146,7 @@ def test_a_misspelt_field_is_named_with_the_likely_one() -> None:
 def test_an_unknown_field_with_no_likely_match_lists_the_known_ones() -> None:
     assert str(problem("colour = 'blue'")) == (
         "plangate.toml: colour: unknown field (expected one of: model, store, tools, model_timeout, "
-        "mcp_timeout, mcp)"
+        "mcp_timeout, mcp, data, sources)"
     )
 
 
@@ -239,3 +239,53 @@ def test_paths_quote_keys_that_are_not_bare() -> None:
     assert format_path(("mcp", 0, "effects", "a.b")) == 'mcp[0].effects."a.b"'
     assert format_path(("tools", 2)) == "tools[2]"
     assert format_path(()) == ""
+
+
+def test_sources_and_the_data_perimeter_are_read_with_their_defaults() -> None:
+    config = parse_config(
+        """
+        [data]
+        dirs = ["data"]
+        allow_client_urls = true
+        allowed_hosts = ["db.internal", "10.0.0.0/8"]
+
+        [[sources]]
+        name = "warehouse"
+        url_env = "WAREHOUSE_URL"
+        schemas = ["sales"]
+
+        [[sources]]
+        name = "local"
+        url = "data/local.db"
+        allow_privileged = true
+        """
+    )
+    assert config.data.allow_client_urls and config.data.allowed_hosts == ["db.internal", "10.0.0.0/8"]
+    warehouse, local = config.sources
+    assert warehouse.target({"WAREHOUSE_URL": "postgresql://r@db/w"}) == "postgresql://r@db/w"
+    assert (warehouse.schemas, warehouse.allow_privileged) == (["sales"], False)
+    assert (local.target({}), local.allow_privileged) == ("data/local.db", True)
+    assert parse_config("").data.allow_client_urls is False and parse_config("").sources == []
+    with pytest.raises(ConfigError, match=r"^data source 'warehouse': \$WAREHOUSE_URL is not set"):
+        warehouse.target({})
+
+
+def test_a_source_needs_exactly_one_of_url_and_url_env_and_a_unique_name() -> None:
+    found = problem(
+        """
+        [[sources]]
+        name = "a"
+        [[sources]]
+        name = "a"
+        url = "postgresql://reader:s3cret@db/w"
+        url_env = "W"
+        """
+    )
+    assert str(found).splitlines()[1:] == [
+        "  sources[1].name: the source name 'a' is taken by sources[0]; names must be unique (questions "
+        "name a source by it)",
+        "  sources[0]: expected exactly one of 'url' and 'url_env'",
+        "  sources[1]: expected exactly one of 'url' and 'url_env'",
+    ]
+    bad = problem('[[sources]]\nname = "a"\nurl = 5')
+    assert "s3cret" not in str(found) and str(bad).endswith("sources[0].url: expected a string")

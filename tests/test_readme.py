@@ -281,9 +281,15 @@ def _serve(block: Block, sandbox: Path, env: dict[str, str]) -> None:
             assert "Start a run" in http.get("/").text  # ... the console is served
             if "token create" not in block.code:
                 return
-            token = log.read_text().splitlines()[0].strip()
-            assert token.startswith("pg_"), log.read_text()
-            listed = http.get("/v1/formulas", headers={"Authorization": f"Bearer {token}"}).json()["items"]
+            # The token is the one line the block's `token create` printed on its own.
+            printed = log.read_text().splitlines()
+            token = next((line.strip() for line in printed if line.startswith("pg_")), "")
+            assert token, log.read_text()
+            headers = {"Authorization": f"Bearer {token}"}
+            if "[[sources]]" in block.code:
+                _assert_declared_sources_listed(http, headers, block.code, log)
+                return
+            listed = http.get("/v1/formulas", headers=headers).json()["items"]
         names = {item["name"]: item for item in listed}
         assert "plan-week" in names and "release" in names
         if "demo_tools.py" in block.code:
@@ -297,6 +303,22 @@ def _serve(block: Block, sandbox: Path, env: dict[str, str]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
+
+
+def _assert_declared_sources_listed(
+    http: httpx.Client, headers: dict[str, str], code: str, log: Path
+) -> None:
+    """Every ``[[sources]]`` name the block declares is listed, opened and described, for the token's
+    owner."""
+    declared = set(re.findall(r'^name = "([^"]+)"', code, re.MULTILINE))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        items = http.get("/v1/sources", headers=headers).json()["items"]
+        shown = {item["name"]: item for item in items if item["declared"]}
+        if set(shown) == declared and all(item["tables"] > 0 for item in shown.values()):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the declared sources {sorted(declared)} were not listed with tables:\n{log.read_text()}")
 
 
 def _with_port(line: str, port: int) -> str:

@@ -23,6 +23,17 @@ to the file's folder. Example file::
     [mcp.effects]
     read_file = "read"
     list_directory = "read"
+
+    [data]                               # what a server's clients may register (POST /v1/sources)
+    dirs = ["data"]                      # SQLite files under these folders (plangate serve --data-dir)
+    allow_client_urls = false            # postgresql:// URLs from clients: off unless turned on here
+    allowed_hosts = ["db.internal"]      # and then only to these hosts (names, globs, host:port, networks)
+
+    [[sources]]                          # a source the operator offers every owner, asked about by name
+    name = "warehouse"
+    url_env = "WAREHOUSE_URL"            # or url = "postgresql://reader@db.internal/warehouse"
+    schemas = ["public"]                 # the schemas questions read (default: every one the role may use)
+    allow_privileged = false             # true: query it even if its role can do more than read
 """
 
 from __future__ import annotations
@@ -72,7 +83,7 @@ _EXPECTED = {
     "model_type": "a table",
     "model_attributes_type": "a table",
 }
-_SECRET_FIELDS = frozenset({"env"})
+_SECRET_FIELDS = frozenset({"env", "url"})
 """Fields whose values are never repeated in an error message (they hold tokens and keys)."""
 
 
@@ -119,6 +130,62 @@ class McpServerConfig(BaseModel):
         return self.effects.get(tool, self.effect_default)
 
 
+class DataConfig(BaseModel):
+    """``[data]``: what the clients of a server may register as data sources.
+
+    Attributes:
+        dirs: folders whose SQLite files owners may register (``plangate serve --data-dir`` adds more;
+            default when neither says: the working directory).
+        allow_client_urls: let clients register ``postgresql://`` URLs of their own (off: only the declared
+            ``[[sources]]`` can be asked about).
+        allowed_hosts: with ``allow_client_urls``, the hosts such a URL may name: a host name or a glob of
+            one (``*.analytics.internal``), ``host:port``, an address or a network (``10.0.0.0/8``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dirs: list[NonEmpty] = Field(default_factory=list)
+    allow_client_urls: bool = False
+    allowed_hosts: list[NonEmpty] = Field(default_factory=list)
+
+
+class SourceConfig(BaseModel):
+    """One ``[[sources]]`` entry: a data source the operator offers, asked about by its name.
+
+    Attributes:
+        name: what questions call it.
+        url: a ``postgresql://`` URL, or a SQLite file (relative to the file's folder).
+        url_env: the environment variable that holds the URL instead (so that no password sits in the file).
+        schemas: the PostgreSQL schemas questions read; default: every schema the role may use.
+        allow_privileged: query it even though its role can do more than read (a superuser, ``REPLICATION``,
+            ``BYPASSRLS``, or one that can write); a warning is logged once.
+        description: what the data is, shown to the owners who list the sources.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ServerName
+    url: NonEmpty | None = Field(default=None, repr=False)
+    url_env: NonEmpty | None = None
+    schemas: list[NonEmpty] | None = None
+    allow_privileged: bool = False
+    description: str = ""
+
+    def target(self, environ: Mapping[str, str] | None = None) -> str:
+        """The URL or file this source reads.
+
+        Raises:
+            ConfigError: it names an environment variable that is not set.
+        """
+        if self.url is not None:
+            return self.url
+        env = os.environ if environ is None else environ
+        value = env.get(self.url_env or "", "").strip()
+        if not value:
+            raise ConfigError(f"data source {self.name!r}: ${self.url_env} is not set (it holds the URL)")
+        return value
+
+
 class Config(BaseModel):
     """The settings of ``plangate.toml``; every field is optional.
 
@@ -131,6 +198,8 @@ class Config(BaseModel):
         mcp_timeout: seconds an MCP tool call may take, for servers that set no ``timeout`` (60 when
             omitted; ``$PLANGATE_MCP_TIMEOUT`` wins over it).
         mcp: MCP servers whose tools to offer.
+        data: what a server's clients may register as data sources.
+        sources: data sources the operator offers, by name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -141,6 +210,8 @@ class Config(BaseModel):
     model_timeout: Seconds | None = None
     mcp_timeout: Seconds | None = None
     mcp: list[McpServerConfig] = Field(default_factory=list)
+    data: DataConfig = Field(default_factory=DataConfig)
+    sources: list[SourceConfig] = Field(default_factory=list)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
@@ -251,26 +322,40 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> Config:
         config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigFileError(source, [_issue(error) for error in exc.errors(include_url=False)]) from None
-    duplicates = _duplicate_servers(config)
-    if duplicates:
-        raise ConfigFileError(source, duplicates)
+    issues = [
+        *_duplicates([server.name for server in config.mcp], "mcp", "server", "they prefix the tool names"),
+        *_duplicates(
+            [entry.name for entry in config.sources], "sources", "source", "questions name a source by it"
+        ),
+        *_source_targets(config.sources),
+    ]
+    if issues:
+        raise ConfigFileError(source, issues)
     return config
 
 
-def _duplicate_servers(config: Config) -> list[ConfigIssue]:
+def _duplicates(names: Sequence[str], table: str, what: str, why: str) -> list[ConfigIssue]:
     first: dict[str, int] = {}
     issues: list[ConfigIssue] = []
-    for index, server in enumerate(config.mcp):
-        if server.name in first:
+    for index, name in enumerate(names):
+        if name in first:
             issues.append(
                 ConfigIssue(
-                    f"mcp[{index}].name",
-                    f"the server name {server.name!r} is taken by mcp[{first[server.name]}]; names must be "
-                    "unique (they prefix the tool names)",
+                    f"{table}[{index}].name",
+                    f"the {what} name {name!r} is taken by {table}[{first[name]}]; names must be unique "
+                    f"({why})",
                 )
             )
-        first.setdefault(server.name, index)
+        first.setdefault(name, index)
     return issues
+
+
+def _source_targets(sources: Sequence[SourceConfig]) -> list[ConfigIssue]:
+    return [
+        ConfigIssue(f"sources[{index}]", "expected exactly one of 'url' and 'url_env'")
+        for index, entry in enumerate(sources)
+        if (entry.url is None) == (entry.url_env is None)
+    ]
 
 
 # -- turning pydantic's errors into issues -----------------------------------------------------------------
@@ -372,8 +457,10 @@ __all__ = [
     "Config",
     "ConfigFileError",
     "ConfigIssue",
+    "DataConfig",
     "Effect",
     "McpServerConfig",
+    "SourceConfig",
     "format_path",
     "load_config",
     "parse_config",

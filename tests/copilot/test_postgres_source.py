@@ -78,7 +78,7 @@ def warehouse(postgres_server: object) -> Iterator[str]:
             with target.cursor() as cursor:
                 cursor.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
         target.commit()
-    yield url
+    yield postgres_server.reader_url(name)  # type: ignore[attr-defined]
     with psycopg.connect(base, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

@@ -129,14 +129,31 @@ def console_server(
 
 @dataclass
 class PageLog:
-    """What the page did that a test checks for: script errors and requests that left the server."""
+    """What the page did that a test checks for: script errors, requests that left the server, and anything
+    the server's Content-Security-Policy blocked."""
 
     errors: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
 
     def assert_clean(self) -> None:
         assert self.errors == [], f"the page raised script errors: {self.errors}"
         assert self.outside == [], f"the page tried to reach other hosts: {self.outside}"
+        assert self.violations == [], f"the page broke its Content-Security-Policy: {self.violations}"
+
+    def heard(self, message: Any) -> None:
+        text = str(message.text)
+        if text.startswith(_VIOLATION) or "Content Security Policy" in text:
+            self.violations.append(text)
+
+
+_VIOLATION = "plangate-csp-violation:"
+# Runs before the page's own scripts (Playwright injects it outside the page's policy): every violation the
+# browser reports becomes a console message the log collects.
+_REPORT_VIOLATIONS = (
+    "document.addEventListener('securitypolicyviolation', (e) => console.error("
+    f"'{_VIOLATION} ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));"
+)
 
 
 def _require_browser() -> None:
@@ -177,8 +194,10 @@ def console_page(
             context = browser.new_context(viewport={"width": width, "height": height})
             context.set_default_timeout(WAIT_MS)
             context.route("**/*", gate)
+            context.add_init_script(_REPORT_VIOLATIONS)
             page = context.new_page()
             page.on("pageerror", lambda error: log.errors.append(str(error)))
+            page.on("console", log.heard)
             yield page, log
             context.close()
         finally:

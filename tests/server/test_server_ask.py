@@ -198,6 +198,8 @@ def test_a_registered_sqlite_file_is_listed_and_asked_about(ask_app: Callable[..
             "location": "chinook.sqlite",
             "tables": 11,
             "builtin": False,
+            "declared": False,
+            "description": "",
             "created_at": source["created_at"],
         }
         names = [item["name"] for item in client.get("/v1/sources").json()["items"]]
@@ -258,9 +260,13 @@ def test_the_servers_own_store_or_any_plangate_store_is_never_a_source(
         assert copy.status_code == 403 and "copy.db is a plangate store" in copy.json()["detail"]
 
 
-def test_a_postgresql_url_that_does_not_connect_names_why_and_never_the_password(client: TestClient) -> None:
+def test_a_postgresql_url_that_does_not_connect_names_why_and_never_the_password(
+    ask_app: Callable[..., FastAPI],
+) -> None:
     url = "postgresql://reader:s3cret-pw@127.0.0.1:9/sales"  # port 9 (discard): nothing listens there
-    response = client.post("/v1/sources", json={"data": url, "name": "sales"})
+    app = ask_app(auth=False, allow_client_urls=True, allowed_hosts=["127.0.0.1"])
+    with TestClient(app) as client:
+        response = client.post("/v1/sources", json={"data": url, "name": "sales"})
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
     assert detail.startswith("cannot open postgresql://reader:***@127.0.0.1:9/sales: ")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json as jsonlib
+import re
 from collections.abc import Mapping
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -21,22 +23,35 @@ from rich.table import Table
 
 from plangate.cli._agent import JsonOpt, ModelOpt
 from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import StoreOpt, model_from, store_from
+from plangate.cli._loading import StoreOpt, model_from, project, store_from
 from plangate.copilot import AskStream, Copilot, Turn
 from plangate.copilot.saving import save_formula
 from plangate.errors import UserError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent, StepStateEvent
-from plangate.tools.data import shown_cell
+from plangate.tools.data import DataSources, shown_cell
+from plangate.tools.data.postgres import URL_SCHEMES
 
 _SEVERITY = {"broken": "red", "degraded": "yellow", "benign": "dim", "ok": "green"}
 _STATUS = {"done": "green", "partial": "yellow", "unusable": "red", "failed": "red", "cancelled": "dim"}
 _STEP = {"complete": "green", "failed": "red", "skipped": "dim", "running": "cyan", "cancelled": "dim"}
 _ROWS_SHOWN = 20
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 DataOpt = Annotated[
     str | None,
     typer.Option(
-        "--data", "-d", help="A SQLite file or a postgresql:// URL; default: the bundled shop data."
+        "--data",
+        "-d",
+        help="A SQLite file, a postgresql:// URL (of a read-only role) or the name of a [[sources]] entry "
+        "of plangate.toml; default: the bundled shop data.",
+    ),
+]
+PrivilegedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-privileged",
+        help="Query a PostgreSQL URL even though its role can do more than read (a superuser, one that "
+        "can write): only for a database you accept the risk on.",
     ),
 ]
 NameOpt = Annotated[
@@ -164,6 +179,34 @@ def _show(turn: Turn) -> None:
     out.print(f"[dim]turn {turn.id} · conversation {turn.conversation_id} · run {turn.run_id}[/]")
 
 
+def _sources(
+    data: str | None, name: str | None, allow_privileged: bool
+) -> tuple[DataSources | None, str | None]:
+    """The source ``data`` names in plangate.toml's ``[[sources]]``, or a URL opened as the flags say, and
+    the name to ask about; (None, ``data``) when the copilot should open ``data`` itself (a file, a URL,
+    the bundled data)."""
+    config = project()
+    declared = next((entry for entry in config.sources if entry.name == data), None)
+    if declared is not None:
+        target = declared.target()
+        if urlsplit(target).scheme not in URL_SCHEMES:
+            target = str(config.resolve(target.removeprefix("sqlite://")))
+        sources = DataSources()
+        sources.register(
+            declared.name,
+            target,
+            schemas=declared.schemas,
+            allow_privileged=declared.allow_privileged or allow_privileged,
+        )
+        return sources, declared.name
+    if data is not None and allow_privileged and urlsplit(data.strip()).scheme in URL_SCHEMES:
+        sources = DataSources()
+        chosen = name or _NAME.sub("_", urlsplit(data.strip()).path.strip("/")).strip("_") or "postgres"
+        sources.register(chosen, data.strip(), allow_privileged=True)
+        return sources, chosen
+    return None, data
+
+
 def ask_command(
     question: Annotated[str, typer.Argument(help="The question about the data.")],
     data: DataOpt = None,
@@ -174,11 +217,15 @@ def ask_command(
     store: StoreOpt = None,
     review: ReviewOpt = False,
     json: JsonOpt = False,
+    allow_privileged: PrivilegedOpt = False,
 ) -> None:
     """Ask a question about data: the copilot builds a formula, checks, runs and reviews it, then answers."""
     try:
         chosen = model_from(model, of="copilot model")
-        copilot = Copilot(model=chosen, store=store_from(store), model_review=review)
+        sources, data = _sources(data, name, allow_privileged)
+        if sources is not None:
+            name = None  # the source is registered under its name already
+        copilot = Copilot(model=chosen, store=store_from(store), model_review=review, sources=sources)
         if json:
             turn = copilot.ask(question, data, conversation=conversation, name=name)
         else:

@@ -8,19 +8,34 @@ API itself (``plangate.server``).
 
 from __future__ import annotations
 
+import copy
 import ipaddress
+import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import ConfigOpt, StoreOpt, ToolsOpt, model_from, project_tools, store_from
-from plangate.errors import UserError
+from plangate.cli._loading import (
+    ConfigOpt,
+    StoreOpt,
+    ToolsOpt,
+    model_from,
+    project,
+    project_tools,
+    store_from,
+)
+from plangate.errors import ConfigError, UserError
 from plangate.server.tokens import PEPPER_ENV, hash_token, new_token, pepper_from_env
+
+if TYPE_CHECKING:
+    from plangate.server._sources import DeclaredSource
 
 PathOpt = Annotated[
     list[Path] | None,
@@ -70,7 +85,15 @@ def serve_command(
         typer.Option(
             "--data-dir",
             help="A directory whose SQLite files owners may register as data sources (POST /v1/sources; "
-            "repeatable; default: the current directory).",
+            "repeatable; default: plangate.toml's [data] dirs, else the current directory).",
+        ),
+    ] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="A data source every owner may ask about, NAME=URL (a postgresql:// URL of a read-only "
+            "role, or a SQLite file; repeatable; besides plangate.toml's [[sources]]).",
         ),
     ] = None,
     config: ConfigOpt = None,
@@ -87,6 +110,9 @@ def serve_command(
     try:
         if broker is not None:
             from plangate.workers import broker_url
+        declared = declared_sources(source or ())
+        settings = project().data
+        dirs = [*(data_dir or ()), *(project().resolve(d) for d in settings.dirs)]
         with project_tools(tools) as loaded:
             opened = store_from(store)
             try:
@@ -98,7 +124,10 @@ def serve_command(
                     tool_specs=loaded.specs,
                     model=model_from(model, of="model of agent runs"),
                     broker=broker_url(broker) if broker is not None else None,
-                    data_dirs=data_dir or (),
+                    data_dirs=dirs,
+                    sources=declared,
+                    allow_client_urls=settings.allow_client_urls,
+                    allowed_hosts=settings.allowed_hosts,
                 )
                 if no_auth:
                     exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
@@ -106,11 +135,44 @@ def serve_command(
                         "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
                         f"{escape(exposed)}; use it for local development only"
                     )
-                uvicorn.run(application, host=host, port=port, log_level=log_level)
+                uvicorn.run(
+                    application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level)
+                )
             finally:
                 opened.close()
     except UserError as exc:
         fail(str(exc))
+
+
+def declared_sources(flags: Iterable[str]) -> list[DeclaredSource]:
+    """The data sources the operator offers: ``--source NAME=URL`` flags, then plangate.toml's
+    ``[[sources]]`` (a URL from its environment variable, a SQLite file relative to the file's folder).
+
+    Raises:
+        ConfigError: a flag is not NAME=URL, a variable a source names is not set, or a name is used twice.
+    """
+    from plangate.server._sources import DeclaredSource, parse_declared
+
+    config = project()
+    found = [parse_declared(flag) for flag in flags]
+    for entry in config.sources:
+        target = entry.target()
+        if urlsplit(target).scheme not in ("postgresql", "postgres"):
+            target = str(config.resolve(target.removeprefix("sqlite://")))
+        found.append(
+            DeclaredSource(
+                entry.name,
+                target,
+                schemas=tuple(entry.schemas) if entry.schemas else None,
+                allow_privileged=entry.allow_privileged,
+                description=entry.description,
+            )
+        )
+    names = [declared.name for declared in found]
+    for name in names:
+        if names.count(name) > 1:
+            raise ConfigError(f"data source {name!r} is declared twice (--source and [[sources]])")
+    return found
 
 
 def token_create(
@@ -179,6 +241,26 @@ def token_revoke(
         fail(str(exc))
         return
     err.print(f"revoked {record.id} (owner {escape(record.owner)})")
+
+
+def _log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging, with plangate's own lines (recovery, data sources, leases) beside its own, at the
+    same level."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    wanted = level.upper() if level.upper() in logging.getLevelNamesMapping() else "INFO"
+    config["formatters"]["plangate"] = {
+        "()": "uvicorn.logging.DefaultFormatter",
+        "fmt": "%(levelprefix)s %(name)s: %(message)s",
+    }
+    config["handlers"]["plangate"] = {
+        "formatter": "plangate",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    config["loggers"]["plangate"] = {"handlers": ["plangate"], "level": wanted, "propagate": False}
+    return config
 
 
 def _when(at: float | None) -> str:

@@ -13,8 +13,10 @@ start-up and the shutdown)::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -26,15 +28,18 @@ from plangate.models import Model
 from plangate.server._agents import AgentRuns
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
+from plangate.server._headers import SecurityHeaders
 from plangate.server._limits import MAX_BODY, BodyLimit
 from plangate.server._problems import install
-from plangate.server._sources import SourceRegistry
+from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
 from plangate.server.supervisor import RunSupervisor
 from plangate.server.tokens import pepper_from_env
 from plangate.store import SQLiteStore, Store
 from plangate.tools import ToolRegistry
+
+logger = logging.getLogger("plangate.server")
 
 CONSOLE = Path(__file__).parent / "static"
 """The web console's static files, served at ``/`` when present."""
@@ -64,6 +69,9 @@ def create_app(
     recover: bool = True,
     broker: str | None = None,
     data_dirs: Iterable[str | Path] = (),
+    sources: Sequence[DeclaredSource] = (),
+    allow_client_urls: bool = False,
+    allowed_hosts: Sequence[str] = (),
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -86,6 +94,10 @@ def create_app(
             runs are advanced in this process (the default). Same API, same events either way.
         data_dirs: the directories SQLite files may be registered from as data sources (``POST
             /v1/sources``); default: the current directory. The bundled shop data is always there.
+        sources: the data sources the operator offers every owner (``[[sources]]``, ``--source``).
+        allow_client_urls: let clients register ``postgresql://`` URLs of their own (only to
+            ``allowed_hosts``); off: PostgreSQL sources are the declared ones only.
+        allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -98,10 +110,14 @@ def create_app(
         from plangate.server._queued import QueuedRuns
 
         supervisor = QueuedRuns(store, runner, agents, broker)
-    sources = SourceRegistry(
+    registry_of_sources = SourceRegistry(
         store,
         [Path(d) for d in data_dirs] or [Path.cwd()],
         store.path if isinstance(store, SQLiteStore) else None,
+        store_url=_postgres_url(store),
+        declared=sources,
+        allow_client_urls=allow_client_urls,
+        allowed_hosts=allowed_hosts,
     )
     services = Services(
         store=store,
@@ -109,8 +125,8 @@ def create_app(
         runner=runner,
         supervisor=supervisor,
         broadcaster=Broadcaster(store, heartbeat=heartbeat),
-        sources=sources,
-        asks=AskJobs(store, supervisor, sources, model),
+        sources=registry_of_sources,
+        asks=AskJobs(store, supervisor, registry_of_sources, model),
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,
@@ -121,9 +137,14 @@ def create_app(
         services.broadcaster.start()
         if recover:
             await supervisor.recover()
+        # The operator's sources are opened once, off the start-up path: one log line each says what it
+        # holds or why nobody can ask about it (a role that can write, the server's own store, no server).
+        vetting = asyncio.create_task(_vet_sources(registry_of_sources)) if sources else None
         try:
             yield
         finally:
+            if vetting is not None:
+                vetting.cancel()
             await supervisor.close()
             await services.broadcaster.stop()
 
@@ -136,7 +157,21 @@ def create_app(
         # Last, so the API's routes win; static files need no token (the page sends one with its calls).
         app.mount("/", StaticFiles(directory=CONSOLE, html=True), name="console")
     app.add_middleware(BodyLimit, limit=max_body)
+    app.add_middleware(SecurityHeaders)
     return app
+
+
+def _postgres_url(store: Store) -> str | None:
+    url = getattr(store, "url", None)
+    return url if isinstance(url, str) and url.startswith(("postgresql:", "postgres:")) else None
+
+
+async def _vet_sources(registry: SourceRegistry) -> None:
+    for name, found in (await asyncio.to_thread(registry.vet_declared)).items():
+        if found.endswith(" tables"):
+            logger.info("data source %r: %s", name, found)
+        else:
+            logger.error("data source %r cannot be asked about: %s", name, found)
 
 
 __all__ = ["create_app"]

@@ -136,6 +136,11 @@ class PostgresStore(Backend):
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
+    @property
+    def url(self) -> str:
+        """The URL this store was opened with (it may hold a password: never show it)."""
+        return self._url
+
     def close(self) -> None:
         """Close the connections (and the listener); later calls fail with ``StoreError``. Closing twice is
         harmless."""

@@ -2,16 +2,19 @@
 
 The decision is made on tokens and the syntax tree, never on regular expressions over the text: exactly
 one statement, a SELECT / WITH … SELECT / VALUES / EXPLAIN at the top, no writing or session-changing node
-anywhere in the tree, no function on the deny list. It is the first wall only; the data sources also open
-connections that cannot write (``tools/data/sqlite.py``), so a gap here still cannot change data.
+anywhere in the tree, only functions of the dialect's allow-list (``sql_allow.py``: aggregates, math,
+string, date/time, conditional, JSON reading, window functions), and no system catalog or statistics view.
+It is the first wall only; the data sources also open connections that cannot write
+(``tools/data/sqlite.py``, ``tools/data/postgres.py``), so a gap here still cannot change data.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import sqlglot
 from sqlglot import TokenType, exp
@@ -19,8 +22,7 @@ from sqlglot.dialects.dialect import Dialect as SqlglotDialect
 from sqlglot.errors import ParseError, TokenError
 
 from plangate.errors import Signal
-
-Dialect = Literal["sqlite", "postgres"]
+from plangate.tools.sql_allow import CATEGORIES, Dialect, allowed_function, system_relation
 
 MAX_SQL_CHARS = 100_000
 """Longer queries are refused before parsing; no analytical question needs more."""
@@ -37,23 +39,6 @@ _FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
     node for name in _FORBIDDEN_NODE_NAMES if isinstance(node := getattr(exp, name, None), type)
 )
 
-DENIED_FUNCTIONS = frozenset({
-    # SQLite: extensions, files, raw pages, memory bombs.
-    "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "fsdir", "lsdir", "lsmode",
-    "zipfile", "zipfile_cds", "sqlar_compress", "sqlar_uncompress", "zeroblob", "randomblob",
-    "sqlite_dbpage", "sqlite_dbdata", "sqlite_dbptr", "eval", "shell", "system",
-    # PostgreSQL: files, sleeping, other sessions, configuration, sequences, SQL run from a string.
-    "pg_sleep", "pg_sleep_for", "pg_sleep_until", "pg_terminate_backend", "pg_cancel_backend",
-    "pg_reload_conf", "pg_rotate_logfile", "pg_switch_wal", "pg_create_restore_point", "pg_promote",
-    "pg_notify", "set_config", "nextval", "setval", "txid_current", "dblink", "dblink_exec",
-    "dblink_connect", "current_setting",
-    # Other engines, in case a source speaks their dialect.
-    "load_file", "sleep", "benchmark", "xp_cmdshell", "sys_exec", "sys_eval", "exec", "execute",
-})
-DENIED_FUNCTION_PREFIXES = (
-    "pragma_", "pg_read", "pg_ls_", "pg_stat_file", "pg_file", "pg_advisory", "lo_", "dblink",
-    "query_to_", "cursor_to_", "sqlite_db",
-)
 _EXPLAIN_OPTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
     "sqlite": (("QUERY", "PLAN"),),
     # EXPLAIN ANALYZE runs the statement; that is safe only because what follows is checked like any query.
@@ -99,12 +84,16 @@ class _Refused(Signal):
     """Internal: stops the check with a reason."""
 
 
-def check_read_only(sql: str, dialect: Dialect = "sqlite") -> GuardVerdict:
+def check_read_only(
+    sql: str, dialect: Dialect = "sqlite", *, schemas: Collection[str] | None = None
+) -> GuardVerdict:
     """Decide whether ``sql`` is one read-only query in ``dialect``.
 
     Args:
         sql: the query as the model wrote it.
         dialect: ``sqlite`` or ``postgres``.
+        schemas: the schemas a table may be qualified with (a source's own); None: any that is not a system
+            one.
 
     Returns:
         An allowed verdict, or a refusal whose reason says what was expected and what was found. Every
@@ -113,7 +102,7 @@ def check_read_only(sql: str, dialect: Dialect = "sqlite") -> GuardVerdict:
     if not isinstance(sql, str):
         return GuardVerdict(False, f"expected the query as a string, got {type(sql).__name__}")
     try:
-        reason = _check(sql, dialect, allow_explain=True)
+        reason = _check(sql, dialect, _lowered(schemas), allow_explain=True)
     except _Refused as refusal:
         return GuardVerdict(False, str(refusal))
     except RecursionError:
@@ -123,7 +112,11 @@ def check_read_only(sql: str, dialect: Dialect = "sqlite") -> GuardVerdict:
     return GuardVerdict(True, reason)
 
 
-def _check(sql: str, dialect: Dialect, *, allow_explain: bool) -> str:
+def _lowered(schemas: Collection[str] | None) -> frozenset[str] | None:
+    return None if schemas is None else frozenset(schema.lower() for schema in schemas)
+
+
+def _check(sql: str, dialect: Dialect, schemas: frozenset[str] | None, *, allow_explain: bool) -> str:
     if not sql.strip():
         raise _Refused("expected one SELECT statement, got an empty query")
     if len(sql) > MAX_SQL_CHARS:
@@ -138,13 +131,13 @@ def _check(sql: str, dialect: Dialect, *, allow_explain: bool) -> str:
             raise _Refused("expected a statement after EXPLAIN, found another EXPLAIN")
         rest = _after_explain(sql, tokens[0], dialect)
         try:
-            _check(rest, dialect, allow_explain=False)
+            _check(rest, dialect, schemas, allow_explain=False)
         except _Refused as refusal:
             raise _Refused(f"after EXPLAIN: {refusal}") from None
         return "EXPLAIN of a single read-only query"
     statement = _parse_one(sql, dialect)
     _check_top_level(statement, tokens[0].text)
-    _check_tree(statement)
+    _check_tree(statement, dialect, schemas)
     return "a single read-only query"
 
 
@@ -240,22 +233,48 @@ def _check_top_level(statement: exp.Expr, first_word: str) -> None:
         raise _Refused(f"expected a SELECT, WITH … SELECT, VALUES or EXPLAIN statement, found {found}")
 
 
-def _check_tree(statement: exp.Expr) -> None:
+_HEAD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+_KINDS = ", ".join(list(CATEGORIES)[:-1]) + f" and {list(CATEGORIES)[-1]}"
+
+
+def _check_tree(statement: exp.Expr, dialect: Dialect, schemas: frozenset[str] | None) -> None:
     for node in statement.walk():
         if isinstance(node, _FORBIDDEN_NODES):
             raise _Refused(f"expected a read-only query, found {_kind(node)} inside it")
-        if isinstance(node, exp.Func):
-            name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
-            if _function_denied(name):
-                raise _Refused(f"the function {name.lower()}() is not allowed in a read-only query")
+        if isinstance(node, exp.Func) and not allowed_function(node, dialect):
+            name = _function_name(node, dialect)
+            raise _Refused(
+                f"the function {name}() is not allowed in a read-only query (it is not on {dialect}'s "
+                f"allow-list of {_KINDS} functions)"
+            )
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
-            if _function_denied(node.name):
-                raise _Refused(f"the table {node.name!r} is not allowed in a read-only query")
+            _check_relation(node, dialect, schemas)
+        if isinstance(node, exp.Column) and node.db and system_relation(node.db, node.table, dialect):
+            raise _Refused(f"the column {node.sql(dialect)!r} reads a system catalog, not data")
 
 
-def _function_denied(name: str) -> bool:
-    lowered = name.lower()
-    return lowered in DENIED_FUNCTIONS or lowered.startswith(DENIED_FUNCTION_PREFIXES)
+def _check_relation(table: exp.Table, dialect: Dialect, schemas: frozenset[str] | None) -> None:
+    shown = ".".join(part for part in (table.catalog, table.db, table.name) if part)
+    if system_relation(table.db, table.name, dialect):
+        raise _Refused(
+            f"the table {shown!r} is a system catalog, not data: ask about the source's own tables"
+        )
+    if table.catalog:
+        raise _Refused(f"the table {shown!r} names another database: ask about the source's own tables")
+    if schemas is not None and table.db and table.db.lower() not in schemas:
+        known = ", ".join(sorted(schemas)) or "none"
+        raise _Refused(f"the table {shown!r} is outside the source's schemas ({known})")
 
 
-__all__ = ["DENIED_FUNCTIONS", "MAX_SQL_CHARS", "Dialect", "GuardVerdict", "check_read_only"]
+def _function_name(node: exp.Func, dialect: Dialect) -> str:
+    """The function's name as the dialect spells it (``lpad``, not sqlglot's ``pad``)."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    try:
+        written = _HEAD.match(node.sql(dialect))
+    except Exception:  # generating is only for the message; a generator gap must not hide the refusal
+        written = None
+    return (written.group(1) if written else node.sql_name()).lower()
+
+
+__all__ = ["MAX_SQL_CHARS", "Dialect", "GuardVerdict", "check_read_only"]

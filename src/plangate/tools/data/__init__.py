@@ -30,6 +30,7 @@ from plangate.tools.data.results import (
     QueryResult,
     QueryTimeout,
     SchemaInfo,
+    SourceForbidden,
     TableInfo,
 )
 from plangate.tools.data.sources import DataSource, DataSources, register_shop, shop_db_path
@@ -51,6 +52,7 @@ __all__ = [
     "QueryResult",
     "QueryTimeout",
     "SchemaInfo",
+    "SourceForbidden",
     "TableInfo",
     "aggregate_parameters",
     "aggregate_tool",

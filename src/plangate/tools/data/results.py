@@ -115,6 +115,19 @@ class QueryTimeout(DataSourceError):
         super().__init__(f"query stopped after {seconds:g} s (limit: time)")
 
 
+class SourceForbidden(DataSourceError):
+    """A source may not be queried at all: it is the server's own store, holds plangate's tables, or its role
+    has more rights than reading (a superuser, ``REPLICATION``, ``BYPASSRLS``, or it can write).
+
+    Attributes:
+        kind: ``store`` (plangate's own data) or ``privileged`` (the role can do more than read).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
 class QueryRefused(UserError):
     """The read-only guard refused a query before it reached the database.
 
@@ -137,5 +150,6 @@ __all__ = [
     "QueryResult",
     "QueryTimeout",
     "SchemaInfo",
+    "SourceForbidden",
     "TableInfo",
 ]

@@ -7,6 +7,7 @@ turning results into observations is the toolkit's (``toolkit.py``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -63,8 +64,19 @@ class DataSources:
     def __init__(self) -> None:
         self._sources: dict[str, DataSource] = {}
 
-    def register(self, name: str, target: str | os.PathLike[str]) -> DataSource:
+    def register(
+        self,
+        name: str,
+        target: str | os.PathLike[str],
+        *,
+        schemas: Sequence[str] | None = None,
+        allow_privileged: bool = False,
+    ) -> DataSource:
         """Register a SQLite file (a path or ``sqlite:///path``) or a ``postgresql://`` URL under ``name``.
+
+        A PostgreSQL source is vetted when it is first opened: a role that can do more than read is refused
+        unless ``allow_privileged`` (see :class:`~plangate.tools.data.postgres.PostgresSource`); ``schemas``
+        are the schemas its questions read.
 
         Raises:
             ConfigError: the name is taken or empty, the SQLite file does not exist, or the URL is a
@@ -74,7 +86,7 @@ class DataSources:
             raise ConfigError("a data source needs a non-empty name")
         if name in self._sources:
             raise ConfigError(f"a data source named {name!r} is already registered")
-        source = _open(name, target)
+        source = _open(name, target, schemas, allow_privileged)
         self._sources[name] = source
         return source
 
@@ -119,11 +131,13 @@ class DataSources:
         return len(self._sources)
 
 
-def _open(name: str, target: str | os.PathLike[str]) -> DataSource:
+def _open(
+    name: str, target: str | os.PathLike[str], schemas: Sequence[str] | None, allow_privileged: bool
+) -> DataSource:
     text = os.fspath(target)
     scheme = urlsplit(text).scheme
     if scheme in URL_SCHEMES:
-        return PostgresSource(name, text)
+        return PostgresSource(name, text, schemas=schemas, allow_privileged=allow_privileged)
     if scheme == "sqlite":
         return SqliteSource(name, text.removeprefix("sqlite://"))
     return SqliteSource(name, text)

@@ -1,9 +1,10 @@
 """The SQLite data source: read-only connections, query limits and schema introspection.
 
 Second wall behind the SQL guard: the file is opened read-only (``mode=ro``), ``query_only`` is on, ATTACH is
-limited to zero databases, and an authorizer allows nothing but reading and calling allowed functions (and
-the schema bookkeeping of the ``json_each`` / ``json_tree`` table functions, ignored). Even a query the guard
-wrongly let through cannot write. The guard itself lives in ``tools/sql_guard.py``.
+limited to zero databases, and an authorizer allows nothing but reading the data's tables (no system table)
+and calling the functions of SQLite's allow-list (``tools/sql_allow.py``), besides the schema bookkeeping
+of the ``json_each`` / ``json_tree`` table functions, ignored. Even a query the guard wrongly let through
+cannot write. The guard itself lives in ``tools/sql_guard.py``.
 
 Limits that hold: a value may not exceed the byte limit inside the engine (``SQLITE_LIMIT_LENGTH``); the
 time limit is checked every ``_PROGRESS_STEPS`` instructions and, since one instruction can be a function
@@ -36,7 +37,8 @@ from plangate.tools.data.results import (
     SchemaInfo,
     TableInfo,
 )
-from plangate.tools.sql_guard import DENIED_FUNCTION_PREFIXES, DENIED_FUNCTIONS, check_read_only
+from plangate.tools.sql_allow import SQLITE_ENGINE_NAMES, system_relation
+from plangate.tools.sql_guard import check_read_only
 
 _T = TypeVar("_T")
 
@@ -56,12 +58,12 @@ _PRINTF = re.compile(r"\b(?:printf|format)\s*\(", re.IGNORECASE)
 
 
 class _Authorizer:
-    """Reading and allowed functions only.
+    """Reading the data's own tables, and calling the functions of SQLite's allow-list, only.
 
     ``json_each`` and ``json_tree`` are table functions: SQLite declares their table when a statement first
-    names one, and asks to update ``sqlite_master`` for it. For a statement that names one (and only then),
-    that request is answered ``SQLITE_IGNORE``: the bookkeeping goes on, no column is written (the
-    connection could not write anyway: read-only file, ``query_only``).
+    names one, reading the rowid of ``sqlite_master`` and asking to update it. For a statement that names
+    one (and only then), the read is allowed and the update answered ``SQLITE_IGNORE``: the bookkeeping goes
+    on, no column is written (the connection could not write anyway: read-only file, ``query_only``).
     """
 
     def __init__(self, sql: str) -> None:
@@ -71,11 +73,14 @@ class _Authorizer:
         self, action: int, arg1: str | None, arg2: str | None, database: str | None, trigger: str | None
     ) -> int:
         if action == sqlite3.SQLITE_FUNCTION:
-            name = (arg2 or "").lower()
-            if name in DENIED_FUNCTIONS or name.startswith(DENIED_FUNCTION_PREFIXES):
-                return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_UPDATE and self._json_tables and arg1 == "sqlite_master":
-            return sqlite3.SQLITE_IGNORE
+            return sqlite3.SQLITE_OK if (arg2 or "").lower() in SQLITE_ENGINE_NAMES else sqlite3.SQLITE_DENY
+        if self._json_tables and arg1 == "sqlite_master":
+            if action == sqlite3.SQLITE_UPDATE:
+                return sqlite3.SQLITE_IGNORE
+            if action == sqlite3.SQLITE_READ and arg2 == "ROWID":
+                return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ and system_relation("", arg1 or "", "sqlite"):
+            return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
 
 
