@@ -14,10 +14,11 @@ README = ROOT.parents[1] / "README.md"
 
 TIERS: list[list[str]] = [
     ["errors"],
-    ["config", "interactions", "_json", "_models", "_offloop"],
+    ["config", "interactions", "vocab", "_json", "_models", "_offloop"],
     ["conditions", "events", "decisions"],
     ["store", "models"],
     ["tools"],
+    ["runs"],
     ["agent"],
     ["formulas"],
     ["copilot", "workers"],

@@ -3,14 +3,13 @@
 The names below are imported on first use, so ``import plangate`` stays cheap (the CLI's start-up, a
 worker's import) however much the engines pull in.
 
-``RunResult`` is a deprecated alias of :class:`~plangate.agent.AgentResult` (what an agent run hands back);
-a formula run hands back a :class:`~plangate.formulas.runtime.FormulaResult`.
+An agent run hands back an :class:`~plangate.agent.AgentResult`, a formula run a
+:class:`~plangate.formulas.runtime.FormulaResult`; both end with one :class:`~plangate.runs.Outcome`.
 """
 
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
@@ -19,6 +18,7 @@ _LAZY = {
     "Agent": "plangate.agent",
     "AgentResult": "plangate.agent",
     "FormulaResult": "plangate.formulas.runtime",
+    "Outcome": "plangate.runs",
     "tool": "plangate.tools",
     "Approve": "plangate.interactions",
     "Reject": "plangate.interactions",
@@ -30,22 +30,14 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from plangate.agent import Agent, AgentResult
-    from plangate.agent import AgentResult as RunResult
     from plangate.formulas import load_formula
     from plangate.formulas.runtime import FormulaResult, run_formula
     from plangate.interactions import Answer, Approve, Edit, Reject
+    from plangate.runs import Outcome
     from plangate.tools import tool
 
 
 def __getattr__(name: str) -> object:
-    if name == "RunResult":
-        warnings.warn(
-            "plangate.RunResult is deprecated: use plangate.AgentResult (a formula run's result is "
-            "plangate.FormulaResult)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        name = "AgentResult"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'plangate' has no attribute {name!r}")
@@ -61,8 +53,8 @@ __all__ = [
     "Approve",
     "Edit",
     "FormulaResult",
+    "Outcome",
     "Reject",
-    "RunResult",
     "__version__",
     "load_formula",
     "run_formula",

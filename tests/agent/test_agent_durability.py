@@ -100,7 +100,7 @@ def test_resuming_without_the_model_or_a_tool_is_a_clear_error_that_changes_noth
         ConfigError, match=r"started with the model 'scripted', which cannot be rebuilt .*pass model="
     ):
         Agent(tools=make_desk().registry, store=store).resume(result.run_id, result.interaction.id, Approve())
-    with pytest.raises(ConfigError, match="this agent lacks echo, place: pass tools= with them"):
+    with pytest.raises(ConfigError, match="this process lacks echo, place"):
         Agent(model=ScriptedModel([]), tools=[make_desk().registry.get("lookup")], store=store).resume(
             result.run_id, result.interaction.id, Approve()
         )

@@ -37,17 +37,6 @@ def test_the_top_level_names_are_the_engines_own() -> None:
         _ = plangate.Agnet  # type: ignore[attr-defined]
 
 
-def test_run_result_is_a_deprecated_alias_of_the_agent_result() -> None:
-    from plangate.agent import AgentResult
-
-    with pytest.warns(DeprecationWarning, match=r"RunResult is deprecated: use plangate.AgentResult"):
-        assert plangate.RunResult is AgentResult
-    with pytest.warns(DeprecationWarning, match=r"use plangate.agent.AgentResult"):
-        assert plangate.agent.RunResult is AgentResult
-    with pytest.raises(AttributeError, match="no attribute 'RunResults'"):
-        _ = plangate.agent.RunResults  # type: ignore[attr-defined]
-
-
 def test_importing_plangate_loads_no_engine() -> None:
     code = (
         "import sys, plangate; "

@@ -13,9 +13,11 @@ from runtime_helpers import EXAMPLES, memory_store, write_formula
 from typer.testing import CliRunner
 
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
+from plangate.events import StatusEvent
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import ModelRequest, ScriptedModel
+from plangate.runs.tools import ToolsDiffer
 from plangate.store import SQLiteStore, Store, open_store
 from plangate.tools import ToolRegistry, tool
 from plangate.tools.schedule import ScheduleStore
@@ -292,7 +294,7 @@ def test_a_new_runner_resumes_the_waiting_agent_and_never_starts_a_second(tmp_pa
     assert desk.names() == ["place", "note"]
 
 
-def test_a_runner_without_the_agents_tools_leaves_the_step_waiting_with_the_reason(tmp_path: Path) -> None:
+def test_a_runner_without_the_agents_tools_leaves_the_run_waiting_with_the_reason(tmp_path: Path) -> None:
     desk = Desk()
     store = memory_store()
     waiting = start(
@@ -301,15 +303,15 @@ def test_a_runner_without_the_agents_tools_leaves_the_step_waiting_with_the_reas
     )
     child = f"{waiting.run_id}.look.agent1"
 
-    bare = asyncio.run(FormulaRunner(store, ToolRegistry(), model=scripted()).resume(waiting.run_id))
+    with pytest.raises(ToolsDiffer, match="this process lacks lookup, place, note") as refused:
+        asyncio.run(FormulaRunner(store, ToolRegistry(), model=scripted()).resume(waiting.run_id))
 
-    assert bare.status == "waiting"
-    look = bare.steps["look"]
-    assert look.status == "waiting"
-    assert look.reason.startswith(f"agent {child} cannot continue here: ") and "'lookup'" in look.reason
-    assert store.get_run(child).status == "waiting"
-    assert bare.interaction is not None and waiting.interaction is not None
-    assert bare.interaction.id == waiting.interaction.id
+    run = store.get_run(waiting.run_id)
+    assert run.status == "waiting" and store.get_run(child).status == "waiting"
+    last = store.events(run.id)[-1]
+    assert isinstance(last, StatusEvent) and (last.code, last.text) == ("tools_differ", refused.value.reason)
+    assert waiting.interaction is not None
+    assert store.get_interaction(waiting.interaction.id).status == "open"  # nothing was lost
 
 
 def test_a_step_cut_off_while_its_agent_works_resumes_that_agent(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ from plangate.events import InteractionOpenedEvent, StatusEvent, StepStateEvent,
 from plangate.formulas import check_formula, load_formula
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Edit, Reject
+from plangate.runs.consent import arguments_digest
 from plangate.store import Store
-from plangate.tools import ToolRegistry, ToolResult, current_call, digest_json, tool
+from plangate.tools import ToolRegistry, ToolResult, current_call, tool
 
 
 class Ledger:
@@ -121,7 +122,7 @@ def test_a_write_step_asks_consent_to_its_exact_call_and_writes_nothing_before(t
     assert asked.tool is not None
     assert asked.tool.name == "publish"
     assert asked.tool.arguments == {"artifact": "app-1.0.0.tgz", "channel": "stable"}
-    assert asked.tool.arguments_digest == digest_json({"artifact": "app-1.0.0.tgz", "channel": "stable"})
+    assert asked.tool.arguments_digest == arguments_digest({"artifact": "app-1.0.0.tgz", "channel": "stable"})
     assert "Allow publish" in asked.prompt and "app-1.0.0.tgz" in asked.prompt
     assert ledger.writes == []
     assert runner.store.pending_write_intents(result.run_id) == []  # nothing promised before consent
@@ -195,7 +196,7 @@ def test_edit_runs_the_edited_call_and_refuses_arguments_that_do_not_fit(tmp_pat
     assert ledger.writes == [("app-1.0.1.tgz", asked.id)]
     intent = runner.store.get_write_intent(asked.id)
     assert intent is not None
-    assert intent.arguments_digest == digest_json({"artifact": "app-1.0.1.tgz", "channel": "beta"})
+    assert intent.arguments_digest == arguments_digest({"artifact": "app-1.0.1.tgz", "channel": "beta"})
 
 
 def test_consent_auto_on_the_step_runs_the_write_without_asking(tmp_path: Path) -> None:

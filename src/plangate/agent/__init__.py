@@ -42,16 +42,10 @@ A run that needs consent, resumed with only ids::
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING
-
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, Mode
 from plangate.agent._stream import AgentStream
 from plangate.agent.agent import Agent
 from plangate.agent.result import AgentResult, Outcome, OutcomeStatus
-
-if TYPE_CHECKING:
-    RunResult = AgentResult  # deprecated alias, see __getattr__
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -64,14 +58,3 @@ __all__ = [
     "OutcomeStatus",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # ``RunResult`` was this class's name before formula runs got one of their own (``FormulaResult``).
-    if name == "RunResult":
-        warnings.warn(
-            "plangate.agent.RunResult is deprecated: use plangate.agent.AgentResult",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return AgentResult
-    raise AttributeError(f"module 'plangate.agent' has no attribute {name!r}")

@@ -22,7 +22,7 @@ from plangate.agent._transcript import Act
 from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
 from plangate.errors import StoreError
-from plangate.events import Event, OutcomeEvent, SpeakEvent
+from plangate.events import Event, SpeakEvent
 
 if TYPE_CHECKING:
     from plangate.agent._runcontext import RunContext
@@ -53,13 +53,7 @@ async def run_deliver(loop: RunContext) -> None:
         logger.info(
             "run %s ended %s (%s): %s", loop.run_id, outcome.status, outcome.code, outcome.internal_reason
         )
-    event = OutcomeEvent(
-        status=outcome.status,
-        stage=outcome.stage,
-        code=outcome.code,
-        user_message=outcome.user_message,
-        internal_reason=outcome.internal_reason,
-    )
+    event = outcome.event()
     # A done round's words were spoken with it (they are its outcome's message): when the summary comes
     # back to the same text, saying it again would show the person the answer twice.
     spoken = outcome.code == "done" and outcome.user_message == answer

@@ -26,6 +26,7 @@ from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import JsonObject
+from plangate.runs import tools as tool_identities
 from plangate.store import Snapshot
 from plangate.tools import ToolsetState
 
@@ -220,16 +221,24 @@ class AgentState(BaseModel):
             ) from None
 
 
-def run_input(prompt: str, config: AgentConfig, tool_specs: Sequence[str] = ()) -> JsonObject:
+def run_input(
+    prompt: str, config: AgentConfig, tool_specs: Sequence[str] = (), identities: JsonObject | None = None
+) -> JsonObject:
     """What the run's ``input`` column holds: the prompt and the settings, written once.
 
     ``tools`` keeps the specs the tools were loaded from, when a caller gave them (the command line reads
-    them back to find the tools again); the runtime rebuilds tools from its registry by name only.
+    them back to find the tools again); the runtime rebuilds tools from its registry by name only, and
+    advances the run only with tools whose identities (``identities``, ``plangate.runs.tools``) match.
     """
     data: JsonObject = {"prompt": prompt, "agent": config.model_dump(mode="json"), "format": SNAPSHOT_VERSION}
     if tool_specs:
         data["tools"] = list(tool_specs)
+    if identities:
+        data[TOOL_IDENTITY] = identities
     return data
+
+
+TOOL_IDENTITY = tool_identities.INPUT_KEY
 
 
 def read_input(run_id: str, data: Mapping[str, object]) -> tuple[str, AgentConfig]:

@@ -32,9 +32,10 @@ from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.conditions.errors import caret_lines
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
-from plangate.events import JsonObject, OutcomeEvent
+from plangate.events import JsonObject
 from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
+from plangate.runs.tools import identities
 from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
 from plangate.tools import Tool, ToolRegistry, Toolset
 
@@ -293,8 +294,8 @@ class Agent:
         with self.store.transaction(run_id) as tx:
             if opened is not None:
                 tx.expire_interaction(opened.interaction_id)
-            tx.append(OutcomeEvent(status="cancelled", stage=stage, code="cancelled", user_message=reason))
-            tx.set_status("cancelled", outcome=outcome.model_dump(mode="json"))
+            tx.append(outcome.event())
+            tx.set_status("cancelled", outcome=outcome.stored())
             tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
         return AgentResult(run_id, "cancelled", outcome, None, state.answer)
 
@@ -342,9 +343,8 @@ class Agent:
             done_when=self.done_when,
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
-        run = self.store.create_run(
-            "agent", name, run_input(prompt, config, self.tool_specs), owner=self.owner
-        )
+        recorded = run_input(prompt, config, self.tool_specs, identities(self.registry.tools()))
+        run = self.store.create_run("agent", name, recorded, owner=self.owner)
         read_input(run.id, run.input)  # what resume will read must read back now
         return RunLoop(
             store=self.store,

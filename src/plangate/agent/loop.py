@@ -35,9 +35,10 @@ from plangate.agent._tokens import Meter, MeteredModel
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import Condition, named_tools
-from plangate.errors import ConfigError, InteractionError, StoreError, UserError
+from plangate.errors import InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
 from plangate.models import Model, wants_compact_prompts
+from plangate.runs.tools import check as check_tools
 from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
@@ -294,7 +295,7 @@ class RunLoop:
                 self._open(tx, batch.question)
             if batch.status is not None:
                 ended = state.outcome if batch.status in _ENDED else None
-                tx.set_status(batch.status, outcome=None if ended is None else ended.model_dump(mode="json"))
+                tx.set_status(batch.status, outcome=None if ended is None else ended.stored())
             tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
             stored = list(tx.events)
         self._after_commit(batch, stored)
@@ -377,7 +378,8 @@ def load_loop(
     Raises:
         NotFoundError: no such run.
         InteractionError: the run is not an agent run.
-        ConfigError: the registry lacks a tool the run uses, or the model cannot be rebuilt.
+        ToolsDiffer: the registry lacks a tool the run uses, or one differs from the tool it started with.
+        ConfigError: the model cannot be rebuilt.
         SchemaVersionError: the run was written by a newer plangate.
     """
     run = store.get_run(run_id)
@@ -388,12 +390,7 @@ def load_loop(
     if snapshot is None:
         raise StoreError(f"agent run {run_id!r} has no snapshot; expected one from its first commit")
     state = AgentState.from_snapshot(snapshot)
-    missing = [name for name in config.tools if name not in registry]
-    if missing:
-        raise ConfigError(
-            f"run {run_id!r} was started with the tools {', '.join(config.tools)}; this agent lacks "
-            f"{', '.join(missing)}: pass tools= with them"
-        )
+    check_tools(run_id, run.input, config.tools, registry)
     interactions = store.list_interactions(run_id=run_id)
     resolutions = {item.id: item.resolution for item in interactions if item.resolution is not None}
     transcript = Transcript.fold(prompt, store.events(run_id), resolutions)

@@ -1,42 +1,17 @@
-"""What an agent run hands back: ``AgentResult`` and the terminal ``Outcome``.
+"""What an agent run hands back: ``AgentResult``, ending with the run contract's one ``Outcome``.
 
 For: the public, immutable answer of ``Agent.run`` / ``Agent.resume`` (where the run stands, how it ended,
-what a person must answer next, the closing text). Not for: the run's durable state (``_state.py``) or
-the events it logged (``plangate.events``).
+what a person must answer next, the closing text). Not for: the run's durable state (``_state.py``), the
+events it logged (``plangate.events``) or the shape of an outcome (``plangate.runs.outcome``, shared by every
+kind of run).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from plangate.runs import Outcome, OutcomeStatus
 from plangate.store import Interaction, RunStatus
-
-OutcomeStatus = Literal["completed", "aborted", "exhausted", "cancelled"]
-"""How an agent run ended."""
-
-
-class Outcome(BaseModel):
-    """How an agent run ended.
-
-    Attributes:
-        status: ``completed``, ``aborted``, ``exhausted`` (no round left) or ``cancelled``.
-        stage: the phase it ended in (``route``, ``plan``, ``execute``).
-        code: a stable machine-readable reason (``done``, ``replied``, ``corrections_exhausted``,
-            ``stalled``, ``max_rounds``, ``model_error``, or the model's own abort code).
-        user_message: what the person is told.
-        internal_reason: for the logs only.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    status: OutcomeStatus
-    stage: str
-    code: str
-    user_message: str
-    internal_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

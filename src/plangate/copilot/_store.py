@@ -12,7 +12,8 @@ from pydantic import JsonValue
 
 from plangate.copilot.policy import HISTORY_TURNS, HistoryItem, clip
 from plangate.copilot.results import Attempt, Turn
-from plangate.events import Event, OutcomeEvent, StatusEvent
+from plangate.events import Event, StatusEvent
+from plangate.runs import Outcome, OutcomeStatus
 from plangate.store import Conversation, RunStatus, Store, TurnStatus
 
 SNAPSHOT_VERSION = 1
@@ -103,25 +104,14 @@ def finish(store: Store, turn: Turn, stage: str) -> None:
     """Store the finished turn, its attempts and the run's outcome, together."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
-    outcome_status = (
+    outcome_status: OutcomeStatus = (
         "completed" if status == "completed" else "cancelled" if status == "cancelled" else "failed"
     )
+    ended = Outcome(status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500))
     with store.transaction(turn.run_id) as tx:
-        tx.append(
-            OutcomeEvent(
-                status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500)
-            )
-        )
+        tx.append(ended.event())
         tx.record_turn(turn.record())
-        tx.set_status(
-            status,
-            outcome={
-                "status": outcome_status,
-                "stage": stage,
-                "code": turn.status,
-                "user_message": clip(message, 500),
-            },
-        )
+        tx.set_status(status, outcome=ended.stored())
 
 
 __all__ = [

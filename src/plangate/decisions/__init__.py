@@ -1,7 +1,7 @@
 """The decision protocol: what a model declares each round, how its text is read, and what is recorded.
 
-What it is for: the protocol's data (``Decision``, ``ToolCallIntent``, ``AbortIntent``, ``EvidenceReceipt``,
-``RoundValidation``; the route and plan outputs), tolerant decoding of model text on the two wire formats
+What it is for: the protocol's data (``Decision``, ``ToolCallIntent``, ``AbortIntent``, ``RoundValidation``;
+the route and plan outputs), tolerant decoding of model text on the two wire formats
 (json: ``parse_decision_json``; tagged: ``TaggedStreamParser``), and the JSON schemas a provider is asked to
 follow. What it is not for: acting on a decision or judging it against a run's state; that is the agent
 runtime's job, and this package imports nothing above the foundations.
@@ -41,8 +41,6 @@ from plangate.decisions.protocol import (
     AbortIntent,
     Action,
     Decision,
-    EvidenceReceipt,
-    ReceiptSource,
     RoundValidation,
     ToolCallIntent,
     digest_arguments,
@@ -74,12 +72,10 @@ __all__ = [
     "ContextHook",
     "Decision",
     "DecisionParseError",
-    "EvidenceReceipt",
     "JsonSchema",
     "PlanAction",
     "PlanOutput",
     "PlanStep",
-    "ReceiptSource",
     "RoundValidation",
     "Route",
     "RouteDecision",

@@ -1,7 +1,7 @@
 """The decision protocol's data: what a model declares in one execute round, and what the runtime records.
 
-What it is for: the pydantic models of SPEC §3 (``Decision`` and its intents, ``EvidenceReceipt``,
-``RoundValidation``) and the protocol-level rules that make a decision well-formed, enforced whenever a
+What it is for: the pydantic models of SPEC §3 (``Decision`` and its intents, ``RoundValidation``) and the
+protocol-level rules that make a decision well-formed, enforced whenever a
 ``Decision`` is built. What it is not for: reading model text (``decode``, ``tagged``) or judging a round
 against the run's state (flow, evidence and safety belong to the agent runtime; this module only holds the
 record of that judgement).
@@ -21,7 +21,7 @@ Action = Literal["continue", "ask_user", "confirm", "next_plan", "done", "abort"
 
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
-ReceiptSource = Literal["tool_observation", "write_receipt", "user_reply"]
+
 
 
 class ToolCallIntent(BaseModel):
@@ -121,28 +121,6 @@ class Decision(BaseModel):
         return self
 
 
-class EvidenceReceipt(BaseModel):
-    """Proof that something happened while a plan step was current.
-
-    Attributes:
-        step_index: the plan step current when the receipt was made; an old receipt cannot prove a new step.
-        source: a read tool's observation, a confirmed and executed write, or a person's answer.
-        name: the tool's name (``ask_user`` for a reply).
-        arguments_digest: ``digest_arguments`` of the call's arguments (``""`` for a reply).
-        success: whether the call succeeded; only successful receipts count as evidence.
-        summary: a short description of the result.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    step_index: int = Field(ge=0)
-    source: ReceiptSource
-    name: str
-    arguments_digest: str = ""
-    success: bool
-    summary: str = ""
-
-
 class RoundValidation(BaseModel):
     """The runtime's verdict on one round, recorded for every round whether it passed or not.
 
@@ -203,8 +181,6 @@ __all__ = [
     "AbortIntent",
     "Action",
     "Decision",
-    "EvidenceReceipt",
-    "ReceiptSource",
     "RoundValidation",
     "ToolCallIntent",
     "digest_arguments",

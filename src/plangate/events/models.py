@@ -15,14 +15,15 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from plangate.vocab import InteractionKind as InteractionKind
+from plangate.vocab import OutcomeStatus as OutcomeStatus
+from plangate.vocab import ResolutionKind as ResolutionKind
+from plangate.vocab import StepStatus as StepStatus
+
 JsonObject = dict[str, JsonValue]
 """A JSON object: what tool arguments, decisions and step outputs are made of."""
 
-InteractionKind = Literal["ask_user", "confirm", "plan_consent", "approval"]
-ResolutionKind = Literal["approve", "reject", "answer", "edit"]
 ToolStatus = Literal["done", "failed", "blocked"]
-OutcomeStatus = Literal["completed", "failed", "aborted", "exhausted", "cancelled"]
-StepStatus = Literal["pending", "ready", "running", "waiting", "complete", "failed", "skipped", "cancelled"]
 
 
 class BaseEvent(BaseModel):

@@ -27,8 +27,9 @@ from plangate.errors import InteractionError
 from plangate.events import InteractionResolvedEvent, StepStateEvent, ToolResultEvent
 from plangate.formulas._runstate import StepRun
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution, resolution_dict
+from plangate.runs.consent import arguments_digest
 from plangate.store import Interaction, Transaction
-from plangate.tools import ToolArgumentsError, ToolRegistry, digest_json
+from plangate.tools import ToolArgumentsError, ToolRegistry
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def _consent(step: StepRun, resolution: Resolution, tools: ToolRegistry) -> Step
         "interaction_id": wait.get("interaction_id"),
         "tool": wait.get("tool"),
         "arguments": arguments,
-        "digest": digest_json(arguments),
+        "digest": arguments_digest(arguments if isinstance(arguments, dict) else {}),
     }
     return StepStateEvent(step_id=step.id, status="ready", reason=reason, attempt=step.attempt, wait=approved)
 

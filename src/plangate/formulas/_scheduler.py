@@ -45,7 +45,7 @@ from plangate.formulas import _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
-from plangate.formulas._outcome import failed_steps_message, outcome_event, stored
+from plangate.formulas._outcome import failed_steps_message, formula_outcome
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
@@ -344,9 +344,9 @@ class Scheduler:
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
-        ended = outcome_event("completed" if status == "completed" else "failed", reason)
-        self.ops.append(ended)  # the run's last event, as an agent run's
-        self._flush(status=status, outcome=stored(ended), checkpoint=True)
+        ended = formula_outcome("completed" if status == "completed" else "failed", reason)
+        self.ops.append(ended.event())  # the run's last event, as every run's
+        self._flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason
 
     def _suspend(self) -> tuple[RunStatus, str]:

@@ -59,7 +59,13 @@ async def step_work(
             )
         return await _writes.run_write(tool, arguments, str(run.wait.get("key")), step.timeout)
     if what == "settle":
-        return await _writes.settle(host.store, host.tools, run.wait, step.timeout)
+
+        async def start(key: str, tool: str, digest: str) -> None:
+            # Approved, never started: its intent commits now, before the call, as it would have.
+            with host.leases.transaction(run_id) as tx:
+                tx.record_write_intent(key, tool, digest)
+
+        return await _writes.settle(host.store, host.tools, run.wait, step.timeout, start)
     executor, variables, outputs = step.executor, state.plan.vars, state.outputs()
     if isinstance(executor, FormulaExecutor):
         child = existing[0] if existing else subformula_run_id(run_id, step.id, max(run.attempt, 1))

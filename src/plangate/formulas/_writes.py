@@ -1,24 +1,20 @@
-"""Write steps: a ``tool`` step whose tool is a write keeps the agent runtime's promises (SPEC §2, §6).
+"""Write steps: a ``tool`` step whose tool is a write keeps the run contract's promises (SPEC §2, §6).
 
-For: what the scheduler needs to run a write exactly once. The registry, not the formula, says a tool
-writes; such a step first asks a person for consent to the exact call (``consent_prompt``; the interaction
-carries the tool, its arguments and their digest) unless the step says ``consent = "auto"`` or the run was
-started with ``always_execute``. Its intent is committed with its ``running`` state (``intent_key``), the
-call runs under that key (``run_write``) and its receipt commits with the step's end. A timed-out call may
-still be running in its worker thread, so it is never retried blindly: its outcome is unknown unless the
-tool is idempotent. After a restart an intent without receipt is settled by ``settle``: the tool's
-``reconcile(key)`` tells what happened (or that nothing did: it runs now, under the same key); an
-idempotent tool runs again under the same key; otherwise the outcome is unknown and a person is asked
+For: the formula's side of the one write protocol (``plangate.runs.writes``). The registry, not the
+formula, says a tool writes; such a step first asks a person for consent to the exact call
+(``plangate.runs.consent``; the interaction carries the tool, its arguments and their digest) unless the step
+says ``consent = "auto"`` or the run was started with ``always_execute``. Its intent is committed with its
+``running`` state (``intent_key``), the call runs under that key (``run_write``) and its receipt commits
+with the step's end. After a restart a write whose receipt was never committed is settled by the
+protocol's one decision tree (``settle``), and a write whose outcome is unknown is put to a person
 (``ask_unknown``). ``start``, ``settled``, ``retry_wait`` and ``ask_unknown`` are the scheduler's write
 phase: they decide the step's transitions and the commits that go with them. Not for: the scheduling
-loop (``_scheduler.py``) or applying a person's answer (``_answers.py``).
+loop (``_scheduler.py``), applying a person's answer (``_answers.py``) or the decision tree itself.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from pydantic import JsonValue
 
@@ -29,8 +25,10 @@ from plangate.formulas._runcontext import RunContext
 from plangate.formulas._runstate import StepRun
 from plangate.formulas.plan import CookedStep, ToolExecutor
 from plangate.formulas.templates import render_runtime
+from plangate.runs import consent
+from plangate.runs import writes as protocol
 from plangate.store import Store, Transaction
-from plangate.tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, digest_json
+from plangate.tools import Tool, ToolArgumentsError, ToolRegistry
 
 #: How a write step got its consent, as its ``running`` state records it.
 BY_PERSON = "person"
@@ -170,25 +168,21 @@ def prepare(
         return f"arguments: {exc}"
     except PlangateError as exc:
         return f"arguments: {exc}"
-    return arguments, digest_json(arguments)
+    return arguments, consent.arguments_digest(arguments)
 
 
 def consent_prompt(tool: Tool, arguments: Mapping[str, JsonValue], step: CookedStep) -> str:
     """What a person reads when asked to allow a write step's call."""
-    shown = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
-    lines = tool.description.strip().splitlines()
-    about = f" ({lines[0]})" if lines else ""
-    return f"Allow {tool.name}{about} with {shown}? (step {step.id!r})"
+    return consent.consent_prompt(tool, arguments, where=f"step {step.id!r}")
 
 
 def unknown_prompt(tool: str, arguments: Mapping[str, JsonValue], why: str) -> str:
     """The question asked when nobody can tell whether a write happened."""
-    shown = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
-    return (
-        f"The call {tool} with {shown} started, but {why}, so it may or may not have happened. Please "
-        "check. Approve if it happened (the step completes and it is not run again); reject if it did not "
-        "(the step fails)."
+    answer = (
+        "approve if it happened (the step completes and it is not run again); reject if it did not (the "
+        "step fails)."
     )
+    return consent.unknown_prompt(tool, arguments, why, answer)
 
 
 def intent_key(run_id: str, step_id: str, attempt: int, interaction_id: str | None, store: Store) -> str:
@@ -200,87 +194,40 @@ def intent_key(run_id: str, step_id: str, attempt: int, interaction_id: str | No
 
 
 async def run_write(
-    tool: Tool,
-    arguments: Mapping[str, JsonValue],
-    key: str,
-    limit: float | None,
-    note: tuple[str, str] | None = None,
+    tool: Tool, arguments: Mapping[str, JsonValue], key: str, limit: float | None
 ) -> StepOutcome:
-    """Call the write under its key, for at most ``limit`` seconds (None: no limit).
-
-    A call that timed out has an unknown outcome unless the tool is idempotent: a sync tool's thread goes on
-    after the timeout, so running it again could write twice.
-    """
-    try:
-        async with asyncio.timeout(limit):
-            result = await tool.invoke(dict(arguments), idempotency_key=key)
-    except TimeoutError:
-        why = f"it was still running when the step timed out after {limit:g} s"
-        result = ToolResult.failed("tool_timeout", why)
-    # A call cut off after it was sent (its MCP server died or ran out of time) is as uncertain.
-    if result.error_code == "tool_timeout" or result.outcome_unknown:
-        why = result.error_message or "it timed out"
-        if not tool.idempotent:
-            return StepOutcome("unknown", reason=why, write=WriteReport(key, tool.name, None, note=note))
-    return tool_outcome(tool.name, result, WriteReport(key, tool.name, result, note=note))
+    """Call the write under its key, for at most ``limit`` seconds (None: no limit)."""
+    outcome = await protocol.call(tool, protocol.WriteCall(tool.name, arguments, key), limit=limit)
+    return _step_outcome(key, tool.name, outcome)
 
 
 async def settle(
-    store: Store, tools: ToolRegistry, wait: Mapping[str, JsonValue], limit: float | None
+    store: Store,
+    tools: ToolRegistry,
+    wait: Mapping[str, JsonValue],
+    limit: float | None,
+    start: Callable[[str, str, str], Awaitable[None]],
 ) -> StepOutcome:
-    """Settle a write that was cut off between its intent and its receipt (after a restart)."""
-    key, name = str(wait.get("key", "")), str(wait.get("tool", ""))
+    """Settle a write that was cut off before its receipt was committed (after a restart).
+
+    ``start(key, tool, digest)`` commits the write's intent when it has none (the call never started).
+    """
+    key, name, digest = str(wait.get("key", "")), str(wait.get("tool", "")), str(wait.get("digest", ""))
     raw = wait.get("arguments")
     arguments: dict[str, JsonValue] = dict(raw) if isinstance(raw, dict) else {}
-    intent = store.get_write_intent(key)
-    if intent is None:
-        return _unknown(key, name, "its intent was never recorded")
-    if intent.status == "done":
-        # The receipt commits with the step's end; this means the step's state is behind the store.
-        result = ToolResult.model_validate(intent.result) if intent.result else ToolResult.done("done")
-        note = ("write_settled", f"{name} had its receipt already")
-        return tool_outcome(name, result, WriteReport(key, name, result, recorded=True, note=note))
-    if name not in tools:
-        return _unknown(
-            key,
-            name,
-            f"the process stopped before its result was recorded, and {name!r} is "
-            "not available here to reconcile it",
-        )
-    tool = tools.get(name)
-    if tool.reconcile is not None:
-        return await _reconciled(tool, key, arguments, limit)
-    if tool.idempotent:
-        note = ("rerun", f"{name} is idempotent: running it again under the same key")
-        return await run_write(tool, arguments, key, limit, note)
-    return _unknown(
-        key, name, "the process stopped before its result was recorded (the tool has no reconcile hook)"
-    )
+
+    async def begin() -> None:
+        await start(key, name, digest)
+
+    write = protocol.WriteCall(name, arguments, key)
+    return _step_outcome(key, name, await protocol.recover(store, tools, write, begin, limit=limit))
 
 
-async def _reconciled(
-    tool: Tool, key: str, arguments: Mapping[str, JsonValue], limit: float | None
-) -> StepOutcome:
-    stopped = "the process stopped before its result was recorded"
-    try:
-        found = await asyncio.to_thread(tool.reconcile, key)  # type: ignore[arg-type]
-    except Exception as exc:
-        return _unknown(key, tool.name, f"{stopped} (its reconcile hook failed: {type(exc).__name__}: {exc})")
-    if found is None:
-        note = (
-            "not_run",
-            f"{tool.name} left no trace before the restart; running it now, under the same key",
-        )
-        return await run_write(tool, arguments, key, limit, note)
-    if not isinstance(found, ToolResult):
-        why = f"{stopped} (its reconcile hook returned a {type(found).__name__}, not a ToolResult)"
-        return _unknown(key, tool.name, why)
-    note = ("reconciled", f"{tool.name} had already run before the restart; its result was reconciled")
-    return tool_outcome(tool.name, found, WriteReport(key, tool.name, found, note=note))
-
-
-def _unknown(key: str, tool: str, why: str) -> StepOutcome:
-    return StepOutcome("unknown", reason=why, write=WriteReport(key, tool, None))
+def _step_outcome(key: str, tool: str, outcome: protocol.WriteOutcome) -> StepOutcome:
+    if isinstance(outcome, protocol.Unknown):
+        return StepOutcome("unknown", reason=outcome.why, write=WriteReport(key, tool, None))
+    report = WriteReport(key, tool, outcome.result, recorded=outcome.recorded, note=outcome.note)
+    return tool_outcome(tool, outcome.result, report)
 
 
 __all__ = [

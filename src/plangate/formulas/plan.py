@@ -9,7 +9,7 @@ refuses newer plans. Not for: building plans (cook.py) or checking them (check.p
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Annotated, Literal
 
@@ -213,6 +213,23 @@ class Plan(_PlanModel):
         """Steps by id."""
         return {step.id: step for step in self.steps}
 
+    def tool_names(self) -> list[str]:
+        """The tools the plan's steps may call (a tool step's, an agent step's; an ``until`` loop's body's
+        too), each once, in order."""
+        names: dict[str, None] = {}
+        for step in self.steps:
+            if isinstance(step.executor, ToolExecutor):
+                names[step.executor.name] = None
+            elif isinstance(step.executor, AgentExecutor):
+                names.update(dict.fromkeys(step.executor.tools))
+        for loop in self.loops:
+            for body in _walk(loop.body):
+                if body.tool is not None:
+                    names[body.tool.name] = None
+                if body.agent is not None:
+                    names.update(dict.fromkeys(body.agent.tools or ()))
+        return list(names)
+
     def step(self, step_id: str) -> CookedStep:
         """The step ``step_id``.
 
@@ -260,6 +277,15 @@ class Plan(_PlanModel):
         except ValidationError as exc:
             path, message = schema_problems(exc)[0]
             raise FormulaError(f"not a stored plan: {message}", path=path) from None
+
+
+
+def _walk(steps: Iterable[Step]) -> Iterator[Step]:
+    for step in steps:
+        yield step
+        yield from _walk(step.children)
+        if step.loop is not None:
+            yield from _walk(step.loop.body)
 
 
 __all__ = [

@@ -38,12 +38,13 @@ from plangate.errors import (
 from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
-from plangate.formulas._outcome import outcome_event, stored
+from plangate.formulas._outcome import formula_outcome
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
 from plangate.interactions import Edit, Resolution, resolution_dict
 from plangate.models import Model
+from plangate.runs import tools as tool_identities
 from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
@@ -306,10 +307,12 @@ class FormulaRunner:
             raise FormulaError(f"{plan.formula} cannot be stored: {exc}") from None
 
     def _input(self, plan: Plan, always_execute: bool) -> dict[str, object]:
+        named = [self.tools.get(name) for name in plan.tool_names() if name in self.tools]
         run_input: dict[str, object] = {
             "formula": plan.formula,
             "vars": dict(plan.vars),
             "tools": list(self.tool_specs),
+            tool_identities.INPUT_KEY: tool_identities.identities(named),
         }
         if always_execute:
             run_input["always_execute"] = True
@@ -354,6 +357,11 @@ class FormulaRunner:
                 state = self.load(run_id)
                 if run.status in TERMINAL_STATUSES:
                     return self._result(run_id, state, run.status, self._ended_reason(state, run.status))
+                try:
+                    tool_identities.check(run_id, run.input, state.plan.tool_names(), self.tools)
+                except tool_identities.ToolsDiffer as refused:
+                    tool_identities.refuse(self.store, run_id, refused, self._transaction)
+                    raise
             scheduler = Scheduler(self, self.store.get_run(run_id), state)
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
@@ -688,9 +696,9 @@ class FormulaRunner:
                     with contextlib.suppress(InteractionError):  # answered already: nothing to expire
                         tx.expire_interaction(interaction_id)
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            ended = outcome_event("cancelled", reason)
-            tx.append(ended)
-            tx.set_status("cancelled", outcome=stored(ended))
+            ended = formula_outcome("cancelled", reason)
+            tx.append(ended.event())
+            tx.set_status("cancelled", outcome=ended.stored())
 
     def _cancel_children(self, run_id: str, reason: str) -> None:
         cursor: str | None = None
@@ -715,9 +723,9 @@ class FormulaRunner:
         # but the run itself
         with self.store.transaction(run_id) as tx:
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            ended = outcome_event("cancelled", reason)
-            tx.append(ended)
-            tx.set_status("cancelled", outcome=stored(ended))
+            ended = formula_outcome("cancelled", reason)
+            tx.append(ended.event())
+            tx.set_status("cancelled", outcome=ended.stored())
 
     # -- results ------------------------------------------------------------------------------------------
 

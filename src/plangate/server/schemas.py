@@ -15,6 +15,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field,
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.server._public import public_outcome
 from plangate.store import Interaction, RunRecord
+from plangate.vocab import ResolutionKind
 
 _FORMULA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
@@ -73,22 +74,12 @@ class CancelRequest(_Request):
 
 class ResolveRequest(_Request):
     """A person's answer to an open interaction: ``kind`` (approve, reject, answer, edit), the word the
-    Python resolutions use (``Reject(reason=...).kind``); ``action``, its name in earlier versions of the
-    API, is still accepted in its place."""
+    Python resolutions use (``Reject(reason=...).kind``)."""
 
-    kind: Literal["approve", "reject", "answer", "edit"] = Field(
-        validation_alias=AliasChoices("kind", "action")
-    )
+    kind: ResolutionKind
     reason: Annotated[str, Field(max_length=10_000)] | None = None
     text: Annotated[str, Field(max_length=100_000)] | None = None
     arguments: dict[str, JsonValue] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_word(cls, value: object) -> object:
-        if isinstance(value, dict) and "kind" in value and "action" in value:
-            raise ValueError("expected one of 'kind' and 'action' (the same field), found both")
-        return value
 
     @model_validator(mode="after")
     def _fits_the_kind(self) -> ResolveRequest:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from plangate.store._sqlite_schema import SCHEMA_VERSION
 from plangate.store.base import (
-    TERMINAL_STATUSES,
     AttemptRecord,
     Commit,
     Conversation,
@@ -32,30 +31,33 @@ from plangate.store.base import (
     Document,
     DocumentConflict,
     Interaction,
-    InteractionStatus,
     Lease,
     LeaseLost,
     Receipt,
-    ReceiptSource,
-    RunKind,
     RunPage,
     RunRecord,
-    RunStatus,
     Snapshot,
     Store,
     Subscriber,
     Token,
     Transaction,
     TurnRecord,
-    TurnStatus,
     WriteIntent,
     WriteIntentConflict,
-    WriteIntentStatus,
 )
 from plangate.store.encoded import EncodedObject
 from plangate.store.run_lease import DEFAULT_LEASE_TTL, LeaseBook
 from plangate.store.sqlite import MEMORY, SQLiteStore
 from plangate.store.url import DEFAULT_STORE_PATH, STORE_ENV, open_store
+from plangate.vocab import (
+    TERMINAL_STATUSES,
+    InteractionStatus,
+    ReceiptSource,
+    RunKind,
+    RunStatus,
+    TurnStatus,
+    WriteIntentStatus,
+)
 
 __all__ = [
     "DEFAULT_LEASE_TTL",

@@ -14,30 +14,23 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import Event, InteractionKind, InteractionTool, JsonObject
+from plangate.vocab import TERMINAL_STATUSES as TERMINAL_STATUSES
+from plangate.vocab import InteractionStatus as InteractionStatus
+from plangate.vocab import ReceiptSource as ReceiptSource
+from plangate.vocab import RunKind as RunKind
+from plangate.vocab import RunStatus as RunStatus
+from plangate.vocab import TurnStatus as TurnStatus
+from plangate.vocab import WriteIntentStatus as WriteIntentStatus
 
 if TYPE_CHECKING:  # encoded.py checks with the store's rules, which import this module
     from plangate.store.encoded import EncodedObject
 
-RunKind = Literal["formula", "agent", "ask"]
-RunStatus = Literal[
-    "queued", "running", "waiting", "completed", "failed", "aborted", "exhausted", "cancelled"
-]
-InteractionStatus = Literal["open", "resolved", "expired"]
-ReceiptSource = Literal["tool_observation", "write_receipt", "user_reply"]
-WriteIntentStatus = Literal["intent", "done"]
-TurnStatus = Literal["failed", "cancelled", "unusable", "partial", "done"]
-"""How a copilot turn (and each of its attempts) ended; see ``plangate.copilot``."""
-
-TERMINAL_STATUSES: frozenset[RunStatus] = frozenset(
-    {"completed", "failed", "aborted", "exhausted", "cancelled"}
-)
-"""Statuses a run never leaves on its own."""
 
 
 class _Record(BaseModel):

@@ -1,0 +1,134 @@
+"""The run contract: what every engine implements, so nothing above this layer asks what kind a run is.
+
+For: ``RunEngine``, the one surface of agent, formula and copilot runs once they exist — advance a run to
+its next wait or its end, take a person's answer, cancel, say whether a run needs advancing, say which tools
+it may call — and ``Engines``, the registry that finds the engine of a run by its kind. Creating a run stays
+each engine's own call (a formula needs a plan, an agent a prompt, a turn a question); everything after
+that goes through this contract. Not for: scheduling the work (``executor.py``) or the facade the
+interfaces use (``facade.py``).
+
+Every engine holds the run's lease while it advances a run and fences every commit by it, whatever the
+kind: two processes never advance one run, and one that lost the lease commits nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from plangate.errors import ConfigError
+from plangate.interactions import Resolution
+from plangate.store import Interaction, RunRecord
+from plangate.tools import ToolRegistry
+from plangate.vocab import RunKind, RunStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """Where a person's answer went, once it is committed (or handed to the process advancing its run).
+
+    Attributes:
+        run_id: the run whose step or round asked (an agent step's agent answers for its formula run).
+        continuing: something already advances the run with the answer (a live scheduler here, or the
+            process holding its lease); False: the run's root must be advanced for the answer to act.
+    """
+
+    run_id: str
+    continuing: bool
+
+
+class RunEngine(Protocol):
+    """One kind of run: how it is advanced, answered, cancelled and recovered.
+
+    Attributes:
+        kind: the kind of run it advances.
+        remote: whether workers (``plangate worker``) advance runs of this kind; a kind that is not remote
+            is advanced only by the process that started it, and its recovery is that process's too.
+        tools: the tools this process offers runs of this kind.
+    """
+
+    kind: RunKind
+    remote: bool
+    tools: ToolRegistry
+
+    async def advance(self, run_id: str) -> RunStatus:
+        """Advance the run (a root) to its next wait or its end, under its lease; returns its status then.
+
+        A run whose recorded tools differ from this process's is left ``waiting`` with that reason.
+
+        Raises:
+            RunLeased: another live process advances it; nothing changed.
+        """
+        ...
+
+    async def answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> Answered:
+        """Commit a person's answer to the run's open interaction (or hand it to the live process that
+        advances the run), without running what it allows: that runs where the run is advanced next.
+
+        Raises:
+            StaleInteraction: it is not open any more; nothing changed.
+            InteractionError: the resolution does not fit; nothing changed.
+        """
+        ...
+
+    def cancel(self, run_id: str, reason: str) -> None:
+        """End the run ``cancelled``, with its unfinished sub-runs; its open interaction expires.
+
+        Raises:
+            InteractionError: it ended already.
+        """
+        ...
+
+    def due(self, run: RunRecord) -> bool:
+        """Whether a root run needs advancing now (not ended, and not waiting on a person with nothing
+        new)."""
+        ...
+
+    def tool_names(self, run: RunRecord) -> list[str]:
+        """The tools the run may call (what a process needs to advance it)."""
+        ...
+
+
+class Engines:
+    """The engines of this process, by the kind of run each advances.
+
+    Raises:
+        ConfigError: two engines for one kind.
+    """
+
+    def __init__(self, engines: Iterable[RunEngine]) -> None:
+        self._by_kind: dict[str, RunEngine] = {}
+        for engine in engines:
+            if engine.kind in self._by_kind:
+                raise ConfigError(f"two engines for {engine.kind} runs")
+            self._by_kind[engine.kind] = engine
+
+    def of(self, run: RunRecord) -> RunEngine:
+        """The engine of ``run``.
+
+        Raises:
+            ConfigError: this process has no engine for its kind.
+        """
+        return self.for_kind(run.kind)
+
+    def for_kind(self, kind: str) -> RunEngine:
+        """The engine of runs of ``kind``.
+
+        Raises:
+            ConfigError: this process has none.
+        """
+        try:
+            return self._by_kind[kind]
+        except KeyError:
+            known = ", ".join(self._by_kind) or "none"
+            raise ConfigError(f"this process advances no {kind} runs (it has engines for: {known})") from None
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._by_kind
+
+    def __iter__(self) -> Iterator[RunEngine]:
+        return iter(self._by_kind.values())
+
+
+__all__ = ["Answered", "Engines", "RunEngine"]
