@@ -188,7 +188,7 @@ def test_resume_takes_over_the_lease_of_a_process_that_no_longer_exists(
     )
     host, _, boot, token = new_holder().rsplit(":", 3)
     dead = f"{host}:{gone.stdout.strip()}:{boot}:{token}"
-    assert store.acquire_lease(run_id, dead, 600)
+    assert store.take_lease(run_id, dead, 600) is not None
 
     resumed = cli.invoke(app, ["resume", run_id, "--tools", "tools.py:registry", "--json"])
 

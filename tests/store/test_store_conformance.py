@@ -25,7 +25,7 @@ from plangate.events import (
     StatusEvent,
     ToolCallEvent,
 )
-from plangate.store import Commit, EncodedObject, Store, WriteIntentConflict
+from plangate.store import Commit, EncodedObject, Lease, LeaseLost, Store, WriteIntentConflict
 
 
 def _run(store: Store, **kwargs: object) -> str:
@@ -184,6 +184,16 @@ def test_list_runs_by_parent(store: Store) -> None:
     children = [_run(store, parent_run_id=parent) for _ in range(3)]
     _run(store)
     assert [run.id for run in store.list_runs(parent_run_id=parent).items] == children[::-1]
+
+
+def test_root_of_climbs_the_parent_chain_to_the_top(store: Store) -> None:
+    top = _run(store)
+    child = _run(store, parent_run_id=top)
+    grandchild = _run(store, parent_run_id=child)
+    alone = _run(store)
+    assert [store.root_of(run) for run in (grandchild, child, top, alone)] == [top, top, top, alone]
+    with pytest.raises(NotFoundError, match="no run 'run_missing'"):
+        store.root_of("run_missing")
 
 
 def test_list_runs_top_level_leaves_sub_runs_out_and_pages(store: Store) -> None:
@@ -792,36 +802,39 @@ def test_completing_an_unknown_or_foreign_write_intent(store: Store) -> None:
 
 def test_leases_are_compare_and_set_and_expire(store: Store, clock: FakeClock) -> None:
     run_id = _run(store)
-    assert store.acquire_lease(run_id, "worker-a", ttl=30)
-    assert not store.acquire_lease(run_id, "worker-b", ttl=30)
-    assert store.acquire_lease(run_id, "worker-a", ttl=30)
+    lease = store.take_lease(run_id, "worker-a", ttl=30)
+    assert lease is not None
+    assert store.take_lease(run_id, "worker-b", ttl=30) is None
+    assert store.take_lease(run_id, "worker-a", ttl=30) == lease
     run = store.get_run(run_id)
     assert (run.lease_owner, run.lease_expires_at) == ("worker-a", clock.now + 30)
 
     clock.advance(20)
-    assert store.renew_lease(run_id, "worker-a", ttl=30)
-    assert not store.renew_lease(run_id, "worker-b", ttl=30)
+    lease = store.extend_lease(lease, ttl=30)
+    assert lease.expires_at == clock.now + 30
     clock.advance(29)
-    assert not store.acquire_lease(run_id, "worker-b", ttl=30)
+    assert store.take_lease(run_id, "worker-b", ttl=30) is None
 
     clock.advance(2)
-    assert not store.renew_lease(run_id, "worker-a", ttl=30)
-    assert store.acquire_lease(run_id, "worker-b", ttl=30)
+    with pytest.raises(LeaseLost, match="it expired"):
+        store.extend_lease(lease, ttl=30)
+    assert store.take_lease(run_id, "worker-b", ttl=30) is not None
     assert not store.release_lease(run_id, "worker-a")
     assert store.release_lease(run_id, "worker-b")
     assert (store.get_run(run_id).lease_owner, store.get_run(run_id).lease_expires_at) == (None, None)
-    assert store.acquire_lease(run_id, "worker-a", ttl=1)
+    assert store.take_lease(run_id, "worker-a", ttl=1) is not None
 
 
 def test_lease_arguments_and_unknown_runs(store: Store) -> None:
     run_id = _run(store)
     with pytest.raises(ConfigError, match="ttl: expected a positive number of seconds; found 0"):
-        store.acquire_lease(run_id, "w", ttl=0)
-    with pytest.raises(ConfigError, match="owner: expected a non-empty string"):
-        store.acquire_lease(run_id, "", ttl=5)
-    for call in (store.acquire_lease, store.renew_lease):
-        with pytest.raises(NotFoundError, match="no run 'run_missing'"):
-            call("run_missing", "w", 5)
+        store.take_lease(run_id, "w", ttl=0)
+    with pytest.raises(ConfigError, match="holder: expected a non-empty string"):
+        store.take_lease(run_id, "", ttl=5)
+    with pytest.raises(NotFoundError, match="no run 'run_missing'"):
+        store.take_lease("run_missing", "w", 5)
+    with pytest.raises(NotFoundError, match="no run 'run_missing'"):
+        store.extend_lease(Lease(run_id="run_missing", holder="w", generation=1, expires_at=0.0), 5)
     with pytest.raises(NotFoundError):
         store.release_lease("run_missing", "w")
 

@@ -48,19 +48,6 @@ def test_taking_a_free_or_expired_lease_starts_a_new_generation(store: Store, cl
     assert own_expired is not None and own_expired.generation == 4
 
 
-def test_the_bool_methods_move_the_same_lease(store: Store, clock: FakeClock) -> None:
-    run_id = _run(store)
-    assert store.acquire_lease(run_id, "worker-a", ttl=30)
-    lease = store.get_lease(run_id)
-    assert lease is not None and lease.generation == 1
-    assert store.renew_lease(run_id, "worker-a", ttl=60)
-    assert store.get_lease(run_id) == lease.model_copy(update={"expires_at": clock.now + 60})
-    assert store.release_lease(run_id, "worker-a")
-    assert store.acquire_lease(run_id, "worker-b", ttl=30)
-    taken = store.get_lease(run_id)
-    assert taken is not None and (taken.holder, taken.generation) == ("worker-b", 2)
-
-
 def test_extend_lease_renews_only_the_current_lease(store: Store, clock: FakeClock) -> None:
     run_id = _run(store)
     lease = store.take_lease(run_id, "worker-a", ttl=10)

@@ -52,6 +52,14 @@ from plangate.store.base import (
 
 logger = logging.getLogger("plangate.store")
 
+# One statement on both backends: climb the parent links from the run to the run without a parent. UNION
+# (not UNION ALL) ends the climb even on a cycle, which create_run's checks never let form.
+_ROOT_OF = (
+    "WITH RECURSIVE chain (id, parent_run_id) AS ("
+    "SELECT id, parent_run_id FROM runs WHERE id = ? "
+    "UNION SELECT r.id, r.parent_run_id FROM runs AS r JOIN chain AS c ON r.id = c.parent_run_id"
+    ") SELECT id FROM chain WHERE parent_run_id IS NULL"
+)
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
 
 
@@ -151,6 +159,19 @@ class Backend(ABC):
         if row is None or (owner is not None and row["owner"] != owner):
             raise self._no_run(run_id, owner)
         return rows.run_record(row)
+
+    def root_of(self, run_id: str) -> str:
+        """The id of the run at the top of ``run_id``'s parent chain (itself when it has no parent).
+
+        Raises:
+            NotFoundError: there is no such run.
+        """
+        with self._reading("root_of") as db:
+            row = db.one(_ROOT_OF, (run_id,))
+        if row is None:
+            raise self._no_run(run_id)
+        root: str = row["id"]
+        return root
 
     def list_runs(
         self,
@@ -441,27 +462,6 @@ class Backend(ABC):
         """The run's lease as stored (live or expired), or None when nobody holds it."""
         with self._reading("get_lease") as db:
             return self._lease_row(db, run_id)
-
-    def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
-        leases.checked_holder(owner, "acquire_lease: owner")
-        check.seconds(ttl, "acquire_lease: ttl")
-        return self.take_lease(run_id, owner, ttl) is not None
-
-    def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Extend ``owner``'s live lease to ``ttl`` seconds from now; False if it is not theirs or expired."""
-        ttl = check.seconds(ttl, "renew_lease: ttl")
-        owner = leases.checked_holder(owner, "renew_lease: owner")
-        with self._statement("renew_lease") as db:
-            now = self._clock()
-            changed = db.run(
-                "UPDATE runs SET lease_expires_at = ? "
-                "WHERE id = ? AND lease_owner = ? AND lease_expires_at > ?",
-                (now + ttl, run_id, owner, now),
-            )
-            if changed == 0 and not run_exists(db, run_id):
-                raise self._no_run(run_id)
-        return changed == 1
 
     def release_lease(self, run_id: str, owner: str) -> bool:
         """Give the lease up; False if ``owner`` did not hold it. The next holder gets a new generation."""

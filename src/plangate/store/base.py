@@ -523,6 +523,11 @@ class Store(Protocol):
         """The run with that id."""
         ...
 
+    def root_of(self, run_id: str) -> str:
+        """The id of the run at the top of ``run_id``'s parent chain (``run_id`` itself when it has no
+        parent), found in one query."""
+        ...
+
     def list_runs(
         self,
         *,
@@ -725,14 +730,6 @@ class Store(Protocol):
 
     def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease as stored (live or expired), or None when nobody holds it."""
-        ...
-
-    def acquire_lease(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Take the run's lease for ``ttl`` seconds if it is free, expired, or already ``owner``'s."""
-        ...
-
-    def renew_lease(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Extend ``owner``'s live lease by ``ttl`` seconds from now; False if it is not theirs or expired."""
         ...
 
     def release_lease(self, run_id: str, owner: str) -> bool:
