@@ -21,7 +21,9 @@ TIERS: list[list[str]] = [
     ["runs"],
     ["agent"],
     ["formulas"],
-    ["copilot", "workers"],
+    ["copilot"],
+    ["engines"],
+    ["workers"],
     ["server"],
     ["cli"],
 ]

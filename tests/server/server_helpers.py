@@ -294,4 +294,4 @@ def write_formula(folder: Path, name: str, text: str) -> Path:
 def idle(client: Any, run_id: str) -> None:
     """Wait (in the app's event loop) until the run has no task: it waits on a person or has ended."""
     services = client.app.state.services
-    client.portal.call(services.supervisor.wait_idle, run_id)
+    client.portal.call(services.runs.wait_idle, run_id)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from server_helpers import wait_until
 
 from plangate.copilot import Copilot
 from plangate.copilot import _store as turn_store
@@ -33,10 +34,12 @@ def test_a_turn_cut_off_by_a_stopped_process_is_stored_failed_at_the_next_start(
         "scripted",
         "ana",
     )
+    turn_store.begin(store.transaction, prepared.run_id, prepared.question)
     assert store.get_run(prepared.run_id).status == "running"
 
     with TestClient(make_app(auth=False)):
-        pass  # start-up recovery runs when the app starts
+        # start-up recovery ends it in the background, as it continues every other run
+        wait_until(lambda: store.find_turn(prepared.run_id) is not None, what="the turn to be ended")
 
     turn = store.get_turn(prepared.turn_id, owner="ana")
     assert (turn.status, turn.owner, turn.run_id) == ("failed", "ana", prepared.run_id)

@@ -205,7 +205,7 @@ def test_a_formula_steps_reason_shows_no_path_of_a_model_server(
     model = ScriptedModel([ModelUnavailableError(upstream, provider="openai:q", status=500)])
     with TestClient(make_app(auth=False, search_paths=[folder], model=model)) as client:
         run_id = client.post("/v1/runs", json={"kind": "formula", "formula": "ask"}).json()["run"]["id"]
-        client.portal.call(client.app.state.services.supervisor.wait_idle, run_id)
+        client.portal.call(client.app.state.services.runs.wait_idle, run_id)
         shown = client.get(f"/v1/runs/{run_id}").json()
         stream = client.get(f"/v1/runs/{run_id}/events").text
 

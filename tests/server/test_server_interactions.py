@@ -124,10 +124,10 @@ def test_concurrent_resolutions_one_wins_the_other_is_a_409(
         from plangate.interactions import Approve, Reject
 
         async def race() -> list[object]:
-            supervisor = services.supervisor
+            runs = services.runs
             return await asyncio.gather(
-                supervisor.resolve_formula(interaction_id, Approve(), "local"),
-                supervisor.resolve_formula(interaction_id, Reject(reason="no"), "local"),
+                runs.answer(interaction_id, Approve(), "local"),
+                runs.answer(interaction_id, Reject(reason="no"), "local"),
                 return_exceptions=True,
             )
 
@@ -169,7 +169,7 @@ def test_concurrent_http_resolutions_give_one_200_and_one_409(client: TestClient
         ({"kind": "approve", "reason": "x"}, "'approve' takes no 'reason'"),
         ({"kind": "reject", "text": "x"}, "'reject' takes no 'text'"),
         ({"kind": "shrug"}, "body.kind"),
-        ({"action": "approve"}, "body.action: unknown field"),
+        ({"action": "approve"}, "body.kind: required field is missing"),
         ({"kind": "approve", "why": "x"}, "body.why: unknown field"),
     ],
 )

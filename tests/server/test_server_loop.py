@@ -224,7 +224,7 @@ def test_a_lease_renewal_during_a_held_write_lock_delays_no_heartbeat(store: Sto
     started: list[float] = []
     token = make_token(store, "ana")
     app = create_app(store, _tools(release, started), model=_model(), heartbeat=HEARTBEAT)
-    app.state.services.runner.leases.ttl = LEASE_TTL  # the book of every run this server advances
+    app.state.services.engines.leases.ttl = LEASE_TTL  # the book of every run this server advances
     headers = bearer(token)
     listener: Listener | None = None
     try:
@@ -270,7 +270,7 @@ def test_a_resolution_during_a_held_write_lock_delays_no_heartbeat(store: Store,
 
         def approve() -> None:
             with httpx.Client(base_url=url, headers=headers, timeout=30) as other:
-                response = other.post(f"/v1/interactions/{interaction}", json={"action": "approve"})
+                response = other.post(f"/v1/interactions/{interaction}", json={"kind": "approve"})
                 answered.append((time.time(), response.status_code))
 
         with write_lock(store_path) as locker:

@@ -261,7 +261,7 @@ def test_a_server_with_a_broker_serves_the_same_api_while_workers_advance_its_ru
         for _ in range(2):  # the approval, then the write's consent
             until(lambda: bool(store.list_interactions(status="open", run_id=run_id)), 60, "a question")
             (asked,) = store.list_interactions(status="open", run_id=run_id)
-            answered = client.post(f"/v1/interactions/{asked.id}", json={"action": "approve"})
+            answered = client.post(f"/v1/interactions/{asked.id}", json={"kind": "approve"})
             assert answered.status_code == 200, answered.text
         until(lambda: store.get_run(run_id).status == "completed", 60, "the run to complete")
         steps = client.get(f"/v1/runs/{run_id}").json()["steps"]
@@ -290,7 +290,7 @@ def test_an_answer_while_a_worker_runs_another_branch_is_taken_by_that_worker_wi
         assert _holder_pid(store, run_id) is not None  # a worker advances the run now
         (asked,) = store.list_interactions(status="open", run_id=run_id)
 
-        answered = client.post(f"/v1/interactions/{asked.id}", json={"action": "approve"})
+        answered = client.post(f"/v1/interactions/{asked.id}", json={"kind": "approve"})
 
         assert answered.status_code == 200, answered.text
         assert store.get_interaction(asked.id).status == "resolved"

@@ -35,7 +35,7 @@ from plangate.errors import ConfigError, InteractionError, StaleInteraction
 from plangate.events import JsonObject
 from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
-from plangate.runs.tools import identities
+from plangate.runs.tools import ToolsDiffer, identities, refuse
 from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
 from plangate.tools import Tool, ToolRegistry, Toolset
 
@@ -228,7 +228,7 @@ class Agent:
             raise ConfigError("resume: pass both an interaction id and a resolution, or neither")
         async with self._lease(run_id):
             if interaction_id is None or resolution is None:
-                loop = self._load(run_id)
+                loop = self._advancing(run_id)
                 if loop.state.phase == "done" or loop.state.waiting is not None:
                     return loop.result()
                 _ = loop.model  # a model that cannot be rebuilt must fail before anything is written
@@ -362,6 +362,16 @@ class Agent:
 
     def _load(self, run_id: str) -> RunLoop:
         return load_loop(self.store, run_id, self._model_for, self.registry, self.leases)
+
+    def _advancing(self, run_id: str) -> RunLoop:
+        """The run's loop, to advance it: a run whose tools differ from this agent's is left waiting with the
+        reason (``plangate.runs.tools``), under the lease this agent holds."""
+        try:
+            return self._load(run_id)
+        except ToolsDiffer as refused:
+            transaction = self.leases.transaction if self.leases is not None else self.store.transaction
+            refuse(self.store, run_id, refused, transaction)
+            raise
 
     def _lease(self, run_id: str) -> AbstractAsyncContextManager[object]:
         return nullcontext() if self.leases is None else self.leases.kept(run_id)

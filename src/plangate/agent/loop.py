@@ -63,6 +63,8 @@ class RunLoop:
         evidence: the run's receipts (successful ones per plan step, and each as conditions read it).
         interaction: the open interaction, when the run waits on one.
         fresh: the run was just created and nothing of it is committed yet.
+        queued: the run is stored ``queued`` (created for whoever advances it next): its first advance says
+            it is ``running`` before anything runs.
         leases: the lease book of whoever advances the run; when given, every commit is fenced by the run's
             lease (its generation), and a write is preceded by a renewal, so a process that lost the lease
             commits and writes nothing more (``RunLeased``).
@@ -87,6 +89,7 @@ class RunLoop:
         interaction: Interaction | None = None,
         fresh: bool = False,
         leases: LeaseBook | None = None,
+        queued: bool = False,
     ) -> None:
         self.store = store
         self.leases = leases
@@ -104,6 +107,7 @@ class RunLoop:
         self.evidence = evidence
         self.interaction = interaction
         self._fresh = fresh
+        self._queued = queued
         self._catalogue: tuple[tuple[str, ...], str] | None = None
         self.goal: Condition | None = _proof.goal_condition(config.done_when)
 
@@ -121,6 +125,9 @@ class RunLoop:
         if self._fresh:
             self._fresh = False
             await self.commit(self._started(status="running"))
+        elif self._queued:
+            self._queued = False
+            await self.commit(Batch(status="running"))
         failed = False
         while self.state.phase != "done" and self.state.waiting is None:
             stage = self.state.phase
@@ -408,6 +415,7 @@ def load_loop(
         evidence=Evidence(store.receipts(run_id), planned=bool(state.plan)),
         interaction=interaction,
         leases=leases,
+        queued=run.status == "queued",
     )
 
 

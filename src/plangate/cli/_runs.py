@@ -185,7 +185,7 @@ def _drive(runner: FormulaRunner, first: Any, *, detach: bool, interactive: bool
                 out.print(f"[bold yellow]? {interaction.kind}[/] {escape(interaction.prompt)}")
             resolution = _agent.ask(interaction)
         try:
-            runner.resolve(interaction.id, resolution, by="terminal")
+            asyncio.run(runner.answer(interaction.id, resolution, by="terminal"))
         except StaleInteraction:
             raise
         except InteractionError as exc:
@@ -534,7 +534,7 @@ def _resolve(
             if not json:
                 _say_step_model(state.plan, model, pending=state.steps)
             with _Progress(runner.store, state.steps, root=root) if not json else nullcontext():
-                runner.resolve(interaction_id, resolution, by="cli")
+                asyncio.run(runner.answer(interaction_id, resolution, by="cli"))
                 if not resume:
                     out.print(f"resolved {interaction_id}; run {root} continues with: {prog()} resume {root}")
                     return
@@ -602,7 +602,7 @@ def _resolve_for_workers(
             # Only the answer is committed here: the worker runs the steps, with its own tools.
             with project_tools(tools) as loaded:
                 runner = FormulaRunner(opened, loaded.registry, tool_specs=loaded.specs)
-                answered = asyncio.run(runner.record_answer(interaction.id, resolution, by="cli"))
+                answered = asyncio.run(runner.answer(interaction.id, resolution, by="cli")).run_id
         sent = queue.enqueue(answered)
     finally:
         queue.close()

@@ -14,6 +14,7 @@ from plangate.copilot.policy import HISTORY_TURNS, HistoryItem, clip
 from plangate.copilot.results import Attempt, Turn
 from plangate.events import Event, StatusEvent
 from plangate.runs import Outcome, OutcomeStatus
+from plangate.runs.contract import Transactions
 from plangate.store import Conversation, RunStatus, Store, TurnStatus
 
 SNAPSHOT_VERSION = 1
@@ -66,7 +67,7 @@ def start_run(
     model: str,
     owner: str,
 ) -> None:
-    """Create the turn's ``ask`` run, running."""
+    """Create the turn's ``ask`` run (its first commit is :func:`begin`'s, under the run's lease)."""
     store.create_run(
         "ask",
         clip(" ".join(question.split()), TITLE_CHARS),
@@ -80,27 +81,31 @@ def start_run(
         owner=owner,
         run_id=run_id,
     )
-    with store.transaction(run_id) as tx:
+
+
+def begin(transaction: Transactions, run_id: str, question: str) -> None:
+    """The turn's first commit: its run ``running``, with no attempt yet."""
+    with transaction(run_id) as tx:
         tx.append(StatusEvent(stage="turn", code="started", text=question))
         tx.set_status("running")
         tx.set_snapshot({"question": question, "attempts": []}, version=SNAPSHOT_VERSION)
 
 
-def append(store: Store, run_id: str, *events: Event) -> None:
+def append(transaction: Transactions, run_id: str, *events: Event) -> None:
     """Commit events to the turn's run."""
-    with store.transaction(run_id) as tx:
+    with transaction(run_id) as tx:
         for event in events:
             tx.append(event)
 
 
-def checkpoint(store: Store, run_id: str, question: str, attempts: list[Attempt]) -> None:
+def checkpoint(transaction: Transactions, run_id: str, question: str, attempts: list[Attempt]) -> None:
     """Save the attempts finished so far (what recovery stores if the process stops before the turn ends)."""
     records: list[JsonValue] = [attempt.record().model_dump(mode="json") for attempt in attempts]
-    with store.transaction(run_id) as tx:
+    with transaction(run_id) as tx:
         tx.set_snapshot({"question": question, "attempts": records}, version=SNAPSHOT_VERSION)
 
 
-def finish(store: Store, turn: Turn, stage: str) -> None:
+def finish(transaction: Transactions, turn: Turn, stage: str) -> None:
     """Store the finished turn, its attempts and the run's outcome, together."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
@@ -108,7 +113,7 @@ def finish(store: Store, turn: Turn, stage: str) -> None:
         "completed" if status == "completed" else "cancelled" if status == "cancelled" else "failed"
     )
     ended = Outcome(status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500))
-    with store.transaction(turn.run_id) as tx:
+    with transaction(turn.run_id) as tx:
         tx.append(ended.event())
         tx.record_turn(turn.record())
         tx.set_status(status, outcome=ended.stored())
@@ -117,6 +122,7 @@ def finish(store: Store, turn: Turn, stage: str) -> None:
 __all__ = [
     "SNAPSHOT_VERSION",
     "append",
+    "begin",
     "checkpoint",
     "conversation_for",
     "finish",

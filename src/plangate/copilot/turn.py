@@ -30,7 +30,16 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.store import TERMINAL_STATUSES, AttemptRecord, Commit, Store, TurnStatus, open_store
+from plangate.store import (
+    TERMINAL_STATUSES,
+    AttemptRecord,
+    Commit,
+    LeaseBook,
+    RunRecord,
+    Store,
+    TurnStatus,
+    open_store,
+)
 from plangate.tools.data import DataSources, QueryLimits
 
 logger = logging.getLogger("plangate.copilot")
@@ -67,6 +76,8 @@ class Copilot:
         model_review: also ask a model to review answers the rules flagged: True for the copilot model, or
             a model / spec of its own. It may veto a retry, never force one.
         run_timeout: seconds an attempt's formula run may take.
+        leases: the lease book a turn's ``ask`` run is held under while its turn runs (every commit fenced
+            by it, as every run's); None: one of its own.
     """
 
     def __init__(
@@ -79,9 +90,11 @@ class Copilot:
         owner: str = "local",
         model_review: bool | Model | str = False,
         run_timeout: float = RUN_TIMEOUT_S,
+        leases: LeaseBook | None = None,
     ) -> None:
         self.model = model
         self.store = store if store is not None and not isinstance(store, str) else open_store(store)
+        self.leases = leases if leases is not None else LeaseBook(self.store)
         self.sources = sources if sources is not None else DataSources()
         self.limits = limits or QueryLimits()
         self.owner = owner
@@ -150,22 +163,26 @@ class Copilot:
         return resolve_model(self.model_review)
 
     async def run_turn(self, prepared: _Prepared) -> Turn:
-        """Run a prepared turn to its end and store it."""
-        store = self.store
-        model = prepared.model
-        if model is None:
+        """Run a prepared turn to its end and store it, holding its ``ask`` run's lease throughout."""
+        if prepared.model is None:
             raise ConfigError("run_turn: the prepared turn has no model")
-        label = source_label(prepared.data)
         _store.start_run(
-            store,
+            self.store,
             prepared.run_id,
             prepared.turn_id,
             prepared.question,
             prepared.conversation_id,
-            label,
+            source_label(prepared.data),
             prepared.model_name,
             prepared.owner,
         )
+        async with self.leases.kept(prepared.run_id):
+            _store.begin(self.leases.transaction, prepared.run_id, prepared.question)
+            return await self._run_leased(prepared, prepared.model)
+
+    async def _run_leased(self, prepared: _Prepared, model: Model) -> Turn:
+        store = self.store
+        label = source_label(prepared.data)
         attempts: list[Attempt] = []
         stage = "turn"
         source = label
@@ -202,7 +219,7 @@ class Copilot:
                 result = await AttemptRun(setup, n, instruction).run()
                 attempts.append(result.attempt)
                 stage = result.stage
-                _store.checkpoint(store, prepared.run_id, prepared.question, attempts)
+                _store.checkpoint(self.leases.transaction, prepared.run_id, prepared.question, attempts)
                 if result.retry is None or n >= MAX_ATTEMPTS:
                     break
                 self._emit(
@@ -229,7 +246,7 @@ class Copilot:
             return self._finish(prepared, attempts, stage, source)
 
     def _emit(self, run_id: str, event: Event) -> None:
-        _store.append(self.store, run_id, event)
+        _store.append(self.leases.transaction, run_id, event)
 
     def _finish(self, prepared: _Prepared, attempts: list[Attempt], stage: str, source: str) -> Turn:
         chosen = chosen_attempt(attempts)
@@ -250,12 +267,12 @@ class Copilot:
             created_at=prepared.created_at,
             finished_at=time.time(),
         )
-        _store.finish(self.store, turn, stage)
+        _store.finish(self.leases.transaction, turn, stage)
         return turn
 
     # -- after a crash ---------------------------------------------------------------------------------------
 
-    def recover(self, run_id: str) -> Turn:
+    def recover(self, run_id: str, *, cancelled: str | None = None) -> Turn:
         """End a turn whose process stopped before it finished (its ``ask`` run is still ``running``).
 
         The attempts it had finished are kept; its formula run, if one was running, is cancelled; the turn is
@@ -264,6 +281,9 @@ class Copilot:
 
         Raises:
             NotFoundError: no such run, or not an ``ask`` run.
+            RunLeased: a live process runs the turn; nothing changed.
+
+        With ``cancelled`` (a reason), the turn ends ``cancelled`` rather than failed: someone stopped it.
         """
         run = self.store.get_run(run_id)
         if run.kind != "ask":
@@ -271,6 +291,11 @@ class Copilot:
         stored = self.store.find_turn(run_id)
         if stored is not None:
             return Turn.from_record(stored)
+        with self.leases.held(run_id):  # its process is gone: this one ends it, fenced as every commit is
+            return self._end_interrupted(run, cancelled)
+
+    def _end_interrupted(self, run: RunRecord, cancelled: str | None) -> Turn:
+        run_id = run.id
         snapshot = self.store.get_snapshot(run_id)
         records = snapshot.checked_state(_store.SNAPSHOT_VERSION).get("attempts") if snapshot else None
         items = records if isinstance(records, list) else []
@@ -280,14 +305,9 @@ class Copilot:
             if child.status not in TERMINAL_STATUSES:
                 with contextlib.suppress(PlangateError):
                     runner.cancel(child.id, "its turn was interrupted")
-        attempts.append(
-            _ended(
-                len(attempts) + 1,
-                "failed",
-                "the turn was interrupted: its process stopped before it finished",
-                run.created_at,
-            )
-        )
+        why = "the turn was interrupted: its process stopped before it finished"
+        status: TurnStatus = "failed" if cancelled is None else "cancelled"
+        attempts.append(_ended(len(attempts) + 1, status, cancelled or why, run.created_at))
         given = run.input
         prepared = _Prepared(
             question=str(given.get("question", run.name)),

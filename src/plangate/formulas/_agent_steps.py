@@ -392,11 +392,9 @@ class AgentSteps:
         interaction_id: str,
         resolution: Resolution,
         by: str | None,
-        *,
-        advance: bool = True,
     ) -> None:
-        """Apply a person's answer to the open interaction of a step's agent, and advance the agent (with
-        ``advance`` false, only commit the answer: whoever advances the formula run next continues it).
+        """Commit a person's answer to the open interaction of a step's agent, and nothing more: whoever
+        advances the formula run next continues the agent (and runs the call it approved).
 
         Raises:
             InteractionError: ``plan_step`` is not an agent step.
@@ -407,10 +405,7 @@ class AgentSteps:
                 f"agent run {child.id!r} belongs to no agent step of formula run {child.parent_run_id!r}"
             )
         setup = self.setup(plan_step.executor, child.owner)
-        if not advance:
-            await self.agents.record(child.id, setup, interaction_id, resolution, by=by)
-            return
-        await self.agents.resume(child.id, setup, interaction_id, resolution, by=by)
+        await self.agents.record(child.id, setup, interaction_id, resolution, by=by)
 
     def cancel_children(self, run_id: str, reason: str) -> None:
         """Cancel every agent run of ``run_id``'s steps that has not ended."""

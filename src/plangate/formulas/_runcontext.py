@@ -70,12 +70,6 @@ class RunHost(Protocol):
         ...
 
     @property
-    def stored_answers(self) -> bool:
-        """Whether answers stored for the run by another process (``FormulaRunner.store_answer``) are
-        looked for while the run has an open question and work runs (a worker's runner)."""
-        ...
-
-    @property
     def clock(self) -> Callable[[], float]: ...
 
     @property

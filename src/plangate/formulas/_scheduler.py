@@ -70,7 +70,7 @@ _NO_SLOT = "waiting for a free slot"
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
 #: A snapshot is written after at least this many events per step of the plan (and ``checkpoint_every``).
 _EVENTS_PER_STEP_PER_SNAPSHOT = 4
-#: Seconds between two looks for an answer another process stored (``stored_answers``) while work runs.
+#: Seconds between two looks for an answer another process left in the store while work runs.
 _STORED_ANSWER_POLL = 0.5
 
 logger = logging.getLogger("plangate.formulas")
@@ -580,7 +580,7 @@ class Scheduler:
 
     async def _wait_tasks(self) -> None:
         delay = self.wakeups.next_wake(bool(self.tasks))
-        if self.open_interaction and self.host.stored_answers:
+        if self.open_interaction:
             # an answer another process stores is looked for this often while work runs
             delay = _STORED_ANSWER_POLL if delay is None else min(delay, _STORED_ANSWER_POLL)
         await self._sleep(delay)
@@ -720,9 +720,10 @@ class Scheduler:
             self.inbox.pop(0)
 
     def _take_stored_answers(self) -> bool:
-        """Apply the answers another process stored for this run's open questions (``store_answer``), as
-        ``answer``'s are applied; returns whether one was. Looked for only by a runner made to."""
-        if not (self.open_interaction and self.host.stored_answers):
+        """Apply the answers another process left in the store for this run's open questions (``answer``,
+        when this scheduler's runner is not the one answering), as answers handed in are applied; returns
+        whether one was."""
+        if not self.open_interaction:
             return False
         store = self.host.store
         took = False

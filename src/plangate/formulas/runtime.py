@@ -7,18 +7,22 @@ work in flight. Not for: cooking plans (``cook.py``) or what each executor does 
 ``_agent_steps.py``).
 
 An agent step's agent is a child run; its questions and consent requests are the formula run's too: the
-run's result shows them, and ``resolve`` (or ``resolve_async``) given one hands it to the agent runtime.
+run's result shows them, and ``answer`` given one commits it for the agent, which continues when its
+formula run is advanced.
 
 Only the holder of a run's lease advances it (``LeaseBook``): ``start`` and ``resume`` keep it while they
 work, so two processes never advance one run, and a run another live process advances is refused with
-``RunLeased``. An answer given while this runner advances the run is handed to its live scheduler
-(``answer``): nothing that runs is interrupted, and a suspended sub-run that was answered continues alone.
+``RunLeased``. ``answer`` is the one way to answer, wherever the run is: handed to this runner's live
+scheduler (nothing that runs is interrupted, and a suspended sub-run that was answered continues alone),
+committed at rest, or left in the store for the process advancing the run, whose scheduler takes it
+between two passes. A run is advanced only with the tools it was started with (``plangate.runs.tools``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +64,13 @@ from plangate.store import (
 from plangate.tools import ToolRegistry
 
 FormulaSource = str | Path | Plan
+
+logger = logging.getLogger("plangate.formulas")
+
+_HANDED_WAIT = 10.0
+"""Seconds an answer left for the process advancing its run waits for it to be taken before ``answer``
+returns (it stays stored either way, and that process takes it at its next look)."""
+_HANDED_POLL = 0.2
 
 
 @dataclass(frozen=True)
@@ -129,15 +140,13 @@ class FormulaRunner:
             while other work runs (a gate on steps is looked at when one of them moves on).
         checkpoint_every: the fewest events between two snapshots of the run; a plan of more than a quarter
             as many steps waits four events per step (a snapshot costs the size of the plan).
-        stored_answers: while a run has an open question and work runs, look in the store for an answer
-            another process stored for it (``store_answer``: a server whose runs workers advance).
 
     Example::
 
         runner = FormulaRunner(open_store(), tools=ToolRegistry([run_tests, publish]))
         result = await runner.start("release", {"version": "1.2.0"})
         if result.interaction:
-            runner.resolve(result.interaction.id, Approve())
+            await runner.answer(result.interaction.id, Approve())
             result = await runner.resume(result.run_id)
     """
 
@@ -158,7 +167,6 @@ class FormulaRunner:
         agent_runner: StepAgent | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_holder: str | None = None,
-        stored_answers: bool = False,
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -171,7 +179,6 @@ class FormulaRunner:
         self.env = env
         self.poll_interval = poll_interval
         self.checkpoint_every = checkpoint_every
-        self.stored_answers = stored_answers
         self.clock = clock
         # where the tools came from (``module:attr``), kept with the run so another process can resume it
         self.tool_specs = list(tool_specs)
@@ -456,18 +463,27 @@ class FormulaRunner:
     async def answer(
         self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
     ) -> Answered:
-        """Apply a person's answer, and let what waited on it continue without disturbing anything else.
+        """Apply a person's answer wherever the run is — live in this runner, advanced by another process, or
+        at rest — without disturbing anything else; the one way a formula run is answered.
 
         When this runner is advancing the run, its live scheduler applies the answer between two of its
-        passes: steps that run go on untouched. Otherwise the answer commits here (holding the leases of
-        the run and of the runs above it), and when a run above is live in this runner, only its step that
-        waits on this sub-run continues. An agent step's agent applies its answer and advances first.
+        passes: steps that run go on untouched. At rest, the answer commits here (holding the leases of the
+        run and of the runs above it), and when a run above is live in this runner, only its step that
+        waits on this sub-run continues. When another process advances the run, the answer is left for it
+        (in the store) and taken between two of its passes; if that process lets the run wait first, the
+        answer commits here. An agent step's agent gets its answer committed, not acted on: the approved
+        call runs when its formula run is advanced next (here if it is live, else by whoever resumes it).
+        No tool runs in this call.
+
+        Returns:
+            Where the answer went, and whether something already continues the run with it (else the
+            caller resumes the run's root).
 
         Raises:
             NotFoundError: no such interaction (for this owner).
             StaleInteraction: it was already resolved; nothing changed.
             InteractionError: the resolution does not fit; nothing changed.
-            RunLeased: another live process advances the run; nothing changed.
+            RunLeased: another live process advances an agent step's formula run; answer once it waits.
         """
         interaction = self.store.get_interaction(interaction_id, owner=owner)
         run = self.store.get_run(interaction.run_id)
@@ -478,124 +494,65 @@ class FormulaRunner:
         if live is not None:
             await live.answer(interaction, resolution, by)
             return Answered(run.id, True)
-        self._resolve_step(interaction, resolution, by)
+        try:
+            self._resolve_step(interaction, resolution, by)
+        except RunLeased:
+            return await self._hand_over(interaction, resolution, by)
         return Answered(run.id, self._poke_above(run.id))
 
-    def resolve(
-        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
-    ) -> str:
-        """Apply a person's answer to an open interaction of a formula run; returns the run id to resume.
-
-        The interaction, its event and the step's new state commit together; a stale or unknown id changes
-        nothing. An interaction of an agent step's agent goes to the agent runtime, which applies it and
-        advances the agent until it waits or ends; the formula run that holds the step is returned (its
-        step picks the agent's state up when the run resumes). That needs an event loop of its own: from
-        async code, ``await answer`` (or ``resolve_async``).
-
-        Raises:
-            NotFoundError: no such interaction (for this owner).
-            StaleInteraction: it was already resolved.
-            InteractionError: the resolution does not fit (``edit`` on a human step, ``answer`` to a
-                consent request, ...).
-            RunLeased: another live process advances the run; nothing changed.
-            ConfigError: an agent's interaction, or a run this runner is advancing, resolved from a running
-                event loop.
-        """
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
-        run = self.store.get_run(interaction.run_id)
-        if run.kind == "agent":
+    async def _hand_over(self, interaction: Interaction, resolution: Resolution, by: str | None) -> Answered:
+        """Leave the answer for the process advancing the run, and wait until it took it — or until that
+        process let the run wait, when the answer commits here."""
+        self._store_answer(interaction, resolution, by)
+        deadline = self.clock() + _HANDED_WAIT
+        while self.clock() < deadline:
+            if self.store.get_interaction(interaction.id).status != "open":
+                return Answered(interaction.run_id, True)  # taken by the process advancing the run
             try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                return asyncio.run(self._resolve_agent(run, interaction_id, resolution, by))
-            raise ConfigError(
-                f"interaction {interaction_id!r} belongs to the agent run {run.id!r}, which runs on as it "
-                "is answered; from a running event loop, await FormulaRunner.resolve_async (or answer) "
-                "instead"
-            )
-        if run.id in self._live:
-            raise ConfigError(
-                f"run {run.id!r} is being advanced by this runner: await FormulaRunner.answer so that the "
-                "answer reaches it"
-            )
-        return self._resolve_step(interaction, resolution, by)
+                self._resolve_step(interaction, resolution, by)
+            except RunLeased:
+                await asyncio.sleep(_HANDED_POLL)
+                continue
+            except StaleInteraction:
+                return Answered(interaction.run_id, True)  # taken meanwhile
+            return Answered(interaction.run_id, self._poke_above(interaction.run_id))
+        logger.info(
+            "answer to %s stored; the process advancing run %s applies it", interaction.id, interaction.run_id
+        )
+        return Answered(interaction.run_id, True)
 
-    async def resolve_async(
-        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
-    ) -> str:
-        """``resolve`` for async code: the same answers and errors; returns the run id (``answer`` also says
-        whether the run continues by itself)."""
-        return (await self.answer(interaction_id, resolution, by=by, owner=owner)).run_id
-
-    async def record_answer(
-        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
-    ) -> str:
-        """Commit a person's answer and nothing more, for runs that another process advances (a worker).
-
-        No step, tool or agent runs here: an approved write, of a formula step or of an agent step's
-        agent, runs where the run is advanced next. Returns the id of the run answered (the run to hand to
-        a worker, which advances it through its root).
+    def _store_answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> None:
+        """Keep the answer in the store for the process that advances the run now: its scheduler applies it
+        between two of its passes (``_scheduler.py``); the run itself is not touched.
 
         Raises:
-            NotFoundError: no such interaction (for this owner).
-            StaleInteraction: it was already resolved; nothing changed.
-            InteractionError: the resolution does not fit; nothing changed.
-            RunLeased: a live process advances the run now; nothing changed (answer once it waits).
-        """
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
-        run = self.store.get_run(interaction.run_id)
-        if run.kind == "agent":
-            await self._resolve_agent(run, interaction_id, resolution, by, advance=False)
-        else:
-            self._resolve_step(interaction, resolution, by)
-        return run.id
-
-    def store_answer(
-        self, interaction_id: str, resolution: Resolution, *, by: str | None = None, owner: str | None = None
-    ) -> str:
-        """Store a person's answer for the process that advances the run now (a worker's runner, made with
-        ``stored_answers``), which applies it between two of its passes; the run itself is not touched.
-        Returns the id of the run answered.
-
-        Raises:
-            NotFoundError: no such interaction (for this owner).
             StaleInteraction: it is not open, or an answer to it is stored already; nothing changed.
             InteractionError: the resolution does not fit the step that asked; nothing changed.
         """
-        interaction = self.store.get_interaction(interaction_id, owner=owner)
         if interaction.status != "open":
             raise StaleInteraction(
-                f"interaction {interaction_id!r} is {interaction.status}, not open; nothing changed"
+                f"interaction {interaction.id!r} is {interaction.status}, not open; nothing changed"
             )
         state = self.load(interaction.run_id)
-        step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction_id), None)
+        step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction.id), None)
         if step is not None:
             answer_step(step, resolution, self.tools, list(state.plan.index).index(step.id))  # it fits
         elif isinstance(resolution, Edit):
             raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
         value = {"resolution": resolution_dict(resolution), "by": by}
         try:
-            self.store.put_document(STORED_ANSWERS, interaction_id, value, expected_version=None)
+            self.store.put_document(STORED_ANSWERS, interaction.id, value, expected_version=None)
         except DocumentConflict:
             raise StaleInteraction(
-                f"interaction {interaction_id!r} was answered already; nothing changed"
+                f"interaction {interaction.id!r} was answered already; nothing changed"
             ) from None
-        return interaction.run_id
 
     def root_of(self, run_id: str) -> str:
         """The id of the run at the top of ``run_id``'s parents (itself when it has none)."""
-        while (parent := self.store.get_run(run_id).parent_run_id) is not None:
-            run_id = parent
-        return run_id
+        return self.store.root_of(run_id)
 
     async def _resolve_agent(
-        self,
-        child: RunRecord,
-        interaction_id: str,
-        resolution: Resolution,
-        by: str | None,
-        *,
-        advance: bool = True,
+        self, child: RunRecord, interaction_id: str, resolution: Resolution, by: str | None
     ) -> str:
         parent_id = child.parent_run_id
         parent = self.store.get_run(parent_id) if parent_id is not None else None
@@ -607,11 +564,8 @@ class FormulaRunner:
         step_id = step_of_child(parent.id, child.id)
         plan = self.load(parent.id).plan
         step = plan.index.get(step_id) if step_id is not None else None
-        if not advance:
-            with self._holding(parent.id):  # the agent's answer commits while nobody advances its formula
-                await self.agent_steps.resolve(child, step, interaction_id, resolution, by, advance=False)
-            return parent.id
-        await self.agent_steps.resolve(child, step, interaction_id, resolution, by)
+        with self._holding(parent.id):  # the agent's answer commits under its formula run's lease
+            await self.agent_steps.resolve(child, step, interaction_id, resolution, by)
         return parent.id
 
     def _resolve_step(self, interaction: Interaction, resolution: Resolution, by: str | None) -> str:
@@ -787,7 +741,6 @@ class RunnerOptions(TypedDict, total=False):
     agent_runner: StepAgent | None
     lease_ttl: float
     lease_holder: str | None
-    stored_answers: bool
 
 
 def run_formula(

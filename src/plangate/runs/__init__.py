@@ -1,12 +1,27 @@
 """The run contract every engine implements, and what every kind of run shares.
 
-For: one ``Outcome`` (``outcome.py``), one write protocol (``writes.py``) and one consent rule
-(``consent.py``) for agent, formula and copilot runs. Not for: what any one engine does (``plangate.agent``,
-``plangate.formulas``, ``plangate.copilot``).
+For: ``RunEngine`` and the registry of engines by kind (``contract.py``), the ``Runs`` facade the server, the
+command line and the workers drive every kind of run through (``facade.py``, on ``executor.py``), one
+``Outcome`` (``outcome.py``), one write protocol (``writes.py``), one consent rule (``consent.py``) and the
+tools' identities a run is advanced with (``tools.py``). Not for: what any one engine does
+(``plangate.agent``, ``plangate.formulas``, ``plangate.copilot``).
 """
 
 from __future__ import annotations
 
+from plangate.runs.contract import Answered, Engines, RunEngine, Transactions
+from plangate.runs.facade import Recovery, Runs
 from plangate.runs.outcome import Outcome, OutcomeStatus
+from plangate.runs.tools import ToolsDiffer
 
-__all__ = ["Outcome", "OutcomeStatus"]
+__all__ = [
+    "Answered",
+    "Engines",
+    "Outcome",
+    "OutcomeStatus",
+    "Recovery",
+    "RunEngine",
+    "Runs",
+    "ToolsDiffer",
+    "Transactions",
+]

@@ -13,15 +13,21 @@ kind: two processes never advance one run, and one that lost the lease commits n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from pydantic import JsonValue
+
 from plangate.errors import ConfigError
 from plangate.interactions import Resolution
-from plangate.store import Interaction, RunRecord
+from plangate.store import Interaction, RunRecord, Transaction
 from plangate.tools import ToolRegistry
 from plangate.vocab import RunKind, RunStatus
+
+Transactions = Callable[[str], AbstractContextManager[Transaction]]
+"""Opens a transaction on a run: ``store.transaction``, or a lease book's, fenced by the lease it holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,11 @@ class RunEngine(Protocol):
         """The tools the run may call (what a process needs to advance it)."""
         ...
 
+    def describe(self, run: RunRecord) -> dict[str, JsonValue]:
+        """What a run's page shows besides its record, by the engine's own names (a formula's ``steps``);
+        empty when there is nothing more."""
+        ...
+
 
 class Engines:
     """The engines of this process, by the kind of run each advances.
@@ -131,4 +142,4 @@ class Engines:
         return iter(self._by_kind.values())
 
 
-__all__ = ["Answered", "Engines", "RunEngine"]
+__all__ = ["Answered", "Engines", "RunEngine", "Transactions"]

@@ -14,19 +14,16 @@ A run recorded before identities were kept is checked by its tools' names alone.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from plangate.errors import ConfigError
 from plangate.events import Event, StatusEvent
-from plangate.store import RunRecord, Store, Transaction
+from plangate.runs.contract import Transactions
+from plangate.store import RunRecord, Store
 from plangate.tools import Tool, ToolRegistry, digest_json
-
-Transactions = Callable[[str], AbstractContextManager[Transaction]]
-"""Opens a transaction on a run (fenced by the lease its caller holds)."""
 
 INPUT_KEY = "tool_identity"
 """Where a run's input keeps its tools' identities: ``{name: {origin, domain, digest}}``."""
@@ -146,7 +143,6 @@ __all__ = [
     "INPUT_KEY",
     "REFUSED",
     "ToolsDiffer",
-    "Transactions",
     "check",
     "identities",
     "identity",

@@ -1,7 +1,9 @@
 """Copilot turns as server-side jobs: started by ``POST /v1/ask``, watched through their run's events.
 
-For: ``AskJobs``, which checks a question before anything is stored, starts the turn as a task of the run
-supervisor (so a cancel, the server's shutdown and its start-up recovery treat it like any other run), and
+For: ``AskJobs``, which checks a question before anything is stored, starts the turn as a task of the
+``Runs`` facade keyed by its ``ask`` run (so a cancel, the server's shutdown and its start-up recovery treat
+it like any other run; the turn holds its run's lease throughout, whether or not the server hands its other
+runs to workers: a turn reads this server's data sources, so it runs here), and
 answers with the turn's ids once its ``ask`` run is stored; the JSON views of turns (a running one read
 from its run) and conversations; and ``chart_of``, which says whether a result is a series worth a chart.
 Not for: what a turn does (``plangate.copilot``) or the owners' sources (``_sources.py``).
@@ -28,11 +30,11 @@ from plangate.copilot import Copilot
 from plangate.copilot._store import SNAPSHOT_VERSION
 from plangate.errors import NotFoundError
 from plangate.models import Model
+from plangate.runs import Runs
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server._sources import BUILTIN, SourceRegistry
-from plangate.server.supervisor import RunSupervisor
-from plangate.store import Conversation, RunRecord, Store, TurnRecord
+from plangate.store import Conversation, LeaseBook, RunRecord, Store, TurnRecord
 
 _T = TypeVar("_T")
 _RUNNING_PAGE = 200
@@ -73,18 +75,25 @@ class AskJobs:
 
     Args:
         store: the server's store (turns, their runs, conversations).
-        supervisor: runs each turn as a task, keyed by its ``ask`` run.
+        runs: runs each turn as a task, keyed by its ``ask`` run.
         sources: the owners' data sources.
         model: the copilot model when a request names none (None: the default model).
+        leases: the server's lease book, which each turn's ``ask`` run is held under.
     """
 
     def __init__(
-        self, store: Store, supervisor: RunSupervisor, sources: SourceRegistry, model: Model | str | None
+        self,
+        store: Store,
+        runs: Runs,
+        sources: SourceRegistry,
+        model: Model | str | None,
+        leases: LeaseBook,
     ) -> None:
         self.store = store
-        self.supervisor = supervisor
+        self.runs = runs
         self.sources = sources
         self.model = model
+        self.leases = leases
 
     async def start(
         self,
@@ -102,16 +111,16 @@ class AskJobs:
         """
         name = source or BUILTIN
         copilot, prepared = await asyncio.to_thread(self._prepare, owner, question, name, conversation, model)
-        run_id = await self.supervisor.start_turn(
-            prepared.run_id, _on_own_loop(lambda: copilot.run_turn(prepared))
-        )
+        run_id = await self.runs.run_here(prepared.run_id, _on_own_loop(lambda: copilot.run_turn(prepared)))
         return Started(prepared.turn_id, run_id, prepared.conversation_id, name)
 
     def _prepare(
         self, owner: str, question: str, name: str, conversation: str | None, model: str | None
     ) -> tuple[Copilot, Any]:
         sources = self.sources.sources_for(owner, name)
-        copilot = Copilot(model=model or self.model, store=self.store, sources=sources, owner=owner)
+        copilot = Copilot(
+            model=model or self.model, store=self.store, sources=sources, owner=owner, leases=self.leases
+        )
         return copilot, copilot.prepare(question, name, conversation=conversation)
 
     async def retry(self, owner: str, turn_id: str) -> Started:

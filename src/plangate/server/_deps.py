@@ -19,12 +19,12 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from plangate.formulas.runtime import FormulaRunner
+from plangate.engines import ProcessEngines
+from plangate.runs import Runs
 from plangate.server._asks import AskJobs
 from plangate.server._problems import Problem
 from plangate.server._sources import SourceRegistry
 from plangate.server.broadcast import Broadcaster
-from plangate.server.supervisor import RunSupervisor
 from plangate.server.tokens import hash_token, looks_like_token
 from plangate.store import Store
 from plangate.tools import ToolRegistry
@@ -38,6 +38,9 @@ class Services:
     """The parts of a running server, shared by every request.
 
     Attributes:
+        engines: the engines of this server (the formula one checks formulas; each creates its kind of
+            run).
+        runs: the facade every run is advanced, answered and cancelled through.
         auth: whether requests must carry a bearer token.
         pepper: the key of the token hash (``PLANGATE_TOKEN_PEPPER``), or None.
         search_paths: where formulas are looked for (before the default places).
@@ -47,8 +50,8 @@ class Services:
 
     store: Store
     tools: ToolRegistry
-    runner: FormulaRunner
-    supervisor: RunSupervisor
+    engines: ProcessEngines
+    runs: Runs
     broadcaster: Broadcaster
     sources: SourceRegistry
     asks: AskJobs

@@ -23,9 +23,9 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from plangate import __version__
-from plangate.formulas.runtime import FormulaRunner
+from plangate.engines import build as build_engines
 from plangate.models import Model
-from plangate.server._agents import AgentRuns
+from plangate.runs import Runs
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
@@ -34,12 +34,14 @@ from plangate.server._problems import install
 from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
-from plangate.server.supervisor import RunSupervisor
 from plangate.server.tokens import pepper_from_env
 from plangate.store import SQLiteStore, Store
 from plangate.tools import ToolRegistry
 
 logger = logging.getLogger("plangate.server")
+
+_SWEEP_EVERY = 10.0
+"""Seconds between two looks for turns a stopped server left unfinished (with workers)."""
 
 CONSOLE = Path(__file__).parent / "static"
 """The web console's static files, served at ``/`` when present."""
@@ -101,15 +103,15 @@ def create_app(
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
-    runner = FormulaRunner(store, registry, search_paths=paths, root=root, tool_specs=tool_specs, model=model)
-    agents = AgentRuns(store, registry, model, runner.leases)
-    supervisor: RunSupervisor
-    if broker is None:
-        supervisor = RunSupervisor(store, runner, agents)
-    else:
-        from plangate.server._queued import QueuedRuns
+    engines = build_engines(
+        store, registry, model=model, search_paths=paths, root=root, tool_specs=tool_specs
+    )
+    queue = None
+    if broker is not None:
+        from plangate.workers import RunQueue
 
-        supervisor = QueuedRuns(store, runner, agents, broker)
+        queue = RunQueue(broker)
+    runs = Runs(store, engines.registry, queue)
     registry_of_sources = SourceRegistry(
         store,
         [Path(d) for d in data_dirs] or [Path.cwd()],
@@ -122,11 +124,11 @@ def create_app(
     services = Services(
         store=store,
         tools=registry,
-        runner=runner,
-        supervisor=supervisor,
+        engines=engines,
+        runs=runs,
         broadcaster=Broadcaster(store, heartbeat=heartbeat),
         sources=registry_of_sources,
-        asks=AskJobs(store, supervisor, registry_of_sources, model),
+        asks=AskJobs(store, runs, registry_of_sources, model, engines.leases),
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,
@@ -136,16 +138,22 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.broadcaster.start()
         if recover:
-            await supervisor.recover()
-        # The operator's sources are opened once, off the start-up path: one log line each says what it
-        # holds or why nobody can ask about it (a role that can write, the server's own store, no server).
-        vetting = asyncio.create_task(_vet_sources(registry_of_sources)) if sources else None
+            await runs.recover()
+        background = []
+        if recover and queue is not None:
+            # Workers take over the runs they advance; what runs only here (a copilot turn) is looked at by
+            # every server, so one that dies mid-turn has its turn ended by another within a lease's ttl.
+            background.append(asyncio.create_task(_sweep(runs)))
+        if sources:
+            # The operator's sources are opened once, off the start-up path: one log line each says what
+            # it holds or why nobody can ask about it (a role that can write, the server's own store).
+            background.append(asyncio.create_task(_vet_sources(registry_of_sources)))
         try:
             yield
         finally:
-            if vetting is not None:
-                vetting.cancel()
-            await supervisor.close()
+            for task in background:
+                task.cancel()
+            await runs.close()
             await services.broadcaster.stop()
 
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
@@ -164,6 +172,15 @@ def create_app(
 def _postgres_url(store: Store) -> str | None:
     url = getattr(store, "url", None)
     return url if isinstance(url, str) and url.startswith(("postgresql:", "postgres:")) else None
+
+
+async def _sweep(runs: Runs, every: float = _SWEEP_EVERY) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await runs.recover()
+        except Exception as exc:  # a store that is down: the next pass tries again
+            logger.warning("recovery pass failed: %s: %s", type(exc).__name__, exc)
 
 
 async def _vet_sources(registry: SourceRegistry) -> None:

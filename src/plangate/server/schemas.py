@@ -15,6 +15,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field,
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.server._public import public_outcome
 from plangate.store import Interaction, RunRecord
+from plangate.runs.tools import INPUT_KEY as TOOL_IDENTITY
 from plangate.vocab import ResolutionKind
 
 _FORMULA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
@@ -152,15 +153,19 @@ class SourceRequest(_Request):
     """The name to register it under; default: the file's stem or the database's name."""
 
 
+_SERVER_INPUT = frozenset({"tools", TOOL_IDENTITY})
+
+
 def run_view(run: RunRecord) -> dict[str, JsonValue]:
     """A run as clients see it (the worker lease, server-side tool paths and the outcome's internal reason
     left out)."""
     data = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
     data["outcome"] = public_outcome(run.outcome)
     input_ = data.get("input")
-    if run.kind == "formula" and isinstance(input_, dict):
-        # ``tools`` holds module paths on the server's disk, kept for resuming: nothing a client needs.
-        data["input"] = {key: value for key, value in input_.items() if key != "tools"}
+    if isinstance(input_, dict):
+        # Where the tools came from (module paths on the server's disk, their identities), kept for
+        # resuming: nothing a client needs.
+        data["input"] = {key: value for key, value in input_.items() if key not in _SERVER_INPUT}
     return data
 
 

@@ -5,8 +5,10 @@ its own flags and config, never from stored data) and ``Advancer``, which handle
 is only a hint: the store says whether the run needs advancing (``due``), and the lease says who may. A
 message for a run that ended, that waits on a person with nothing new, or whose lease another live worker
 holds is dropped (a duplicate, a re-delivery after the visibility timeout, a late copy from the reaper);
-the run is never advanced twice at once. A sub-run is advanced through its root, which adopts it. Not for:
-Celery (``worker.py``) or finding runs nobody advances (``reaper.py``).
+the run is never advanced twice at once. A sub-run is advanced through its root, which adopts it. Each kind
+of run is advanced by its engine (``plangate.engines``), and a kind workers do not advance (a copilot
+turn: it runs where it was asked) is dropped. Not for: Celery (``worker.py``) or finding runs nobody
+advances (``reaper.py``).
 """
 
 from __future__ import annotations
@@ -16,14 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from plangate.agent import Agent, AgentConfig
 from plangate.config import load_config
+from plangate.engines import ProcessEngines, build
 from plangate.errors import ConfigError, NotFoundError, PlangateError, RunLeased, UserError
-from plangate.events import StatusEvent
-from plangate.formulas._answers import STORED_ANSWERS
-from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
+from plangate.store import RunRecord, Store, open_store
 from plangate.tools import Tool, ToolRegistry
 from plangate.tools.specs import load_tools
 from plangate.workers._app import DEFAULT_VISIBILITY_TIMEOUT
@@ -156,21 +155,19 @@ class Advancer:
         reaper hands it on).
         """
         store = self.store
+        engines = self._engines().registry  # one lease book per message: what one advance holds, it releases
         try:
             run = store.get_run(run_id)
-            root = self._root(run)
+            root = store.get_run(store.root_of(run_id))
         except NotFoundError:
             return f"dropped {run_id}: no such run"
+        if root.kind not in engines or not engines.of(root).remote:
+            return f"dropped {run_id}: a {root.kind} run is not advanced by workers"
         # an answered sub-run (or agent step's agent) is due while its root still waits for it
-        if not due(store, root) and (run.id == root.id or not due(store, run)):
+        if not engines.of(root).due(root) and (run.id == root.id or not engines.of(run).due(run)):
             return f"dropped {run_id}: {root.status}, nothing to advance"
         try:
-            if root.kind == "formula":
-                status = (await self._runner().resume(root.id)).status
-            elif root.kind == "agent":
-                status = (await self._agent(root).resume_async(root.id)).status
-            else:
-                return f"dropped {run_id}: a {root.kind} run is not advanced by workers"
+            status = await engines.of(root).advance(root.id)
         except RunLeased as exc:
             return f"dropped {run_id}: {exc}"
         except UserError as exc:
@@ -179,57 +176,22 @@ class Advancer:
             return f"dropped {run_id}: {exc}"
         return f"advanced {root.id}: {status}"
 
-    def _root(self, run: RunRecord) -> RunRecord:
-        while run.parent_run_id is not None:
-            run = self.store.get_run(run.parent_run_id)
-        return run
-
-    def _runner(self) -> FormulaRunner:
-        # One runner (one lease holder) per message: what one advance holds, it alone releases.
-        return FormulaRunner(
+    def _engines(self) -> ProcessEngines:
+        return build(
             self.store,
             self.tools,
+            model=self.model(),
             search_paths=[Path(p) for p in self.settings.paths] or None,
             tool_specs=list(self.settings.tools),
-            model=self.model(),
             lease_ttl=self.settings.lease_ttl,
-            stored_answers=True,  # a server answers a run a worker advances by storing the answer
-        )
-
-    def _agent(self, run: RunRecord) -> Agent:
-        try:
-            config = AgentConfig.model_validate(run.input.get("agent"))
-        except ValueError:
-            config = None  # let the runtime say what is wrong with the run's input
-        names = [n for n in config.tools if n in self.tools] if config is not None else self.tools.names()
-        model = self.model()
-        if model is not None and config is not None and model.name != config.model:
-            model = None  # the run's own model, rebuilt from the spec it recorded
-        return Agent(
-            model=model,
-            tools=ToolRegistry([self.tools.get(name) for name in names]),
-            store=self.store,
-            owner=run.owner,
-            leases=LeaseBook(self.store, ttl=self.settings.lease_ttl),
         )
 
 
 def due(store: Store, run: RunRecord) -> bool:
-    """Whether a root run needs advancing now: not ended, and not waiting on a person with nothing new (a
-    formula run answered since it suspended, or with an answer stored for it, is due; an answered agent run
-    is ``running`` again)."""
-    if run.status in TERMINAL_STATUSES:
-        return False
-    if run.status != "waiting":
-        return True
-    if run.kind != "formula" or run.last_seq == 0:
-        return False
-    last = store.events(run.id, after=run.last_seq - 1)
-    if not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting"):
-        return True
-    # an answer stored for its advancing worker, which suspended the run before it saw it
-    opened = store.list_interactions(status="open", run_id=run.id)
-    return any(store.get_document(STORED_ANSWERS, interaction.id) is not None for interaction in opened)
+    """Whether a run needs advancing now, as the engine of its kind says (a kind no engine advances never
+    does)."""
+    engines = build(store).registry
+    return run.kind in engines and engines.of(run).due(run)
 
 
 __all__ = ["DEFAULT_WORKER_LEASE_TTL", "Advancer", "WorkerSettings", "due"]

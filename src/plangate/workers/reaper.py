@@ -6,9 +6,11 @@ store: once the lease expired (or its holder is a process of this machine that i
 the run and the next worker takes the lease over, within the lease's ttl plus one pass. It also enqueues
 runs whose message was lost (a Redis restarted without persistence, a publish that failed): queued or
 running runs with no lease, as soon as the queue is empty, else after a grace period (they may still be in
-the queue); and, less often, formula runs answered while nobody enqueued them. A sub-run is enqueued (and
-advanced through its root) only while nobody advances its root. Every worker runs one; their
-duplicates are dropped by the lease. Not for: advancing runs (``advance.py``).
+the queue); and, less often, waiting runs their engine says are due (answered while nobody enqueued them). A
+sub-run is enqueued (and advanced through its root) only while nobody advances its root. A run whose root is
+of a kind no worker advances (a copilot turn's runs: the server that took the question ends them) is never
+enqueued. Every worker runs one; their duplicates are dropped by the lease. Not for: advancing runs
+(``advance.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from plangate.engines import build
+from plangate.runs import Engines
 from plangate.store import TERMINAL_STATUSES, RunRecord, RunStatus, Store
 from plangate.store.run_lease import holder_is_gone
-from plangate.workers.advance import due
 from plangate.workers.queue import RunQueue
 
 logger = logging.getLogger("plangate.workers")
@@ -42,6 +45,8 @@ class Reaper:
         grace: seconds a queued run without a lease may wait before it is enqueued again while the queue
             still holds messages.
         clock: the time (the store's clock must agree, as it does for leases).
+        engines: what says whether a run is due and whether workers advance its kind (default: the
+            engines of every kind, which need no tools for that).
     """
 
     def __init__(
@@ -52,8 +57,10 @@ class Reaper:
         every: float = 2.0,
         grace: float = 60.0,
         clock: Callable[[], float] = time.time,
+        engines: Engines | None = None,
     ) -> None:
         self.store = store
+        self.engines = engines if engines is not None else build(store).registry
         self.queue = queue
         self.every = every
         self.grace = grace
@@ -99,7 +106,10 @@ class Reaper:
 
     def _orphaned(self, run: RunRecord, now: float) -> str | None:
         """Why nobody advances ``run`` now (None: someone does, or nobody needs to)."""
-        if run.status == "waiting" and not due(self.store, run):
+        root = run if run.parent_run_id is None else self.store.get_run(self.store.root_of(run.id))
+        if root.kind not in self.engines or not self.engines.of(root).remote:
+            return None  # no worker advances it: enqueued, it would only be dropped, again and again
+        if run.status == "waiting" and not self.engines.of(run).due(run):
             return None
         owner, expires = run.lease_owner, run.lease_expires_at
         if owner is None:

@@ -3,10 +3,10 @@
 For: listing interactions of the caller's runs and resolving one (approve, reject, answer, edit). A
 resolution commits before the response; the run then continues in the background. An interaction that is
 not open any more (answered already, by this caller or a concurrent one, or expired) is a 409 with the
-reason ``stale_interaction``; another owner's is a 404. A formula run's answer never stops the run's task
-(nothing that runs is run again because someone answered); the agent of a formula's agent step is answered
-through the formula runner (the agent continues before the response; its formula step then continues in the
-background). Not for: what a resolution does to a run (the engines).
+reason ``stale_interaction``; another owner's is a 404. Every answer goes through the ``Runs`` facade, the
+same way for every kind of run: it is committed (or handed to the process advancing the run) before the
+response, never stops what runs, and the run acts on it in the background. Not for: what a resolution does
+to a run (the engines).
 
 The store calls made here never run on the event loop: the routes that only read are plain functions
 (FastAPI runs them in its thread pool), and ``resolve_interaction`` hands its own reads to the pool.
@@ -59,13 +59,8 @@ async def resolve_interaction(
     store = services.store
     interaction = await run_in_threadpool(store.get_interaction, interaction_id, owner=owner)
     run = await run_in_threadpool(store.get_run, interaction.run_id, owner=owner)
-    resolution = body.resolution()
-    supervisor = services.supervisor
     try:
-        if run.kind == "agent" and run.parent_run_id is None:
-            await supervisor.resolve_agent(interaction_id, resolution, owner)
-        else:  # a formula's own question, or one of its agent steps' agents
-            await supervisor.resolve_formula(interaction_id, resolution, owner)
+        await services.runs.answer(interaction_id, body.resolution(), owner)
     except StaleInteraction as exc:
         raise Problem(409, "stale-interaction", str(exc), reason=StaleInteraction.code) from None
     except InteractionError as exc:

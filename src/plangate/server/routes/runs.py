@@ -1,7 +1,7 @@
 """``/v1/runs``: start agent and formula runs, list them, show one, cancel one.
 
 For: the HTTP side of runs; every lookup is scoped to the caller's owner (another owner's run is a 404).
-Not for: executing runs (``supervisor.py``) or their event streams (``routes/events.py``).
+Not for: executing runs (the ``Runs`` facade and the engines) or their event streams (``routes/events.py``).
 
 The store calls made here never run on the event loop (one may wait seconds on another process's write
 lock): routes that only read are plain functions, which FastAPI runs in its thread pool, and the others hand
@@ -42,11 +42,13 @@ async def create_run(
 ) -> dict[str, JsonValue]:
     """Start a run; it executes in the background. A formula that does not pass check is a 422 listing the
     issues, and nothing is stored."""
+    formulas = services.engines.formulas
     if isinstance(body, FormulaRunRequest):
-        plan = await run_in_threadpool(_checked_plan, services.runner, body)
-        run_id = await services.supervisor.start_formula(plan, owner, always_execute=body.always_execute)
+        plan = await run_in_threadpool(_checked_plan, formulas.runner, body)
+        run_id = await run_in_threadpool(formulas.create, plan, owner, always_execute=body.always_execute)
     else:
         run_id = await _start_agent(services, body, owner)
+    await services.runs.advance(run_id)
     return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
 
 
@@ -105,12 +107,11 @@ def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, Js
     data: dict[str, JsonValue] = {
         "run": run_view(run),
         "interaction": interaction_view(interaction) if interaction is not None else None,
-        "active": services.supervisor.active(run.id),
+        "active": services.runs.active(run.id),
         "sub_runs": [_sub_run(child) for child in children.items],
         "sub_runs_more": children.next_cursor is not None,
     }
-    if run.kind == "formula":
-        data["steps"] = _steps(services.runner, run)
+    data.update(_public_detail(services.runs.engine(run).describe(run)))
     return data
 
 
@@ -124,7 +125,7 @@ async def cancel_run(
     """Stop the run: its unfinished steps (and sub-runs) are cancelled and its interaction expires. A run
     that already ended is a 409."""
     run = await run_in_threadpool(services.store.get_run, run_id, owner=owner)
-    await services.supervisor.cancel(run, (body or CancelRequest()).reason)
+    await services.runs.cancel(run, (body or CancelRequest()).reason)
     return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
 
 
@@ -161,8 +162,21 @@ def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
 async def _start_agent(services: ServicesDep, body: AgentRunRequest, owner: str) -> str:
     if body.done_when is not None:
         _check_done_when(body.done_when)
+    agents = services.engines.agents
     try:
-        return await services.supervisor.start_agent(body, owner)
+        return await run_in_threadpool(
+            lambda: agents.create(
+                body.prompt,
+                owner,
+                model=body.model,
+                tools=body.tools,
+                max_rounds=body.max_rounds if body.max_rounds is not None else 60,
+                mode=body.mode or "auto",
+                always_execute=body.always_execute,
+                plan_consent=body.plan_consent,
+                done_when=body.done_when,
+            )
+        )
     except ConfigError as exc:
         raise Problem(422, "invalid-agent-run", str(exc)) from None
 
@@ -192,23 +206,11 @@ def _open_interaction(store: Store, run: RunRecord) -> Interaction | None:
     return None
 
 
-def _steps(runner: FormulaRunner, run: RunRecord) -> list[JsonValue]:
-    state = runner.load(run.id)
-    steps: list[JsonValue] = []
-    for step_id, step in state.steps.items():
-        planned = state.plan.index.get(step_id)
-        item: dict[str, JsonValue] = {
-            "id": step_id,
-            "title": planned.title if planned is not None else step_id,
-            "needs": list(planned.needs) if planned is not None else [],
-            "parent": planned.parent if planned is not None else None,
-            "executor": planned.executor.type if planned is not None else None,
-            "status": step.status,
-            "reason": public_text(step.reason),
-            "attempt": step.attempt,
-            "output": step.output,
-        }
-        if step.wait:
-            item["wait"] = step.wait
-        steps.append(item)
-    return steps
+def _public_detail(detail: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """An engine's detail of a run (a formula's steps) with the reasons it shows as clients may see them."""
+    steps = detail.get("steps")
+    if isinstance(steps, list):
+        for step in steps:
+            if isinstance(step, dict) and isinstance(step.get("reason"), str):
+                step["reason"] = public_text(str(step["reason"]))
+    return detail

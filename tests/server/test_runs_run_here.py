@@ -1,5 +1,5 @@
-"""RunSupervisor.start_turn: a turn's task under the run id its preparation chose, answered once the store
-has that run, and a turn that fails before storing it raises to the caller (nothing is adopted)."""
+"""Runs.run_here: a turn's task under the run id its preparation chose, answered once the store has that run,
+and a turn that fails before storing it raises to the caller (nothing is adopted)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from plangate.errors import ConfigError, RunError
-from plangate.formulas.runtime import FormulaRunner
-from plangate.server._agents import AgentRuns
-from plangate.server.supervisor import RunSupervisor
+from plangate.engines import build
+from plangate.runs import Runs
 from plangate.store import Store, open_store
-from plangate.tools import ToolRegistry
 
 
-def supervisor(store: Store) -> RunSupervisor:
-    return RunSupervisor(store, FormulaRunner(store), AgentRuns(store, ToolRegistry()))
+def supervisor(store: Store) -> Runs:
+    return Runs(store, build(store).registry)
 
 
 def test_the_id_comes_back_once_the_run_is_stored_and_the_turn_goes_on(tmp_path: Path) -> None:
@@ -35,7 +33,7 @@ def test_the_id_comes_back_once_the_run_is_stored_and_the_turn_goes_on(tmp_path:
 
     async def scenario() -> None:
         runs = supervisor(store)
-        run_id = await asyncio.wait_for(runs.start_turn("run_turn", turn()), timeout=10)
+        run_id = await asyncio.wait_for(runs.run_here("run_turn", turn()), timeout=10)
         assert run_id == "run_turn"
         assert store.get_run(run_id).status == "running"
         assert runs.active(run_id)
@@ -56,8 +54,8 @@ def test_a_turn_that_fails_before_its_run_is_stored_raises_to_the_caller(tmp_pat
     async def scenario() -> None:
         runs = supervisor(store)
         with pytest.raises(ConfigError, match="has no model"):
-            await asyncio.wait_for(runs.start_turn("run_turn", turn()), timeout=10)
-        assert runs._tasks == {}  # nothing adopted: no run of that id to answer for
+            await asyncio.wait_for(runs.run_here("run_turn", turn()), timeout=10)
+        assert not runs.local.active("run_turn")  # nothing adopted: no run of that id to answer for
 
     asyncio.run(scenario())
     assert store.list_runs().items == []
@@ -71,8 +69,8 @@ def test_a_turn_that_ends_without_storing_its_run_is_a_run_error(tmp_path: Path)
         return None
 
     async def scenario() -> None:
-        with pytest.raises(RunError, match="the turn ended before its run was stored"):
-            await asyncio.wait_for(supervisor(store).start_turn("run_turn", turn()), timeout=10)
+        with pytest.raises(RunError, match="its work ended before the run was stored"):
+            await asyncio.wait_for(supervisor(store).run_here("run_turn", turn()), timeout=10)
 
     asyncio.run(scenario())
     store.close()

@@ -1,0 +1,118 @@
+"""The formula executor as a run engine: formula runs created, advanced, answered and cancelled through the
+run contract (``plangate.runs``).
+
+For: ``FormulaEngine``, what a server, a worker or the command line holds to drive formula runs with its own
+tools, formulas and model, over one ``FormulaRunner``. A new run is checked and stored with its first
+commit (``create``); a sub-run or an agent step's agent is advanced through its root, which adopts it; an
+answer goes to ``FormulaRunner.answer``, the one way a formula run is answered. Not for: what a run does
+(``runtime.py``, ``_scheduler.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import JsonValue
+
+from plangate.errors import NotFoundError, PlangateError
+from plangate.events import StatusEvent
+from plangate.formulas._answers import STORED_ANSWERS
+from plangate.formulas.plan import Plan
+from plangate.formulas.runtime import FormulaRunner, FormulaSource
+from plangate.interactions import Resolution
+from plangate.runs.contract import Answered
+from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus
+from plangate.vocab import RunKind
+
+
+class FormulaEngine:
+    """Formula runs, over one runner (its store, tools, formulas, model and lease book).
+
+    Args:
+        runner: the runner that advances them.
+    """
+
+    kind: RunKind = "formula"
+    remote = True
+
+    def __init__(self, runner: FormulaRunner) -> None:
+        self.runner = runner
+        self.store = runner.store
+        self.tools = runner.tools
+
+    def create(
+        self,
+        formula: FormulaSource | Plan,
+        owner: str,
+        *,
+        vars: Mapping[str, object] | None = None,
+        always_execute: bool = False,
+    ) -> str:
+        """Check and store a new run with its first commit (``queued``); whoever advances it next starts
+        its steps.
+
+        Raises:
+            FormulaError: the formula does not pass check; nothing was stored.
+        """
+        return self.runner.submit(formula, vars, owner=owner, always_execute=always_execute)
+
+    async def advance(self, run_id: str) -> RunStatus:
+        """Continue the run from its last committed transition to its next wait or its end."""
+        return (await self.runner.resume(run_id)).status
+
+    async def answer(self, interaction: Interaction, resolution: Resolution, by: str | None) -> Answered:
+        """Apply the answer wherever the run is (see ``FormulaRunner.answer``)."""
+        answered = await self.runner.answer(interaction.id, resolution, by=by)
+        return Answered(answered.run_id, answered.continuing)
+
+    def cancel(self, run_id: str, reason: str) -> None:
+        """Cancel the run, with its sub-runs and its steps' agents."""
+        self.runner.cancel(run_id, reason)
+
+    def due(self, run: RunRecord) -> bool:
+        """Not ended; and if waiting on a person, answered since it suspended (its last event is not the
+        one that suspended it), with an answer left in the store for it, or left waiting by a process that
+        lacked its tools."""
+        if run.status in TERMINAL_STATUSES:
+            return False
+        if run.status != "waiting":
+            return True
+        if run.last_seq == 0:
+            return False
+        last = self.store.events(run.id, after=run.last_seq - 1)
+        if not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting"):
+            return True  # answered (or left waiting by a process without its tools) since it suspended
+        opened = self.store.list_interactions(status="open", run_id=run.id)
+        return any(self.store.get_document(STORED_ANSWERS, item.id) is not None for item in opened)
+
+    def describe(self, run: RunRecord) -> dict[str, JsonValue]:
+        """Each step's state, reason, attempt and output, in the plan's order, with what it waits on."""
+        state = self.runner.load(run.id)
+        steps: list[JsonValue] = []
+        for step_id, step in state.steps.items():
+            planned = state.plan.index.get(step_id)
+            item: dict[str, JsonValue] = {
+                "id": step_id,
+                "title": planned.title if planned is not None else step_id,
+                "needs": list(planned.needs) if planned is not None else [],
+                "parent": planned.parent if planned is not None else None,
+                "executor": planned.executor.type if planned is not None else None,
+                "status": step.status,
+                "reason": step.reason,
+                "attempt": step.attempt,
+                "output": step.output,
+            }
+            if step.wait:
+                item["wait"] = step.wait
+            steps.append(item)
+        return {"steps": steps}
+
+    def tool_names(self, run: RunRecord) -> list[str]:
+        """The tools the run's steps may call."""
+        try:
+            return self.runner.load(run.id).plan.tool_names()
+        except (NotFoundError, PlangateError):
+            return []  # no state yet (a sub-run its parent just named), or one this version cannot read
+
+
+__all__ = ["FormulaEngine"]
