@@ -109,20 +109,19 @@ def submit_agent(store: Store, queue: RunQueue, label: str) -> str:
 
 def approve_open(store: Store, queue: RunQueue) -> int:
     """Approve every open interaction as a server with workers does; returns how many were approved."""
+    import asyncio
+
+    from plangate.engines import build
+    from plangate.runs import Runs
+
+    engines = build(store, fault_tools.registry, model=fault_model.model(), search_paths=[FORMULAS])
+    runs = Runs(store, engines.registry, queue)  # answers committed here, the runs enqueued for workers
     approved = 0
     for interaction in store.list_interactions(status="open"):
-        run = store.get_run(interaction.run_id)
         try:
-            if run.kind == "agent" and run.parent_run_id is None:
-                agent(store).resolve(run.id, interaction.id, Approve(), by="test")
-                answered = run.id
-            else:
-                import asyncio
-
-                answered = asyncio.run(runner(store).record_answer(interaction.id, Approve(), by="test"))
+            asyncio.run(runs.answer(interaction.id, Approve(), by="test"))
         except (StaleInteraction, RunLeased):
             continue  # answered meanwhile, or a worker is on the run: the next round tries again
-        queue.enqueue(answered)
         approved += 1
     return approved
 
