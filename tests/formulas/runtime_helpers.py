@@ -8,6 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from plangate.formulas.runtime import FormulaRunner
+from plangate.interactions import Resolution
 from plangate.store import SQLiteStore, open_store
 from plangate.tools import Tool, ToolRegistry, tool
 
@@ -109,3 +111,8 @@ def memory_store() -> SQLiteStore:
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "formulas"
+
+
+def answer(runner: FormulaRunner, interaction_id: str, resolution: Resolution, **options: Any) -> str:
+    """``FormulaRunner.answer`` from synchronous code; returns the run that asked."""
+    return asyncio.run(runner.answer(interaction_id, resolution, **options)).run_id

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import EXAMPLES, memory_store, write_formula
+from runtime_helpers import EXAMPLES, answer, memory_store, write_formula
 from typer.testing import CliRunner
 
-from plangate.errors import ConfigError, InteractionError, StaleInteraction
+from plangate.errors import InteractionError, StaleInteraction
 from plangate.events import StatusEvent
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
@@ -166,8 +166,8 @@ def test_a_write_waits_for_consent_shown_on_the_formula_and_approving_it_finishe
     assert runner.load(waiting.run_id).steps["look"].wait == {"kind": "subrun", "run_ids": [child]}
     assert desk.calls == []  # nothing was written before consent
 
-    assert runner.resolve(interaction.id, Approve(), by="dana") == waiting.run_id
-    assert store.get_run(child).status == "completed"  # the agent continued as it was answered
+    assert answer(runner, interaction.id, Approve(), by="dana") == waiting.run_id
+    assert desk.calls == []  # committed, not acted on: the approved call runs when the formula goes on
     result = asyncio.run(runner.resume(waiting.run_id))
 
     assert result.status == "completed", result.reason
@@ -177,7 +177,7 @@ def test_a_write_waits_for_consent_shown_on_the_formula_and_approving_it_finishe
     assert purposes(model) == ["route", "execute", "execute", "deliver"]  # one agent, never restarted
     assert store.get_interaction(interaction.id).resolved_by == "dana"
     with pytest.raises(StaleInteraction):
-        runner.resolve(interaction.id, Approve())
+        answer(runner, interaction.id, Approve())
 
 
 PROVEN_STEP = """
@@ -204,7 +204,7 @@ def test_an_agent_step_with_a_done_when_completes_on_its_proof_with_no_done_deci
 
     waiting = start(runner, write_formula(tmp_path, "book", PROVEN_STEP))
     assert waiting.status == "waiting" and waiting.interaction is not None
-    runner.resolve(waiting.interaction.id, Approve())
+    answer(runner, waiting.interaction.id, Approve())
     result = asyncio.run(runner.resume(waiting.run_id))
 
     assert result.status == "completed", result.reason
@@ -228,7 +228,7 @@ def test_rejecting_the_consent_tells_the_agent_and_its_abort_fails_the_step(tmp_
     waiting = start(runner, write_formula(tmp_path, "gym", AGENT_THEN_NOTE))
     assert waiting.interaction is not None
 
-    runner.resolve(waiting.interaction.id, Reject(reason="slot 3 is taken"))
+    answer(runner, waiting.interaction.id, Reject(reason="slot 3 is taken"))
     result = asyncio.run(runner.resume(waiting.run_id))
 
     assert result.status == "failed"
@@ -248,23 +248,22 @@ def test_an_answer_that_does_not_fit_the_agent_changes_nothing(tmp_path: Path) -
     before = store.last_seq(waiting.interaction.run_id)
 
     with pytest.raises(InteractionError, match="takes approve, edit or reject; found answer"):
-        runner.resolve(waiting.interaction.id, Answer(text="yes"))
+        answer(runner, waiting.interaction.id, Answer(text="yes"))
 
     assert store.last_seq(waiting.interaction.run_id) == before
     assert store.get_interaction(waiting.interaction.id).status == "open"
 
 
-def test_from_async_code_resolve_async_is_the_way_and_resolve_says_so(tmp_path: Path) -> None:
+def test_answer_is_the_one_way_from_async_code_too(tmp_path: Path) -> None:
     desk = Desk()
     runner = FormulaRunner(memory_store(), desk.registry, model=scripted(PLACE, DONE))
 
     async def scenario() -> FormulaResult:
         waiting = await runner.start(write_formula(tmp_path, "gym", AGENT_THEN_NOTE))
         assert waiting.interaction is not None
-        with pytest.raises(ConfigError, match=r"await FormulaRunner\.resolve_async"):
-            runner.resolve(waiting.interaction.id, Approve())
-        run_id = await runner.resolve_async(waiting.interaction.id, Approve())
-        return await runner.resume(run_id)
+        answered = await runner.answer(waiting.interaction.id, Approve())
+        assert (answered.run_id, answered.continuing) == (waiting.run_id, False)  # at rest: resume it
+        return await runner.resume(answered.run_id)
 
     assert asyncio.run(scenario()).status == "completed"
     assert desk.names() == ["place", "note"]
@@ -285,7 +284,7 @@ def test_a_new_runner_resumes_the_waiting_agent_and_never_starts_a_second(tmp_pa
     assert again.status == "waiting"
     assert again.interaction is not None and again.interaction.id == waiting.interaction.id
     assert later.requests == []
-    runner.resolve(waiting.interaction.id, Approve())
+    answer(runner, waiting.interaction.id, Approve())
     result = asyncio.run(runner.resume(waiting.run_id))
     assert result.status == "completed", result.reason
     assert purposes(first) == ["route", "execute"]
@@ -409,7 +408,7 @@ def test_an_agent_run_that_no_formula_started_is_not_the_runners_to_answer() -> 
     assert alone.interaction is not None
 
     with pytest.raises(InteractionError, match="which no formula run started"):
-        FormulaRunner(store, desk.registry).resolve(alone.interaction.id, Approve())
+        answer(FormulaRunner(store, desk.registry), alone.interaction.id, Approve())
 
 
 # -- the command line -----------------------------------------------------------------------------------
@@ -635,7 +634,7 @@ def test_the_plan_week_example_queries_asks_and_lets_the_agent_place_the_review(
     result = start(runner, EXAMPLES / "plan-week.formula.toml")
     while result.status == "waiting" and result.interaction is not None:
         asked.append((result.interaction.kind, result.interaction.prompt))
-        runner.resolve(result.interaction.id, Approve())
+        answer(runner, result.interaction.id, Approve())
         result = asyncio.run(runner.resume(result.run_id))
 
     assert result.status == "completed", result.reason

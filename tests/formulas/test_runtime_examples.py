@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runtime_helpers import EXAMPLES, memory_store
+from runtime_helpers import EXAMPLES, answer, memory_store
 
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve
@@ -34,7 +34,7 @@ def run_answering(
     while result.status == "waiting" and result.interaction is not None:
         asked.append(result.interaction.prompt)
         reply = Answer(text="Looks good.") if result.interaction.kind == "ask_user" else Approve()
-        runner.resolve(result.interaction.id, reply)
+        answer(runner, result.interaction.id, reply)
         root = result.run_id
         result = asyncio.run(runner.resume(root))
     return result, asked

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from runtime_helpers import EXAMPLES, Calls, make_tools, memory_store, write_formula
+from runtime_helpers import EXAMPLES, Calls, answer, make_tools, memory_store, write_formula
 
 from plangate.errors import FormulaError, InteractionError, StaleInteraction
 from plangate.events import GateEvent, OutcomeEvent, StepStateEvent
@@ -60,7 +60,7 @@ def test_release_waits_for_approval_then_publishes_the_built_artifact(tmp_path: 
     assert calls.names() == ["run_tests", "build_artifact"]
     assert runner.store.get_run(result.run_id).status == "waiting"
 
-    runner.resolve(result.interaction.id, Approve(), by="ana")
+    answer(runner, result.interaction.id, Approve(), by="ana")
     result = resume(runner, result.run_id)
 
     assert result.status == "completed"
@@ -79,7 +79,7 @@ def test_rejecting_the_approval_fails_it_and_skips_what_needs_it(tmp_path: Path,
     result = start(runner, "release", {"version": "1.4.0"})
     assert result.interaction is not None
 
-    runner.resolve(result.interaction.id, Reject(reason="not on a Friday"))
+    answer(runner, result.interaction.id, Reject(reason="not on a Friday"))
     result = resume(runner, result.run_id)
 
     assert result.status == "failed"
@@ -105,7 +105,7 @@ def test_a_formula_run_ends_with_one_outcome_event_of_the_agents_shape(tmp_path:
     result = start(runner, "release", {"version": "1.4.0"})
     assert result.interaction is not None
     assert not [e for e in store.events(result.run_id) if isinstance(e, OutcomeEvent)]  # waiting: no end
-    runner.resolve(result.interaction.id, Approve())
+    answer(runner, result.interaction.id, Approve())
     result = resume(runner, result.run_id)
 
     ended = _last_outcome(store, result.run_id)
@@ -124,7 +124,7 @@ def test_a_failed_formula_runs_outcome_says_which_step_failed_and_why(tmp_path: 
     runner = runner_for(tmp_path, Calls(), store)
     result = start(runner, "release", {"version": "1.4.0"})
     assert result.interaction is not None
-    runner.resolve(result.interaction.id, Reject("not on a Friday"))
+    answer(runner, result.interaction.id, Reject("not on a Friday"))
     result = resume(runner, result.run_id)
 
     ended = _last_outcome(store, result.run_id)
@@ -155,11 +155,11 @@ def test_an_interaction_resolves_once_and_edit_does_not_fit_a_formula_step(tmp_p
     result = start(runner, "release", {"version": "1.4.0"})
     assert result.interaction is not None
     with pytest.raises(InteractionError):
-        runner.resolve(result.interaction.id, Edit(arguments={"x": 1}))
-    runner.resolve(result.interaction.id, Approve())
+        answer(runner, result.interaction.id, Edit(arguments={"x": 1}))
+    answer(runner, result.interaction.id, Approve())
     before = runner.store.last_seq(result.run_id)
     with pytest.raises(StaleInteraction):
-        runner.resolve(result.interaction.id, Reject(reason="too late"))
+        answer(runner, result.interaction.id, Reject(reason="too late"))
     assert runner.store.last_seq(result.run_id) == before
 
 
@@ -334,7 +334,7 @@ def test_a_human_gate_asks_for_approval_before_the_step(tmp_path: Path) -> None:
     assert result.interaction is not None and result.interaction.prompt == "Really drop the table?"
     assert calls.log == []
 
-    runner.resolve(result.interaction.id, Approve())
+    answer(runner, result.interaction.id, Approve())
     assert resume(runner, result.run_id).status == "completed"
     assert calls.names() == ["work"]
 
@@ -357,7 +357,7 @@ def test_an_input_step_records_the_answer_for_later_steps(tmp_path: Path) -> Non
     runner = runner_for(tmp_path, calls)
     result = start(runner, "asks")
     assert result.interaction is not None and result.interaction.kind == "ask_user"
-    runner.resolve(result.interaction.id, Answer(text="Aurora"))
+    answer(runner, result.interaction.id, Answer(text="Aurora"))
     result = resume(runner, result.run_id)
     assert result.status == "completed"
     assert calls.log == [("notify", {"message": "naming it Aurora"})]
@@ -534,7 +534,7 @@ def test_a_sub_run_waiting_on_a_person_suspends_the_parent_until_answered(
     assert result.interaction is not None
     assert result.interaction.run_id != result.run_id  # the question belongs to the sub-run
 
-    runner.resolve(result.interaction.id, Approve())
+    answer(runner, result.interaction.id, Approve())
     result = resume(runner, result.run_id)
     assert result.status == "completed", result.reason
 
@@ -581,7 +581,7 @@ def test_another_handle_on_the_store_resumes_the_approved_run(tmp_path: Path, st
     try:
         calls = Calls()
         later = runner_for(tmp_path, calls, second)
-        later.resolve(result.interaction.id, Approve(), by="ana")
+        answer(later, result.interaction.id, Approve(), by="ana")
         finished = resume(later, result.run_id)
         assert finished.status == "completed"
         assert calls.names() == ["publish"]  # nothing that ran before the wait runs again
@@ -600,7 +600,7 @@ def test_a_runner_takes_a_store_by_its_path_or_url(tmp_path: Path) -> None:
     for store in (tmp_path / "runs.db", f"sqlite:///{tmp_path / 'runs.db'}"):
         runner = FormulaRunner(store, make_tools(calls))
         assert runner.store.get_run(waiting.run_id).status == "waiting"
-    runner.resolve(waiting.interaction.id, Approve())
+    answer(runner, waiting.interaction.id, Approve())
     assert resume(runner, waiting.run_id).status == "completed"
 
 

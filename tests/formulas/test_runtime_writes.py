@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import memory_store, write_formula
+from runtime_helpers import answer, memory_store, write_formula
 
 from plangate.errors import FormulaError, InteractionError
 from plangate.events import InteractionOpenedEvent, StatusEvent, StepStateEvent, ToolCallEvent
@@ -129,7 +129,7 @@ def test_a_write_step_asks_consent_to_its_exact_call_and_writes_nothing_before(t
     opened = [e for e in runner.store.events(result.run_id) if isinstance(e, InteractionOpenedEvent)]
     assert opened[-1].tool == asked.tool
 
-    runner.resolve(asked.id, Approve(), by="ana")
+    answer(runner, asked.id, Approve(), by="ana")
     done = resume(runner, result.run_id)
 
     assert done.status == "completed", done.reason
@@ -165,7 +165,7 @@ def test_rejecting_the_consent_fails_the_step_writes_nothing_and_skips_what_need
     result = start(runner, publish_formula(tmp_path))
     assert result.interaction is not None
 
-    runner.resolve(result.interaction.id, Reject(reason="not this week"))
+    answer(runner, result.interaction.id, Reject(reason="not this week"))
     done = resume(runner, result.run_id)
 
     assert done.status == "failed"
@@ -184,12 +184,12 @@ def test_edit_runs_the_edited_call_and_refuses_arguments_that_do_not_fit(tmp_pat
     assert asked is not None
 
     with pytest.raises(InteractionError, match="do not fit"):
-        runner.resolve(asked.id, Edit(arguments={"artifact": 5, "colour": "red"}))
+        answer(runner, asked.id, Edit(arguments={"artifact": 5, "colour": "red"}))
     with pytest.raises(InteractionError, match="approve, edit or reject"):
-        runner.resolve(asked.id, Answer(text="yes"))
+        answer(runner, asked.id, Answer(text="yes"))
     assert runner.store.get_interaction(asked.id).status == "open"  # nothing changed
 
-    runner.resolve(asked.id, Edit(arguments={"artifact": "app-1.0.1.tgz", "channel": "beta"}))
+    answer(runner, asked.id, Edit(arguments={"artifact": "app-1.0.1.tgz", "channel": "beta"}))
     done = resume(runner, result.run_id)
 
     assert done.status == "completed", done.reason
@@ -339,9 +339,9 @@ def test_after_a_crash_a_write_nobody_can_reconcile_asks_a_person(tmp_path: Path
     assert "outcome_unknown" in statuses(store, run_id)
     assert len(ledger.writes) == 1  # not run again
     with pytest.raises(InteractionError, match="approve if it did"):
-        runner.resolve(asked.id, Answer(text="maybe"))
+        answer(runner, asked.id, Answer(text="maybe"))
 
-    runner.resolve(asked.id, Approve())
+    answer(runner, asked.id, Approve())
     done = resume(runner, run_id)
 
     assert done.status == "completed", done.reason
@@ -360,7 +360,7 @@ def test_a_person_saying_the_write_did_not_happen_fails_the_step(tmp_path: Path)
     asked = resume(runner, run_id).interaction
     assert asked is not None
 
-    runner.resolve(asked.id, Reject(reason="nothing on the server"))
+    answer(runner, asked.id, Reject(reason="nothing on the server"))
     done = resume(runner, run_id)
 
     assert done.status == "failed"
@@ -490,7 +490,7 @@ def test_writes_inside_fan_out_sub_runs_ask_consent_and_run_once_each(tmp_path: 
         assert result.interaction.kind == "confirm" and result.interaction.run_id != result.run_id
         assert len(ledger.writes) == len(asked)  # only the consented ones ran, once each
         asked.append(result.interaction.id)
-        runner.resolve(result.interaction.id, Approve())
+        answer(runner, result.interaction.id, Approve())
         result = resume(runner, result.run_id)
 
     assert result.status == "completed", result.reason
