@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from plangate.copilot import Copilot
 from plangate.copilot import _store as turn_store
+from plangate.copilot._conversations import Conversations
 from plangate.events import OutcomeEvent
 from plangate.models import ScriptedModel
 from plangate.store import Store
@@ -38,7 +39,7 @@ def test_a_turn_cut_off_by_a_stopped_process_is_stored_failed_at_the_next_start(
     with TestClient(make_app(auth=False)):
         pass  # start-up recovery runs when the app starts
 
-    turn = store.get_turn(prepared.turn_id, owner="ana")
+    turn = Conversations(store).get_turn(prepared.turn_id, owner="ana")
     assert (turn.status, turn.owner, turn.run_id) == ("failed", "ana", prepared.run_id)
     assert turn.reason == "the turn was interrupted: its process stopped before it finished"
     assert store.get_run(prepared.run_id).status == "failed"

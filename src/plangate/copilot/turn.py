@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from plangate.copilot import _store
 from plangate.copilot._attempt import AttemptRun, AttemptSetup
 from plangate.copilot._constrained import samples_under_grammar
+from plangate.copilot._conversations import AttemptRecord, Conversations, TurnStatus
 from plangate.copilot._run import RUN_TIMEOUT_S, PlanRunner
 from plangate.copilot._scope import ScopeError, open_scope, source_label
 from plangate.copilot.policy import MAX_ATTEMPTS, chosen_attempt, turn_answer
@@ -30,7 +31,7 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.store import TERMINAL_STATUSES, AttemptRecord, Commit, Store, TurnStatus, open_store
+from plangate.store import TERMINAL_STATUSES, Commit, Store, open_store
 from plangate.tools.data import DataSources, QueryLimits
 
 logger = logging.getLogger("plangate.copilot")
@@ -268,7 +269,7 @@ class Copilot:
         run = self.store.get_run(run_id)
         if run.kind != "ask":
             raise NotFoundError(f"run {run_id!r} is a {run.kind} run, not a copilot turn")
-        stored = self.store.find_turn(run_id)
+        stored = Conversations(self.store).find_turn(run_id)
         if stored is not None:
             return Turn.from_record(stored)
         snapshot = self.store.get_snapshot(run_id)

@@ -48,6 +48,7 @@ from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
     DocumentConflict,
+    Documents,
     Interaction,
     LeaseBook,
     RunRecord,
@@ -567,7 +568,7 @@ class FormulaRunner:
             raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
         value = {"resolution": resolution_dict(resolution), "by": by}
         try:
-            self.store.put_document(STORED_ANSWERS, interaction_id, value, expected_version=None)
+            Documents(self.store).put(STORED_ANSWERS, interaction_id, value, expected_version=None)
         except DocumentConflict:
             raise StaleInteraction(
                 f"interaction {interaction_id!r} was answered already; nothing changed"

@@ -23,7 +23,7 @@ from plangate.events import StatusEvent
 from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
+from plangate.store import TERMINAL_STATUSES, Documents, LeaseBook, RunRecord, Store, open_store
 from plangate.tools import Tool, ToolRegistry
 from plangate.tools.specs import load_tools
 from plangate.workers._app import DEFAULT_VISIBILITY_TIMEOUT
@@ -229,7 +229,7 @@ def due(store: Store, run: RunRecord) -> bool:
         return True
     # an answer stored for its advancing worker, which suspended the run before it saw it
     opened = store.list_interactions(status="open", run_id=run.id)
-    return any(store.get_document(STORED_ANSWERS, interaction.id) is not None for interaction in opened)
+    return any(Documents(store).get(STORED_ANSWERS, interaction.id) is not None for interaction in opened)
 
 
 __all__ = ["DEFAULT_WORKER_LEASE_TTL", "Advancer", "WorkerSettings", "due"]
