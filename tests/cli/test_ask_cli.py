@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from plangate.cli import _ask, _formula, _loading, _runs
+from plangate.copilot._conversations import Conversations
 from plangate.store import SQLiteStore
 
 DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
@@ -145,7 +146,7 @@ def test_json_prints_one_object_with_the_turn(app: typer.Typer, home: Path) -> N
     assert turn["result"]["columns"] == ["name", "revenue"] and turn["result"]["rows"][0][0] == "East"
     assert [s["id"] for s in turn["formula"]["steps"]] == ["revenue", "answer"]
     with SQLiteStore(home / "runs.db") as store:
-        assert store.get_turn(turn["turn_id"]).answer == GOOD
+        assert Conversations(store).get_turn(turn["turn_id"]).answer == GOOD
 
 
 def test_without_data_the_bundled_shop_data_is_asked(app: typer.Typer, home: Path) -> None:

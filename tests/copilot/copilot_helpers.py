@@ -8,6 +8,7 @@ from contextlib import closing
 from pathlib import Path
 
 from plangate.copilot import Turn
+from plangate.copilot._conversations import Conversations
 from plangate.events import OutcomeEvent
 from plangate.store import Store
 
@@ -48,7 +49,7 @@ def gold(path: Path, sql: str) -> list[list[object]]:
 
 def assert_stored_whole(store: Store, turn: Turn) -> None:
     """The turn is stored as returned, and its run ended with one outcome that says the same."""
-    stored = Turn.from_record(store.get_turn(turn.id))
+    stored = Turn.from_record(Conversations(store).get_turn(turn.id))
     assert stored == turn
     run = store.get_run(turn.run_id)
     assert run.kind == "ask" and run.status in ("completed", "failed", "cancelled")

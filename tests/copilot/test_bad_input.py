@@ -19,6 +19,7 @@ import pytest
 from copilot_helpers import DONE, aggregate_step, answer_step, assert_stored_whole, lines, query_step
 
 from plangate.copilot import Copilot, ask
+from plangate.copilot._conversations import Conversations
 from plangate.events import OutcomeEvent, StatusEvent
 from plangate.models import ScriptedModel
 from plangate.store import SQLiteStore, Store
@@ -224,7 +225,7 @@ def test_a_turn_killed_mid_run_is_recovered_with_a_status_and_nothing_half_store
         if worker.stdout is not None:
             worker.stdout.close()
     with SQLiteStore(store_path) as store:
-        assert store.get_run(run_id).status == "running" and store.find_turn(run_id) is None
+        assert store.get_run(run_id).status == "running" and Conversations(store).find_turn(run_id) is None
         turn = Copilot(store=store, model=ScriptedModel([])).recover(run_id)
         assert turn.status == "failed"
         assert turn.reason == "the turn was interrupted: its process stopped before it finished"

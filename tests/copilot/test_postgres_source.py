@@ -15,6 +15,7 @@ import pytest
 from copilot_helpers import DONE, aggregate_step, answer_step, assert_stored_whole, gold, lines
 
 from plangate.copilot import ask
+from plangate.copilot._conversations import Conversations
 from plangate.models import ScriptedModel
 from plangate.store import SQLiteStore, open_store
 
@@ -147,6 +148,6 @@ def test_a_whole_turn_on_either_store(store_url: str) -> None:
         )
         assert (turn.status, turn.answer) == ("done", "There are 4,000 orders.")
         assert_stored_whole(store, turn)
-        assert store.list_turns(turn.conversation_id)[0].id == turn.id
+        assert Conversations(store).list_turns(turn.conversation_id)[0].id == turn.id
     finally:
         store.close()

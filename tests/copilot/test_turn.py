@@ -10,6 +10,7 @@ import pytest
 from copilot_helpers import DONE, aggregate_step, answer_step, assert_stored_whole, gold, lines, query_step
 
 from plangate.copilot import Copilot, ask, ask_stream, policy
+from plangate.copilot._conversations import Conversations
 from plangate.errors import ConfigError, NotFoundError
 from plangate.events import OpEvent, OutcomeEvent, ReviewEvent, StatusEvent, StepStateEvent
 from plangate.models import ModelUnavailableError, ScriptedModel
@@ -302,9 +303,9 @@ def test_a_conversations_later_turns_see_the_earlier_ones(store: Store) -> None:
     assert second.conversation_id == first.conversation_id and second.status == "done"
     assert f"Q: {QUESTION}\nA: {GOOD_ANSWER}" in model.requests[0].messages[-1].content
     assert GOOD_ANSWER in model.requests[1].messages[-1].content  # {{history}} rode along into the run
-    conversation = store.get_conversation(first.conversation_id)
+    conversation = Conversations(store).get_conversation(first.conversation_id)
     assert conversation.turns == 2 and conversation.title == QUESTION
-    assert [t.id for t in store.list_turns(first.conversation_id)] == [first.id, second.id]
+    assert [t.id for t in Conversations(store).list_turns(first.conversation_id)] == [first.id, second.id]
 
 
 def test_an_unknown_conversation_or_an_empty_question_stores_nothing(store: Store) -> None:
@@ -312,7 +313,7 @@ def test_an_unknown_conversation_or_an_empty_question_stores_nothing(store: Stor
         _ask(store, REVENUE_OPS, conversation="conv_nope")
     with pytest.raises(ConfigError, match="expected a question"):
         _ask(store, REVENUE_OPS, question="   ")
-    assert store.list_runs().items == [] and store.list_conversations().items == []
+    assert store.list_runs().items == [] and Conversations(store).list_conversations().items == []
 
 
 def test_an_unexpected_error_still_ends_the_turn_with_a_reason(
@@ -363,24 +364,22 @@ def test_leaving_the_stream_early_cancels_and_stores_the_turn(store: Store) -> N
                 break
 
     asyncio.run(first_op())
-    turn = store.find_turn(stream.run_id)
+    turn = Conversations(store).find_turn(stream.run_id)
     assert turn is not None and turn.status == "cancelled"
     assert turn.attempts[-1].reason == "the turn was cancelled before it finished"
     assert store.get_run(stream.run_id).status == "cancelled"
 
 
 def test_a_turn_is_stored_whole_or_not_at_all(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from plangate.store import _turns
-
     def refuse(*args: object, **kwargs: object) -> None:
         raise ConfigError("the disk said no")
 
-    monkeypatch.setattr(_turns, "record_turn", refuse)
+    monkeypatch.setattr(Conversations, "record_turn", refuse)
     copilot = Copilot(model=ScriptedModel([REVENUE_OPS, GOOD_ANSWER]), store=store)
     prepared = copilot.prepare(QUESTION, SHOP)
     with pytest.raises(ConfigError, match="the disk said no"):
         asyncio.run(copilot.run_turn(prepared))
-    assert store.find_turn(prepared.run_id) is None
+    assert Conversations(store).find_turn(prepared.run_id) is None
     assert not any(isinstance(e, OutcomeEvent) for e in store.events(prepared.run_id))
     monkeypatch.undo()
     recovered = copilot.recover(prepared.run_id)

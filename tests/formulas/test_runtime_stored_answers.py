@@ -16,7 +16,7 @@ from plangate.formulas import runtime
 from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.runtime import FormulaRunner
 from plangate.interactions import Approve, Edit
-from plangate.store import LeaseBook
+from plangate.store import Documents, LeaseBook
 from plangate.tools import ToolRegistry, tool
 
 
@@ -52,7 +52,7 @@ def test_an_answer_to_a_run_held_elsewhere_is_checked_stored_once_and_applied_at
 
     with pytest.raises(InteractionError, match="edit"):
         asyncio.run(runner.answer(asked.id, Edit({"x": 1})))  # does not fit a person's approval: nothing
-    assert store.get_document(STORED_ANSWERS, asked.id) is None
+    assert Documents(store).get(STORED_ANSWERS, asked.id) is None
     answered = asyncio.run(runner.answer(asked.id, Approve(), by="ann"))
     assert (answered.run_id, answered.continuing) == (waiting.run_id, True)  # its holder applies it
     with pytest.raises(StaleInteraction):

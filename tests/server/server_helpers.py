@@ -18,7 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from plangate.cli._loading import tools_from
-from plangate.server.tokens import hash_token, new_token
+from plangate.server.tokens import Tokens, hash_token, new_token
 from plangate.store import Store
 from plangate.tools import ToolRegistry
 
@@ -34,7 +34,7 @@ def example_tools() -> ToolRegistry:
 def make_token(store: Store, owner: str, name: str = "") -> str:
     """A live token for ``owner``."""
     token = new_token()
-    store.create_token(owner, hash_token(token), name)
+    Tokens(store).create(owner, hash_token(token), name)
     return token
 
 

@@ -17,6 +17,8 @@ from ask_helpers import ANSWER, CHINOOK_DB, QUESTION, CopilotScript
 from console_helpers import console_page, console_server, screenshot
 from playwright.sync_api import Page, expect
 
+from plangate.copilot._conversations import Conversations
+
 pytestmark = pytest.mark.slow
 
 
@@ -59,7 +61,7 @@ def test_a_question_in_the_chat_shows_the_workflow_the_answer_the_table_and_the_
         box = chart.locator("canvas").bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > 100
         # the address now names the conversation, which is listed
-        conversation = store.list_conversations().items[0]
+        conversation = Conversations(store).list_conversations().items[0]
         assert page.evaluate("location.hash") == f"#/ask/{conversation.id}"
         expect(page.locator("#conversations li")).to_have_count(1)
         expect(page.locator("#conversations li").first).to_contain_text(QUESTION)
@@ -69,7 +71,7 @@ def test_a_question_in_the_chat_shows_the_workflow_the_answer_the_table_and_the_
         _ask(page, "And which region came last?")
         expect(page.locator("#chat li.turn")).to_have_count(2)
         expect(page.locator("#chat li.turn").nth(1)).to_have_attribute("data-status", "done")
-        assert store.get_conversation(conversation.id).turns == 2
+        assert Conversations(store).get_conversation(conversation.id).turns == 2
         log.assert_clean()
 
 
@@ -94,7 +96,9 @@ def test_an_unusable_turn_shows_its_signals_and_can_be_retried(tmp_path: Path) -
         expect(second).to_have_attribute("data-status", "done")
         expect(second.locator(".question-text")).to_have_text(QUESTION)
         expect(second.locator(".answer")).to_have_text(ANSWER)
-        [turn_a, turn_b] = store.list_turns(store.list_conversations().items[0].id)
+        [turn_a, turn_b] = Conversations(store).list_turns(
+            Conversations(store).list_conversations().items[0].id
+        )
         assert (turn_a.status, turn_b.status) == ("unusable", "done")
         log.assert_clean()
 

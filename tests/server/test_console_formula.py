@@ -14,7 +14,7 @@ import pytest
 from console_helpers import console_page, console_server, screenshot
 from playwright.sync_api import Locator, Page, expect
 
-from plangate.server.tokens import hash_token, new_token
+from plangate.server.tokens import Tokens, hash_token, new_token
 
 pytestmark = pytest.mark.slow
 
@@ -164,7 +164,7 @@ def test_the_console_asks_for_a_token_once_and_keeps_it(tmp_path: Path) -> None:
     pepper = b"console-test-pepper"
     token = new_token()
     with console_server(tmp_path, auth=True, pepper=pepper) as (server, store):
-        store.create_token("alice", hash_token(token, pepper), name="console test")
+        Tokens(store).create("alice", hash_token(token, pepper), name="console test")
         with console_page(server) as (page, log):
             page.goto(server.url + "/")
             dialog = page.get_by_role("dialog", name="API token")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from plangate.errors import ConfigError, RunError
 from plangate.engines import build
+from plangate.errors import ConfigError, RunError
 from plangate.runs import Runs
 from plangate.store import Store, open_store
 

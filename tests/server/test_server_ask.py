@@ -26,6 +26,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from server_helpers import bearer, make_token
 
+from plangate.copilot._conversations import Conversations
 from plangate.events import OpEvent, OutcomeEvent, ReviewEvent
 from plangate.server._asks import chart_of
 from plangate.store import Store
@@ -88,7 +89,7 @@ def test_ask_answers_at_once_and_the_turn_ends_on_the_server(client: TestClient,
     [attempt] = turn["attempts"]
     assert attempt["review"]["severity"] == "ok" and attempt["run_id"] == turn["runs"][0]
     assert turn["conversation_id"] == started["conversation_id"] and "owner" not in turn
-    assert store.get_turn(started["turn_id"]).status == "done"
+    assert Conversations(store).get_turn(started["turn_id"]).status == "done"
 
     events = client.get(f"/v1/runs/{started['run_id']}/events?format=json").json()["items"]
     kinds = [event["type"] for event in events]
@@ -301,7 +302,7 @@ def test_a_bad_ask_is_a_422_naming_the_field_and_stores_nothing(
     response = client.post("/v1/ask", json=body)
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == field
-    assert store.list_runs(kind="ask").items == [] and store.list_conversations().items == []
+    assert store.list_runs(kind="ask").items == [] and Conversations(store).list_conversations().items == []
 
 
 def test_an_unknown_source_conversation_or_model_stores_nothing(client: TestClient, store: Store) -> None:

@@ -13,6 +13,7 @@ import pytest
 from ask_helpers import ANSWER, QUESTION, CopilotScript
 from server_helpers import Message, SSEParser, example_tools, live_server
 
+from plangate.copilot._conversations import Conversations
 from plangate.server import create_app
 from plangate.store import open_store
 
@@ -72,7 +73,7 @@ def test_a_turn_on_a_live_server_survives_its_watcher_leaving(store_url: str, tm
             assert [c["id"] for c in conversations] == [ids["conversation_id"]]
             shown = client.get(f"/v1/conversations/{ids['conversation_id']}").json()
             assert [t["status"] for t in shown["turns"]] == ["done"]
-        assert store.get_turn(ids["turn_id"]).status == "done"
+        assert Conversations(store).get_turn(ids["turn_id"]).status == "done"
     finally:
         store.close()
 
@@ -87,7 +88,7 @@ def test_a_turn_in_flight_when_the_server_stops_is_stored_whole(store_url: str, 
             ids = client.post("/v1/ask", json={"question": QUESTION}).json()
             assert script.entered.wait(20)
             threading.Timer(1.0, hold.set).start()  # the held model call returns once the server stops
-        turn = store.get_turn(ids["turn_id"])
+        turn = Conversations(store).get_turn(ids["turn_id"])
         assert turn.status == "cancelled" and turn.attempts[-1].status == "cancelled"
         assert store.get_run(ids["run_id"]).status == "cancelled"
     finally:

@@ -11,6 +11,7 @@ from server_helpers import wait_until
 
 from plangate.copilot import Copilot
 from plangate.copilot import _store as turn_store
+from plangate.copilot._conversations import Conversations
 from plangate.events import OutcomeEvent
 from plangate.models import ScriptedModel
 from plangate.store import Store
@@ -41,7 +42,7 @@ def test_a_turn_cut_off_by_a_stopped_process_is_stored_failed_at_the_next_start(
         # start-up recovery ends it in the background, as it continues every other run
         wait_until(lambda: store.find_turn(prepared.run_id) is not None, what="the turn to be ended")
 
-    turn = store.get_turn(prepared.turn_id, owner="ana")
+    turn = Conversations(store).get_turn(prepared.turn_id, owner="ana")
     assert (turn.status, turn.owner, turn.run_id) == ("failed", "ana", prepared.run_id)
     assert turn.reason == "the turn was interrupted: its process stopped before it finished"
     assert store.get_run(prepared.run_id).status == "failed"

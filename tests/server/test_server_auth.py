@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from server_helpers import bearer, idle, make_token, parse_sse
 
-from plangate.server.tokens import hash_token, new_token
+from plangate.server.tokens import Tokens, hash_token, new_token
 from plangate.store import Store
 
 RELEASE = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
@@ -123,9 +123,9 @@ def test_a_revoked_token_is_refused_and_the_token_never_appears_in_the_answer(
 ) -> None:
     token = make_token(store, "alice")
     assert secure.get("/v1/runs", headers=bearer(token)).status_code == 200
-    record = store.list_tokens(owner="alice")[0]
+    record = Tokens(store).listed(owner="alice")[0]
 
-    store.revoke_token(record.id)
+    Tokens(store).revoke(record.id)
     response = secure.get("/v1/runs", headers=bearer(token))
 
     assert response.status_code == 401
@@ -137,7 +137,7 @@ def test_a_token_hashed_with_another_pepper_does_not_work(
     make_app: Callable[..., FastAPI], store: Store
 ) -> None:
     token = new_token()
-    store.create_token("alice", hash_token(token, b"pepper-one"))
+    Tokens(store).create("alice", hash_token(token, b"pepper-one"))
     with TestClient(make_app(pepper=b"pepper-two")) as client:
         assert client.get("/v1/runs", headers=bearer(token)).status_code == 401
     with TestClient(make_app(pepper=b"pepper-one")) as client:

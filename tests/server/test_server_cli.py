@@ -13,7 +13,7 @@ from server_helpers import EXAMPLES
 from typer.testing import CliRunner
 
 from plangate.cli.app import app
-from plangate.server.tokens import PEPPER_ENV, TOKEN_PREFIX, hash_token
+from plangate.server.tokens import PEPPER_ENV, TOKEN_PREFIX, Tokens, hash_token
 from plangate.store import SQLiteStore
 
 TOOLS = f"{EXAMPLES / 'tools.py'}:registry"
@@ -41,7 +41,7 @@ def test_token_create_prints_the_token_once_and_stores_only_its_hash(cli: CliRun
     assert token.startswith(TOKEN_PREFIX) and len(token) > 40
     assert "it is not shown again" in result.stderr
     with SQLiteStore(workdir / "cli.db") as store:
-        found = store.find_token(hash_token(token))
+        found = Tokens(store).find(hash_token(token))
         assert found is not None and (found.owner, found.name) == ("alice", "laptop")
     raw = (workdir / "cli.db").read_bytes()
     assert token.encode() not in raw
@@ -74,7 +74,7 @@ def test_token_revoke_makes_the_token_stop_working(cli: CliRunner, workdir: Path
     assert result.exit_code == 0, result.output
     assert f"revoked {alice['id']}" in result.stderr
     with SQLiteStore(workdir / "cli.db") as store:
-        assert store.find_token(hash_token(alice["token"])) is None
+        assert Tokens(store).find(hash_token(alice["token"])) is None
     listed = json.loads(cli.invoke(app, ["token", "list", "--json"]).stdout)
     assert listed[0]["revoked_at"] is not None
     unknown = cli.invoke(app, ["token", "revoke", "tok_nope"])
@@ -89,8 +89,8 @@ def test_a_token_made_with_a_pepper_is_checked_with_it(
     token = _created(cli, "--owner", "alice")["token"]
 
     with SQLiteStore(workdir / "cli.db") as store:
-        assert store.find_token(hash_token(token)) is None
-        assert store.find_token(hash_token(token, b"kitchen")) is not None
+        assert Tokens(store).find(hash_token(token)) is None
+        assert Tokens(store).find(hash_token(token, b"kitchen")) is not None
 
 
 def test_token_create_needs_an_owner(cli: CliRunner) -> None:

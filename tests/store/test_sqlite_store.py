@@ -12,8 +12,9 @@ import pytest
 import plangate.store
 from plangate.errors import ConfigError, RunError, StoreError
 from plangate.events import SpeakEvent
-from plangate.store import DEFAULT_STORE_PATH, SCHEMA_VERSION, SQLiteStore, open_store
-from plangate.store._sqlite_schema import MIGRATIONS
+from plangate.store import DEFAULT_STORE_PATH, SCHEMA_VERSION, Documents, SQLiteStore, open_store
+from plangate.store._schema import MIGRATIONS
+from plangate.store.ddl import statements
 from plangate.store.url import sqlite_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -152,8 +153,8 @@ def _store_at_version(path: Path, version: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for script in MIGRATIONS[:version]:
-            for statement in script:
+        for migration in MIGRATIONS[:version]:
+            for statement in statements(migration, "sqlite"):
                 conn.execute(statement)
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
     finally:
@@ -184,7 +185,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Pat
     conn.close()
     with SQLiteStore(path) as store:
         assert store.get_run("run_old").name == "from v1"
-        assert store.put_document("schedule", "default", {"tasks": []}, expected_version=None).version == 1
+        assert Documents(store).put("schedule", "default", {"tasks": []}, expected_version=None).version == 1
     assert _schema(path) == _frozen(SCHEMA_VERSION)
 
 

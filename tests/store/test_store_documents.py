@@ -1,4 +1,5 @@
-"""Versioned documents on every backend: compare-and-set writes, transactions, reopening, racing writers."""
+"""Versioned documents (``store/documents.py``) on every backend: compare-and-set writes, transactions,
+reopening, racing writers."""
 
 from __future__ import annotations
 
@@ -10,59 +11,59 @@ from store_backends import Backend, FakeClock
 
 from plangate.errors import ConfigError, StoreError
 from plangate.events import SpeakEvent
-from plangate.store import Document, DocumentConflict, Store
+from plangate.store import Document, DocumentConflict, Documents, Store
 
 NS = "schedule"
 
 
 def test_a_missing_document_reads_as_none(store: Store) -> None:
-    assert store.get_document(NS, "default") is None
+    assert Documents(store).get(NS, "default") is None
 
 
 def test_create_then_update_bumps_the_version_and_replaces_the_value(store: Store, clock: FakeClock) -> None:
-    created = store.put_document(NS, "default", {"tasks": ["t1"], "n": 1}, expected_version=None)
+    created = Documents(store).put(NS, "default", {"tasks": ["t1"], "n": 1}, expected_version=None)
     assert created == Document(
         namespace=NS, key="default", value={"tasks": ["t1"], "n": 1}, version=1, updated_at=clock.now
     )
-    assert store.get_document(NS, "default") == created
+    assert Documents(store).get(NS, "default") == created
     clock.advance(3)
-    updated = store.put_document(NS, "default", {"tasks": []}, expected_version=1)
+    updated = Documents(store).put(NS, "default", {"tasks": []}, expected_version=1)
     assert (updated.version, updated.value, updated.updated_at) == (2, {"tasks": []}, clock.now)
-    assert store.get_document(NS, "default") == updated
+    assert Documents(store).get(NS, "default") == updated
 
 
 def test_a_stale_version_is_refused_and_nothing_changes(store: Store) -> None:
-    store.put_document(NS, "default", {"v": 1}, expected_version=None)
-    current = store.put_document(NS, "default", {"v": 2}, expected_version=1)
+    Documents(store).put(NS, "default", {"v": 1}, expected_version=None)
+    current = Documents(store).put(NS, "default", {"v": 2}, expected_version=1)
     with pytest.raises(
         DocumentConflict,
         match=r"document 'default' in namespace 'schedule' changed since it was read: expected version 1, "
         r"found version 2; nothing was written",
     ) as caught:
-        store.put_document(NS, "default", {"v": "lost"}, expected_version=1)
+        Documents(store).put(NS, "default", {"v": "lost"}, expected_version=1)
     assert isinstance(caught.value, StoreError)
     assert (caught.value.namespace, caught.value.key, caught.value.expected_version) == (NS, "default", 1)
     assert caught.value.current == current
-    assert store.get_document(NS, "default") == current
+    assert Documents(store).get(NS, "default") == current
 
 
 def test_creating_an_existing_document_or_updating_a_missing_one_conflicts(store: Store) -> None:
-    first = store.put_document(NS, "a", {"v": 1}, expected_version=None)
+    first = Documents(store).put(NS, "a", {"v": 1}, expected_version=None)
     with pytest.raises(DocumentConflict, match="expected no document yet, found version 1") as caught:
-        store.put_document(NS, "a", {"v": 2}, expected_version=None)
+        Documents(store).put(NS, "a", {"v": 2}, expected_version=None)
     assert caught.value.current == first
     with pytest.raises(DocumentConflict, match="expected version 4, found none") as missing:
-        store.put_document(NS, "b", {"v": 1}, expected_version=4)
+        Documents(store).put(NS, "b", {"v": 1}, expected_version=4)
     assert missing.value.current is None
-    assert store.get_document(NS, "b") is None
+    assert Documents(store).get(NS, "b") is None
 
 
 def test_namespaces_keep_equal_keys_apart(store: Store) -> None:
-    store.put_document("schedule", "default", {"kind": "week"}, expected_version=None)
-    store.put_document("settings", "default", {"kind": "prefs"}, expected_version=None)
-    store.put_document("settings", "default", {"kind": "prefs", "n": 2}, expected_version=1)
-    week = store.get_document("schedule", "default")
-    prefs = store.get_document("settings", "default")
+    Documents(store).put("schedule", "default", {"kind": "week"}, expected_version=None)
+    Documents(store).put("settings", "default", {"kind": "prefs"}, expected_version=None)
+    Documents(store).put("settings", "default", {"kind": "prefs", "n": 2}, expected_version=1)
+    week = Documents(store).get("schedule", "default")
+    prefs = Documents(store).get("settings", "default")
     assert week is not None and prefs is not None
     assert (week.value, week.version) == ({"kind": "week"}, 1)
     assert (prefs.value, prefs.version) == ({"kind": "prefs", "n": 2}, 2)
@@ -88,35 +89,35 @@ def test_put_document_names_the_bad_argument(
     store: Store, args: tuple[Any, ...], kwargs: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message):
-        store.put_document(*args, **kwargs)
-    assert store.get_document(NS, "k") is None
+        Documents(store).put(*args, **kwargs)
+    assert Documents(store).get(NS, "k") is None
 
 
 def test_get_document_names_the_bad_argument(store: Store) -> None:
     with pytest.raises(ConfigError, match="get_document: key: expected a non-empty string; found None"):
-        store.get_document(NS, None)  # type: ignore[arg-type]
+        Documents(store).get(NS, None)  # type: ignore[arg-type]
 
 
 def test_a_transaction_writes_a_document_together_with_its_events(store: Store) -> None:
     run_id = store.create_run("agent", "plan", {}).id
     with store.transaction(run_id) as tx:
         tx.append(SpeakEvent(text="moved t1"))
-        written = tx.put_document(NS, "default", {"moved": ["t1"]}, expected_version=None)
-        assert tx.get_document(NS, "default") == written
-    assert store.get_document(NS, "default") == written
+        written = Documents(store).put(NS, "default", {"moved": ["t1"]}, expected_version=None, tx=tx)
+        assert Documents(store).get(NS, "default", tx=tx) == written
+    assert Documents(store).get(NS, "default") == written
     assert [event.seq for event in store.events(run_id)] == [1]
 
 
 def test_a_conflict_inside_a_transaction_rolls_back_its_events(store: Store) -> None:
     run_id = store.create_run("agent", "plan", {}).id
-    store.put_document(NS, "default", {"n": 1}, expected_version=None)
-    store.put_document(NS, "default", {"n": 2}, expected_version=1)
+    Documents(store).put(NS, "default", {"n": 1}, expected_version=None)
+    Documents(store).put(NS, "default", {"n": 2}, expected_version=1)
     with pytest.raises(DocumentConflict):
         with store.transaction(run_id) as tx:
             tx.append(SpeakEvent(text="moved t1"))
-            tx.put_document(NS, "default", {"n": 3}, expected_version=1)
+            Documents(store).put(NS, "default", {"n": 3}, expected_version=1, tx=tx)
     assert store.events(run_id) == []
-    document = store.get_document(NS, "default")
+    document = Documents(store).get(NS, "default")
     assert document is not None and document.value == {"n": 2}
 
 
@@ -124,16 +125,17 @@ def test_a_failed_transaction_leaves_no_document_behind(store: Store) -> None:
     run_id = store.create_run("agent", "plan", {}).id
     with pytest.raises(RuntimeError, match="boom"):
         with store.transaction(run_id) as tx:
-            tx.put_document(NS, "default", {"n": 1}, expected_version=None)
+            Documents(store).put(NS, "default", {"n": 1}, expected_version=None, tx=tx)
             raise RuntimeError("boom")
-    assert store.get_document(NS, "default") is None
+    assert Documents(store).get(NS, "default") is None
 
 
 def test_the_store_refuses_document_calls_from_inside_its_own_transaction(store: Store) -> None:
     run_id = store.create_run("agent", "plan", {}).id
+    documents = Documents(store)
     with store.transaction(run_id) as tx:
         with pytest.raises(StoreError, match="this thread holds an open transaction"):
-            store.put_document(NS, "default", {}, expected_version=None)
+            documents.put(NS, "default", {}, expected_version=None)
         tx.append(SpeakEvent(text="still usable"))
     assert store.last_seq(run_id) == 1
 
@@ -142,18 +144,18 @@ def test_documents_survive_reopening_and_conflict_across_handles(shared_backend:
     first = shared_backend.open()
     second = shared_backend.open()
     try:
-        first.put_document(NS, "default", {"by": "first"}, expected_version=None)
-        seen = second.get_document(NS, "default")
+        Documents(first).put(NS, "default", {"by": "first"}, expected_version=None)
+        seen = Documents(second).get(NS, "default")
         assert seen is not None and seen.version == 1
-        first.put_document(NS, "default", {"by": "first", "n": 2}, expected_version=1)
+        Documents(first).put(NS, "default", {"by": "first", "n": 2}, expected_version=1)
         with pytest.raises(DocumentConflict, match="expected version 1, found version 2"):
-            second.put_document(NS, "default", {"by": "second"}, expected_version=seen.version)
+            Documents(second).put(NS, "default", {"by": "second"}, expected_version=seen.version)
     finally:
         first.close()
         second.close()
     reopened = shared_backend.open()
     try:
-        document = reopened.get_document(NS, "default")
+        document = Documents(reopened).get(NS, "default")
         assert document is not None and (document.value, document.version) == ({"by": "first", "n": 2}, 2)
     finally:
         reopened.close()
@@ -163,10 +165,10 @@ def _increment(store: Store, key: str) -> int:
     """Read-modify-write a counter, retrying on conflict; returns how many conflicts it met."""
     conflicts = 0
     while True:
-        current = store.get_document(NS, key)
+        current = Documents(store).get(NS, key)
         count = 0 if current is None else int(current.value["count"])  # type: ignore[arg-type]
         try:
-            store.put_document(
+            Documents(store).put(
                 NS, key, {"count": count + 1}, expected_version=None if current is None else current.version
             )
         except DocumentConflict:
@@ -196,7 +198,7 @@ def test_racing_writers_that_retry_lose_no_update(shared_backend: Backend) -> No
         thread.join()
     try:
         assert errors == []
-        document = stores[0].get_document(NS, "counter")
+        document = Documents(stores[0]).get(NS, "counter")
         assert document is not None
         assert document.value == {"count": writers * rounds}
         assert document.version == writers * rounds
@@ -217,6 +219,6 @@ def test_racing_writers_that_retry_lose_no_update(shared_backend: Backend) -> No
     ids=["empty", "nested", "unicode", "numbers", "mixed"],
 )
 def test_json_objects_read_back_equal(store: Store, value: dict[str, Any]) -> None:
-    written = store.put_document("prop", "k", value, expected_version=None)
+    written = Documents(store).put("prop", "k", value, expected_version=None)
     assert written.value == value
-    assert store.get_document("prop", "k") == written
+    assert Documents(store).get("prop", "k") == written

@@ -15,7 +15,7 @@ from store_backends import Backend, FakeClock
 
 from plangate.errors import ConfigError, NotFoundError
 from plangate.events import SpeakEvent
-from plangate.store import Lease, LeaseLost, Store
+from plangate.store import Documents, Lease, LeaseLost, Store
 
 
 def _run(store: Store) -> str:
@@ -81,7 +81,8 @@ def test_a_fenced_transaction_commits_while_its_lease_is_current(store: Store) -
 
 
 def _late_commit(store: Store, run_id: str, lease: Lease) -> None:
-    """Everything a transaction can write, fenced by ``lease``."""
+    """Everything a transaction can write, fenced by ``lease`` (a document too)."""
+    documents = Documents(store)
     with store.transaction(run_id, fence=lease) as tx:
         tx.append(SpeakEvent(text="late"))
         tx.set_snapshot({"from": "the paused holder"})
@@ -91,7 +92,7 @@ def _late_commit(store: Store, run_id: str, lease: Lease) -> None:
             step_index=0, source="user_reply", name="ask_user", arguments_digest="", success=True, summary="x"
         )
         tx.record_write_intent("late-key", "place", "sha256:1")
-        tx.put_document("schedule", "late", {"x": 1}, expected_version=None)
+        documents.put("schedule", "late", {"x": 1}, expected_version=None, tx=tx)
 
 
 def test_a_holder_paused_past_expiry_cannot_commit_after_a_takeover(store: Store, clock: FakeClock) -> None:
@@ -121,7 +122,7 @@ def test_a_holder_paused_past_expiry_cannot_commit_after_a_takeover(store: Store
     assert store.list_interactions(run_id=run_id) == []
     assert store.receipts(run_id) == []
     assert store.get_write_intent("late-key") is None
-    assert store.get_document("schedule", "late") is None
+    assert Documents(store).get("schedule", "late") is None
     with store.transaction(run_id, fence=taker) as tx:
         assert tx.append(SpeakEvent(text="the new holder goes on")).seq == 3
 

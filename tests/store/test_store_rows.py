@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, JsonValue
 
+from plangate.copilot import _conversations
 from plangate.errors import StoreError
-from plangate.store import _rows, _tokens, _turns, open_store
+from plangate.server import tokens
+from plangate.store import _rows, documents, open_store
 
 MAPPERS = {
     "runs": _rows.RUNS,
@@ -19,10 +21,10 @@ MAPPERS = {
     "receipts": _rows.RECEIPTS,
     "write_intents": _rows.WRITE_INTENTS,
     "snapshots": _rows.SNAPSHOTS,
-    "documents": _rows.DOCUMENTS,
-    "tokens": _tokens._TOKENS,
-    "turns": _turns._TURNS,
-    "attempts": _turns._ATTEMPTS,
+    "documents": documents._DOCUMENTS,
+    "tokens": tokens._TOKENS,
+    "turns": _conversations._TURNS,
+    "attempts": _conversations._ATTEMPTS,
 }
 
 

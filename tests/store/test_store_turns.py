@@ -1,14 +1,15 @@
-"""Copilot conversations, turns and attempts on every backend: stored whole with the run's outcome, read back
-as written, owners kept apart."""
+"""Copilot conversations, turns and attempts (``copilot/_conversations.py``) on every backend: stored whole
+with the run's outcome, read back as written, owners kept apart."""
 
 from __future__ import annotations
 
 import pytest
 from store_backends import Backend, FakeClock
 
+from plangate.copilot._conversations import AttemptRecord, Conversations, TurnRecord
 from plangate.errors import ConfigError, NotFoundError
 from plangate.events import OutcomeEvent
-from plangate.store import AttemptRecord, Store, TurnRecord
+from plangate.store import Store
 
 
 def _attempt(n: int, status: str = "done", **fields: object) -> AttemptRecord:
@@ -61,48 +62,48 @@ def _turn(
 def _record(store: Store, turn: TurnRecord) -> None:
     with store.transaction(turn.run_id) as tx:
         tx.append(OutcomeEvent(status="completed", stage="review", code="done", user_message=turn.answer))
-        tx.record_turn(turn)
+        Conversations(store).record_turn(tx, turn)
         tx.set_status("completed")
 
 
 def test_a_conversation_is_created_found_and_listed(store: Store, clock: FakeClock) -> None:
-    created = store.create_conversation(owner="ana", title="Revenue questions")
+    created = Conversations(store).create_conversation(owner="ana", title="Revenue questions")
     assert created.id.startswith("conv_") and (created.owner, created.title, created.turns) == (
         "ana",
         "Revenue questions",
         0,
     )
     assert created.created_at == created.updated_at == clock.now
-    assert store.get_conversation(created.id) == created
-    assert store.list_conversations(owner="ana").items == [created]
+    assert Conversations(store).get_conversation(created.id) == created
+    assert Conversations(store).list_conversations(owner="ana").items == [created]
     with pytest.raises(ConfigError, match="exists already"):
-        store.create_conversation(conversation_id=created.id)
+        Conversations(store).create_conversation(conversation_id=created.id)
 
 
 def test_a_turn_is_stored_with_its_attempts_and_its_runs_outcome(store: Store, clock: FakeClock) -> None:
-    conversation = store.create_conversation()
+    conversation = Conversations(store).create_conversation()
     turn = _turn(store, conversation.id).model_copy(update={"finished_at": clock.now + 20})
     _record(store, turn)
-    assert store.get_turn(turn.id) == turn
-    assert store.find_turn(turn.run_id) == turn
-    assert store.list_turns(conversation.id) == [turn]
-    after = store.get_conversation(conversation.id)
+    assert Conversations(store).get_turn(turn.id) == turn
+    assert Conversations(store).find_turn(turn.run_id) == turn
+    assert Conversations(store).list_turns(conversation.id) == [turn]
+    after = Conversations(store).get_conversation(conversation.id)
     assert (after.turns, after.updated_at) == (1, clock.now + 20)
     assert [type(e).__name__ for e in store.events(turn.run_id)] == ["OutcomeEvent"]
 
 
 def test_a_transaction_that_fails_stores_neither_the_turn_nor_the_outcome(store: Store) -> None:
-    conversation = store.create_conversation()
+    conversation = Conversations(store).create_conversation()
     turn = _turn(store, conversation.id)
     with pytest.raises(RuntimeError, match="crash"):
         with store.transaction(turn.run_id) as tx:
             tx.append(OutcomeEvent(status="completed", stage="review", code="done", user_message="x"))
-            tx.record_turn(turn)
+            Conversations(store).record_turn(tx, turn)
             raise RuntimeError("crash before commit")
-    assert store.find_turn(turn.run_id) is None and store.events(turn.run_id) == []
-    assert store.get_conversation(conversation.id).turns == 0
+    assert Conversations(store).find_turn(turn.run_id) is None and store.events(turn.run_id) == []
+    assert Conversations(store).get_conversation(conversation.id).turns == 0
     with pytest.raises(NotFoundError):
-        store.get_turn(turn.id)
+        Conversations(store).get_turn(turn.id)
 
 
 @pytest.mark.parametrize(
@@ -114,71 +115,73 @@ def test_a_transaction_that_fails_stores_neither_the_turn_nor_the_outcome(store:
     ],
 )
 def test_a_turn_that_does_not_fit_is_refused(store: Store, change: dict[str, object], message: str) -> None:
-    conversation = store.create_conversation()
+    conversation = Conversations(store).create_conversation()
     turn = _turn(store, conversation.id).model_copy(update=change)
     run_id = _turn(store, conversation.id).run_id if "run_id" in change else turn.run_id
     with pytest.raises((ConfigError, NotFoundError), match=message):
         with store.transaction(run_id) as tx:
-            tx.record_turn(turn)
+            Conversations(store).record_turn(tx, turn)
 
 
 def test_a_turn_is_written_once(store: Store) -> None:
-    conversation = store.create_conversation()
+    conversation = Conversations(store).create_conversation()
     turn = _turn(store, conversation.id)
     _record(store, turn)
     with pytest.raises(ConfigError, match="is stored already"):
         with store.transaction(turn.run_id) as tx:
-            tx.record_turn(turn)
+            Conversations(store).record_turn(tx, turn)
 
 
 def test_the_last_turns_come_oldest_first(store: Store) -> None:
-    conversation = store.create_conversation()
+    conversation = Conversations(store).create_conversation()
     turns = [_turn(store, conversation.id, turn_id=f"turn_{i}", question=f"q{i}") for i in range(8)]
     for turn in turns:
         _record(store, turn)
-    assert [t.question for t in store.list_turns(conversation.id, last=6)] == [f"q{i}" for i in range(2, 8)]
-    assert len(store.list_turns(conversation.id)) == 8
+    assert [t.question for t in Conversations(store).list_turns(conversation.id, last=6)] == [
+        f"q{i}" for i in range(2, 8)
+    ]
+    assert len(Conversations(store).list_turns(conversation.id)) == 8
 
 
 def test_owners_see_only_their_own(store: Store) -> None:
-    mine = store.create_conversation(owner="ana")
-    theirs = store.create_conversation(owner="bo")
+    mine = Conversations(store).create_conversation(owner="ana")
+    theirs = Conversations(store).create_conversation(owner="bo")
     turn = _turn(store, mine.id, owner="ana")
     _record(store, turn)
     with pytest.raises(NotFoundError):
-        store.get_conversation(mine.id, owner="bo")
+        Conversations(store).get_conversation(mine.id, owner="bo")
     with pytest.raises(NotFoundError):
-        store.get_turn(turn.id, owner="bo")
+        Conversations(store).get_turn(turn.id, owner="bo")
     with pytest.raises(NotFoundError):
-        store.list_turns(mine.id, owner="bo")
-    assert [c.id for c in store.list_conversations(owner="bo").items] == [theirs.id]
+        Conversations(store).list_turns(mine.id, owner="bo")
+    assert [c.id for c in Conversations(store).list_conversations(owner="bo").items] == [theirs.id]
 
 
 def test_conversations_page_most_recently_updated_first(store: Store, clock: FakeClock) -> None:
     made = []
     for index in range(5):
         clock.advance(1)
-        made.append(store.create_conversation(title=f"c{index}"))
+        made.append(Conversations(store).create_conversation(title=f"c{index}"))
     turn = _turn(store, made[0].id).model_copy(update={"finished_at": clock.now + 100})
     _record(store, turn)
-    first = store.list_conversations(limit=2)
+    first = Conversations(store).list_conversations(limit=2)
     assert [c.title for c in first.items] == ["c0", "c4"] and first.next_cursor is not None
-    second = store.list_conversations(limit=2, cursor=first.next_cursor)
-    third = store.list_conversations(limit=2, cursor=second.next_cursor)
+    second = Conversations(store).list_conversations(limit=2, cursor=first.next_cursor)
+    third = Conversations(store).list_conversations(limit=2, cursor=second.next_cursor)
     assert [c.title for c in second.items + third.items] == ["c3", "c2", "c1"] and third.next_cursor is None
     with pytest.raises(ConfigError, match="next_cursor returned by list_conversations"):
-        store.list_conversations(cursor="p3")
+        Conversations(store).list_conversations(cursor="p3")
 
 
 def test_turns_survive_reopening_the_store(shared_backend: Backend) -> None:
     store = shared_backend.open()
-    conversation = store.create_conversation(title="kept")
+    conversation = Conversations(store).create_conversation(title="kept")
     turn = _turn(store, conversation.id)
     _record(store, turn)
     store.close()
     again = shared_backend.open()
     try:
-        assert again.get_turn(turn.id) == turn
-        assert again.get_conversation(conversation.id).turns == 1
+        assert Conversations(again).get_turn(turn.id) == turn
+        assert Conversations(again).get_conversation(conversation.id).turns == 1
     finally:
         again.close()

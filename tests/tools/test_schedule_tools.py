@@ -15,7 +15,7 @@ import pytest
 
 import plangate.tools.schedule
 from plangate.errors import ConfigError, SchemaVersionError, StoreError
-from plangate.store import Document, DocumentConflict, SQLiteStore, Store, open_store
+from plangate.store import Document, DocumentConflict, Documents, SQLiteStore, Store, open_store
 from plangate.tools import Reconciler, ToolRegistry, ToolResult, Toolset
 from plangate.tools.schedule import (
     NAMESPACE,
@@ -50,7 +50,7 @@ def call(
 
 
 def stored_version(store: Store, planner_id: str = "default") -> int | None:
-    document = store.get_document(NAMESPACE, planner_id)
+    document = Documents(store).get(NAMESPACE, planner_id)
     return None if document is None else document.version
 
 
@@ -240,10 +240,10 @@ def test_a_write_is_stored_and_survives_reopening_the_store(store_url: str) -> N
 def test_refused_writes_say_why_and_store_nothing(
     store: Store, name: str, arguments: dict[str, Any], status: str, code: str, reason: str
 ) -> None:
-    before = store.get_document(NAMESPACE, "default")
+    before = Documents(store).get(NAMESPACE, "default")
     result = call(ToolRegistry(schedule_tools(store)), name, arguments, key="int_refused")
     assert (result.status, result.error_code, result.error_message) == (status, code, reason)
-    assert store.get_document(NAMESPACE, "default") == before
+    assert Documents(store).get(NAMESPACE, "default") == before
     assert reconciler(ToolRegistry(schedule_tools(store)), name)("int_refused") is None
 
 
@@ -338,7 +338,7 @@ def test_the_key_is_recorded_in_the_same_save_as_the_change(store: Store) -> Non
     registry = ToolRegistry(schedule_tools(store))
     version = stored_version(store)
     call(registry, "swap", {"task_a": "t2", "task_b": "t6"}, key="int_e")
-    document = store.get_document(NAMESPACE, "default")
+    document = Documents(store).get(NAMESPACE, "default")
     assert document is not None and document.version == (version or 0) + 1
     state = ScheduleState.model_validate(document.value)
     assert [write.key for write in state.applied] == ["int_e"]
@@ -377,35 +377,28 @@ def test_update_reapplies_a_change_on_the_week_another_writer_saved(store: Store
     assert [planner.task(name).placement is not None for name in ("t4", "t9")] == [True, True]
 
 
-class _AlwaysBusy:
-    """A store on which another writer always saves first."""
+def test_a_write_that_keeps_losing_the_race_fails_and_changes_nothing(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attempts: list[int | None] = []
 
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.attempts = 0
-
-    def get_document(self, namespace: str, key: str) -> Document | None:
-        return self.inner.get_document(namespace, key)
-
-    def put_document(
-        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
+    def another_writer_saved_first(
+        self: Documents, namespace: str, key: str, value: Mapping[str, object], **options: Any
     ) -> Document:
-        self.attempts += 1
+        attempts.append(options["expected_version"])
         raise DocumentConflict(
-            "busy", namespace=namespace, key=key, expected_version=expected_version, current=None
+            "busy", namespace=namespace, key=key, expected_version=options["expected_version"], current=None
         )
 
-
-def test_a_write_that_keeps_losing_the_race_fails_and_changes_nothing(store: Store) -> None:
-    busy = _AlwaysBusy(store)
-    registry = ToolRegistry(schedule_tools(busy, "default"))  # type: ignore[arg-type]
+    monkeypatch.setattr(Documents, "put", another_writer_saved_first)
+    registry = ToolRegistry(schedule_tools(store, "default"))
     result = call(registry, "place", {"task": "t9", "day": "sun", "slot": 0})
     assert (result.status, result.error_code) == ("failed", "conflict")
     assert result.error_message == (
         f"the week 'default' kept changing under this write ({MAX_ATTEMPTS} tries); nothing was changed: "
         "read it again and retry"
     )
-    assert busy.attempts == MAX_ATTEMPTS
+    assert len(attempts) == MAX_ATTEMPTS
     assert stored_version(store) == 1
 
 
@@ -413,7 +406,7 @@ def test_a_write_that_keeps_losing_the_race_fails_and_changes_nothing(store: Sto
 
 
 def test_the_example_week_is_stored_in_the_frozen_v1_format(store: Store) -> None:
-    document = store.get_document(NAMESPACE, "default")
+    document = Documents(store).get(NAMESPACE, "default")
     assert document is not None
     frozen = json.loads((FIXTURES / "schedule_state_v1.json").read_text())
     assert document.value == frozen
@@ -421,7 +414,7 @@ def test_the_example_week_is_stored_in_the_frozen_v1_format(store: Store) -> Non
 
 
 def test_a_week_from_a_newer_plangate_is_refused(store: Store) -> None:
-    store.put_document(NAMESPACE, "future", {"schema_version": 2, "tasks": []}, expected_version=None)
+    Documents(store).put(NAMESPACE, "future", {"schema_version": 2, "tasks": []}, expected_version=None)
     with pytest.raises(SchemaVersionError, match="format version 2; this plangate reads up to version 1"):
         ScheduleStore(store, "future").load()
     result = call(ToolRegistry(schedule_tools(store, "future")), "get_overview", {})
@@ -430,14 +423,14 @@ def test_a_week_from_a_newer_plangate_is_refused(store: Store) -> None:
 
 
 def test_an_unreadable_week_is_a_store_error_naming_it(store: Store) -> None:
-    store.put_document(NAMESPACE, "broken", {"tasks": [{"id": "t1"}]}, expected_version=None)
+    Documents(store).put(NAMESPACE, "broken", {"tasks": [{"id": "t1"}]}, expected_version=None)
     with pytest.raises(StoreError, match=r"the week planner 'broken' \(document version 1\) cannot be read"):
         ScheduleStore(store, "broken").load()
     clash = ScheduleState(
         tasks=(Task(id="x", title="Task", duration=1, kind="admin"),),
         events=(FixedEvent(id="x", title="Event", day=0, start=0, duration=1),),
     ).to_json()
-    store.put_document(NAMESPACE, "clash", clash, expected_version=None)
+    Documents(store).put(NAMESPACE, "clash", clash, expected_version=None)
     with pytest.raises(StoreError, match="the id 'x' is used twice"):
         ScheduleStore(store, "clash").load()
 

@@ -32,7 +32,7 @@ from plangate.cli._loading import (
     store_from,
 )
 from plangate.errors import ConfigError, UserError
-from plangate.server.tokens import PEPPER_ENV, hash_token, new_token, pepper_from_env
+from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
 if TYPE_CHECKING:
     from plangate.server._sources import DeclaredSource
@@ -188,7 +188,7 @@ def token_create(
     token = new_token()
     pepper = pepper_from_env()
     try:
-        record = store_from(store).create_token(owner.strip(), hash_token(token, pepper), name)
+        record = Tokens(store_from(store)).create(owner.strip(), hash_token(token, pepper), name)
     except UserError as exc:
         fail(str(exc))
         return
@@ -213,7 +213,7 @@ def token_list(
 ) -> None:
     """List tokens: ids, owners, names and whether they still work (never the tokens themselves)."""
     try:
-        found = store_from(store).list_tokens(owner=owner)
+        found = Tokens(store_from(store)).listed(owner=owner)
     except UserError as exc:
         fail(str(exc))
         return
@@ -236,7 +236,7 @@ def token_revoke(
 ) -> None:
     """Revoke a token: requests made with it are refused from now on."""
     try:
-        record = store_from(store).revoke_token(token_id)
+        record = Tokens(store_from(store)).revoke(token_id)
     except UserError as exc:
         fail(str(exc))
         return

@@ -16,6 +16,7 @@ from plangate.copilot import _review as review_rules
 from plangate.copilot import policy
 from plangate.copilot._check import check_draft
 from plangate.copilot._constrained import op_lines_schema, question_hints
+from plangate.copilot._conversations import TurnStatus
 from plangate.copilot._generate import Generation, Generator
 from plangate.copilot._numbers import Known
 from plangate.copilot._ops import Draft, ops_text, slug
@@ -27,7 +28,6 @@ from plangate.errors import PlangateError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent
 from plangate.formulas import Formula, Issue, Plan
 from plangate.models import Message, Model
-from plangate.store import TurnStatus
 
 Emit = Callable[[Event], None]
 RETRY_TEMPERATURE = 0.7

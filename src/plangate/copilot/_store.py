@@ -1,7 +1,9 @@
 """Store access for turns: the ``ask`` run and its events, the conversation and its history, and the finished
 turn, written in one transaction with the run's outcome (so a turn is stored whole or not at all).
 
-For: every read and write a turn makes in the store, in one place. Not for: what a turn decides.
+For: every read and write a turn makes in the store, in one place (the run through ``Store``, the
+conversation and the turn through the ``Conversations`` repository). Not for: what a turn decides, or the
+SQL of conversations and turns (``copilot/_conversations.py``).
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ import secrets
 
 from pydantic import JsonValue
 
+from plangate.copilot._conversations import Conversation, Conversations, TurnStatus
 from plangate.copilot.policy import HISTORY_TURNS, HistoryItem, clip
 from plangate.copilot.results import Attempt, Turn
 from plangate.events import Event, StatusEvent
 from plangate.runs import Outcome, OutcomeStatus
 from plangate.runs.contract import Transactions
-from plangate.store import Conversation, RunStatus, Store, TurnStatus
+from plangate.store import RunStatus, Store
 
 SNAPSHOT_VERSION = 1
 """The format of an ``ask`` run's snapshot: ``{question, attempts: [stored attempts]}``."""
@@ -46,14 +49,15 @@ def conversation_for(store: Store, conversation: str | None, question: str, owne
     Raises:
         NotFoundError: the named conversation does not exist (for this owner).
     """
+    conversations = Conversations(store)
     if conversation is not None:
-        return store.get_conversation(conversation, owner=owner)
-    return store.create_conversation(owner=owner, title=clip(" ".join(question.split()), TITLE_CHARS))
+        return conversations.get_conversation(conversation, owner=owner)
+    return conversations.create_conversation(owner=owner, title=clip(" ".join(question.split()), TITLE_CHARS))
 
 
 def history(store: Store, conversation_id: str, owner: str) -> list[HistoryItem]:
     """The conversation's last turns, as the next turn sees them (usable answers only; others by reason)."""
-    turns = store.list_turns(conversation_id, owner=owner, last=HISTORY_TURNS)
+    turns = Conversations(store).list_turns(conversation_id, owner=owner, last=HISTORY_TURNS)
     return [HistoryItem(turn.question, turn.answer or f"(no answer: {turn.reason})") for turn in turns]
 
 
@@ -105,7 +109,7 @@ def checkpoint(transaction: Transactions, run_id: str, question: str, attempts: 
         tx.set_snapshot({"question": question, "attempts": records}, version=SNAPSHOT_VERSION)
 
 
-def finish(transaction: Transactions, turn: Turn, stage: str) -> None:
+def finish(store: Store, transaction: Transactions, turn: Turn, stage: str) -> None:
     """Store the finished turn, its attempts and the run's outcome, together."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
@@ -113,9 +117,10 @@ def finish(transaction: Transactions, turn: Turn, stage: str) -> None:
         "completed" if status == "completed" else "cancelled" if status == "cancelled" else "failed"
     )
     ended = Outcome(status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500))
+    conversations = Conversations(store)  # made before the transaction: it may bring its tables up to date
     with transaction(turn.run_id) as tx:
         tx.append(ended.event())
-        tx.record_turn(turn.record())
+        conversations.record_turn(tx, turn.record())
         tx.set_status(status, outcome=ended.stored())
 
 

@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import JsonValue
 
+from plangate.copilot._conversations import TurnStatus
 from plangate.copilot.results import Attempt, Review
 from plangate.errors import ConfigError
 from plangate.formulas import Formula, Issue
-from plangate.store import TurnStatus
 
 MAX_ATTEMPTS = 2
 """Attempts per turn, the first try included: one reviewed retry at most."""

@@ -11,9 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from plangate.copilot._conversations import AttemptRecord, TurnRecord, TurnStatus
 from plangate.formulas import Formula, Issue
 from plangate.formulas.loader import validate_formula
-from plangate.store import AttemptRecord, TurnRecord, TurnStatus
 
 Severity = Literal["broken", "degraded", "benign"]
 """How bad a review signal is: ``broken`` (the answer must not be used), ``degraded`` (usable with care),

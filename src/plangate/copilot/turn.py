@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from plangate.copilot import _store
 from plangate.copilot._attempt import AttemptRun, AttemptSetup
 from plangate.copilot._constrained import samples_under_grammar
+from plangate.copilot._conversations import AttemptRecord, Conversations
 from plangate.copilot._run import RUN_TIMEOUT_S, PlanRunner
 from plangate.copilot._scope import ScopeError, open_scope, source_label
 from plangate.copilot.policy import MAX_ATTEMPTS, chosen_attempt, turn_answer
@@ -30,17 +31,9 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.store import (
-    TERMINAL_STATUSES,
-    AttemptRecord,
-    Commit,
-    LeaseBook,
-    RunRecord,
-    Store,
-    TurnStatus,
-    open_store,
-)
+from plangate.store import TERMINAL_STATUSES, Commit, LeaseBook, RunRecord, Store, open_store
 from plangate.tools.data import DataSources, QueryLimits
+from plangate.vocab import TurnStatus
 
 logger = logging.getLogger("plangate.copilot")
 
@@ -267,7 +260,7 @@ class Copilot:
             created_at=prepared.created_at,
             finished_at=time.time(),
         )
-        _store.finish(self.leases.transaction, turn, stage)
+        _store.finish(self.store, self.leases.transaction, turn, stage)
         return turn
 
     # -- after a crash ---------------------------------------------------------------------------------------
@@ -288,7 +281,7 @@ class Copilot:
         run = self.store.get_run(run_id)
         if run.kind != "ask":
             raise NotFoundError(f"run {run_id!r} is a {run.kind} run, not a copilot turn")
-        stored = self.store.find_turn(run_id)
+        stored = Conversations(self.store).find_turn(run_id)
         if stored is not None:
             return Turn.from_record(stored)
         with self.leases.held(run_id):  # its process is gone: this one ends it, fenced as every commit is

@@ -62,7 +62,7 @@ from plangate.formulas.plan import (
 )
 from plangate.formulas.templates import to_text
 from plangate.interactions import Resolution, parse_resolution
-from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
+from plangate.store import TERMINAL_STATUSES, Documents, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
@@ -728,7 +728,7 @@ class Scheduler:
         store = self.host.store
         took = False
         for interaction in store.list_interactions(status="open", run_id=self.run_id):
-            stored_answer = store.get_document(STORED_ANSWERS, interaction.id)
+            stored_answer = Documents(store).get(STORED_ANSWERS, interaction.id)
             if stored_answer is None:
                 continue
             by = stored_answer.value.get("by")

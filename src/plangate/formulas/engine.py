@@ -21,7 +21,7 @@ from plangate.formulas.plan import Plan
 from plangate.formulas.runtime import FormulaRunner, FormulaSource
 from plangate.interactions import Resolution
 from plangate.runs.contract import Answered
-from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus
+from plangate.store import TERMINAL_STATUSES, Documents, Interaction, RunRecord, RunStatus
 from plangate.vocab import RunKind
 
 
@@ -83,7 +83,8 @@ class FormulaEngine:
         if not (last and isinstance(last[-1], StatusEvent) and last[-1].code == "waiting"):
             return True  # answered (or left waiting by a process without its tools) since it suspended
         opened = self.store.list_interactions(status="open", run_id=run.id)
-        return any(self.store.get_document(STORED_ANSWERS, item.id) is not None for item in opened)
+        documents = Documents(self.store)
+        return any(documents.get(STORED_ANSWERS, item.id) is not None for item in opened)
 
     def describe(self, run: RunRecord) -> dict[str, JsonValue]:
         """Each step's state, reason, attempt and output, in the plan's order, with what it waits on."""

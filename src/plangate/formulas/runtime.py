@@ -53,6 +53,7 @@ from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
     DocumentConflict,
+    Documents,
     Interaction,
     LeaseBook,
     RunRecord,
@@ -541,7 +542,7 @@ class FormulaRunner:
             raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
         value = {"resolution": resolution_dict(resolution), "by": by}
         try:
-            self.store.put_document(STORED_ANSWERS, interaction.id, value, expected_version=None)
+            Documents(self.store).put(STORED_ANSWERS, interaction.id, value, expected_version=None)
         except DocumentConflict:
             raise StaleInteraction(
                 f"interaction {interaction.id!r} was answered already; nothing changed"

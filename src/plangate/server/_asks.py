@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from plangate.copilot import Copilot
+from plangate.copilot._conversations import Conversation, Conversations, TurnRecord
 from plangate.copilot._store import SNAPSHOT_VERSION
 from plangate.errors import NotFoundError
 from plangate.models import Model
@@ -34,7 +35,7 @@ from plangate.runs import Runs
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server._sources import BUILTIN, SourceRegistry
-from plangate.store import Conversation, LeaseBook, RunRecord, Store, TurnRecord
+from plangate.store import LeaseBook, RunRecord, Store
 
 _T = TypeVar("_T")
 _RUNNING_PAGE = 200
@@ -137,7 +138,7 @@ class AskJobs:
         from plangate.errors import InteractionError
 
         try:
-            return self.store.get_turn(turn_id, owner=owner)
+            return Conversations(self.store).get_turn(turn_id, owner=owner)
         except NotFoundError:
             if self._running_run(owner, turn_id=turn_id) is not None:
                 raise InteractionError(f"turn {turn_id!r} is still running: retry it once it ended") from None
@@ -152,7 +153,7 @@ class AskJobs:
             NotFoundError: no such turn for this owner.
         """
         try:
-            return self._stored_view(self.store.get_turn(turn_id, owner=owner))
+            return self._stored_view(Conversations(self.store).get_turn(turn_id, owner=owner))
         except NotFoundError:
             run = self._running_run(owner, turn_id=turn_id)
             if run is None:
@@ -161,7 +162,7 @@ class AskJobs:
 
     def conversations(self, owner: str, limit: int, cursor: str | None) -> dict[str, JsonValue]:
         """One page of the owner's conversations, most recent first."""
-        page = self.store.list_conversations(owner=owner, limit=limit, cursor=cursor)
+        page = Conversations(self.store).list_conversations(owner=owner, limit=limit, cursor=cursor)
         return {"items": [_conversation_view(item) for item in page.items], "next_cursor": page.next_cursor}
 
     def conversation(self, owner: str, conversation_id: str) -> dict[str, JsonValue]:
@@ -170,9 +171,10 @@ class AskJobs:
         Raises:
             NotFoundError: no such conversation for this owner.
         """
-        found = self.store.get_conversation(conversation_id, owner=owner)
+        found = Conversations(self.store).get_conversation(conversation_id, owner=owner)
         turns: list[JsonValue] = [
-            self._stored_view(record) for record in self.store.list_turns(conversation_id, owner=owner)
+            self._stored_view(record)
+            for record in Conversations(self.store).list_turns(conversation_id, owner=owner)
         ]
         stored = {turn["id"] for turn in turns if isinstance(turn, dict)}
         for run in self._running_runs(owner):

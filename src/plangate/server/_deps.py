@@ -2,12 +2,12 @@
 
 For: the ``Services`` the app factory builds once, and the FastAPI dependencies that hand them and the
 caller's owner to routes (``ServicesDep``, ``OwnerDep``). Not for: making or storing tokens
-(``tokens.py``, the store).
+(``tokens.py``).
 
-Authentication: ``Authorization: Bearer pg_…``; the token is hashed and looked up in the store (only live
-tokens are found). A missing, malformed, unknown or revoked token is a 401 with ``WWW-Authenticate:
-Bearer``; the token itself never appears in a response or a log line. With authentication off (local
-development), every request acts as the owner ``local``.
+Authentication: ``Authorization: Bearer pg_…``; the token is hashed and looked up in the store's tokens
+(``tokens.Tokens``: only live tokens are found). A missing, malformed, unknown or revoked token is a 401
+with ``WWW-Authenticate: Bearer``; the token itself never appears in a response or a log line. With
+authentication off (local development), every request acts as the owner ``local``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from plangate.server._asks import AskJobs
 from plangate.server._problems import Problem
 from plangate.server._sources import SourceRegistry
 from plangate.server.broadcast import Broadcaster
-from plangate.server.tokens import hash_token, looks_like_token
+from plangate.server.tokens import Tokens, hash_token, looks_like_token
 from plangate.store import Store
 from plangate.tools import ToolRegistry
 
@@ -106,7 +106,7 @@ def current_owner(
         )
     if not looks_like_token(token):
         raise _unauthorized("the bearer token is not a plangate token", error="invalid_token")
-    found = services.store.find_token(hash_token(token, services.pepper))
+    found = Tokens(services.store).find(hash_token(token, services.pepper))
     if found is None:
         raise _unauthorized("the bearer token is unknown or was revoked", error="invalid_token")
     return found.owner

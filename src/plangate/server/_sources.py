@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from plangate.errors import ConfigError, NotFoundError, UserError
 from plangate.server._public import public_text
-from plangate.store import DocumentConflict, Store
+from plangate.store import DocumentConflict, Documents, Store
 from plangate.tools.data import (
     DataSource,
     DataSourceError,
@@ -224,7 +224,7 @@ class SourceRegistry:
 
     def registered(self, owner: str) -> list[SourceEntry]:
         """The sources ``owner`` registered, oldest first."""
-        document = self.store.get_document(NAMESPACE, owner)
+        document = Documents(self.store).get(NAMESPACE, owner)
         if document is None:
             return []
         items = document.value.get("sources")
@@ -335,7 +335,7 @@ class SourceRegistry:
 
     def _update(self, owner: str, change: _Change, adding: str | None) -> None:
         for _ in range(10):
-            document = self.store.get_document(NAMESPACE, owner)
+            document = Documents(self.store).get(NAMESPACE, owner)
             entries = self.registered(owner)
             if adding is not None:
                 if any(entry.name == adding for entry in entries):
@@ -346,7 +346,7 @@ class SourceRegistry:
                     )
             value: dict[str, object] = {"sources": [e.model_dump(mode="json") for e in change(entries)]}
             try:
-                self.store.put_document(
+                Documents(self.store).put(
                     NAMESPACE, owner, value, expected_version=document.version if document else None
                 )
                 return

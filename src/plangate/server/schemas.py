@@ -13,9 +13,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
+from plangate.runs.tools import INPUT_KEY as TOOL_IDENTITY
 from plangate.server._public import public_outcome
 from plangate.store import Interaction, RunRecord
-from plangate.runs.tools import INPUT_KEY as TOOL_IDENTITY
 from plangate.vocab import ResolutionKind
 
 _FORMULA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")

@@ -1,5 +1,6 @@
-"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases), of
-small versioned documents that outlive a run, and of copilot conversations and their turns.
+"""The durable store of runs (event logs, snapshots, interactions, receipts, write intents, leases), and the
+database that the repositories of what outlives a run share with it (documents, here; bearer tokens and
+copilot conversations, in their packages: ``plangate.store.repository``).
 
 For: everything that must survive a restart, behind the ``Store`` protocol (SQLite by default, PostgreSQL
 for many processes and machines: ``open_store("postgresql://…")``).
@@ -22,29 +23,24 @@ A run's life, in short::
 
 from __future__ import annotations
 
-from plangate.store._sqlite_schema import SCHEMA_VERSION
+from plangate.store._schema import SCHEMA_VERSION
 from plangate.store.base import (
-    AttemptRecord,
     Commit,
-    Conversation,
-    ConversationPage,
-    Document,
-    DocumentConflict,
     Interaction,
     Lease,
     LeaseLost,
     Receipt,
+    Record,
     RunPage,
     RunRecord,
     Snapshot,
     Store,
     Subscriber,
-    Token,
     Transaction,
-    TurnRecord,
     WriteIntent,
     WriteIntentConflict,
 )
+from plangate.store.documents import Document, DocumentConflict, Documents
 from plangate.store.encoded import EncodedObject
 from plangate.store.run_lease import DEFAULT_LEASE_TTL, LeaseBook
 from plangate.store.sqlite import MEMORY, SQLiteStore
@@ -55,7 +51,6 @@ from plangate.vocab import (
     ReceiptSource,
     RunKind,
     RunStatus,
-    TurnStatus,
     WriteIntentStatus,
 )
 
@@ -66,12 +61,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "STORE_ENV",
     "TERMINAL_STATUSES",
-    "AttemptRecord",
     "Commit",
-    "Conversation",
-    "ConversationPage",
     "Document",
     "DocumentConflict",
+    "Documents",
     "EncodedObject",
     "Interaction",
     "InteractionStatus",
@@ -80,6 +73,7 @@ __all__ = [
     "LeaseLost",
     "Receipt",
     "ReceiptSource",
+    "Record",
     "RunKind",
     "RunPage",
     "RunRecord",
@@ -88,10 +82,7 @@ __all__ = [
     "Snapshot",
     "Store",
     "Subscriber",
-    "Token",
     "Transaction",
-    "TurnRecord",
-    "TurnStatus",
     "WriteIntent",
     "WriteIntentConflict",
     "WriteIntentStatus",

@@ -1,40 +1,40 @@
-"""What both store backends do the same way: every read, and the writes that are one statement or a few.
+"""What both store backends do the same way: every read, the writes that are one statement or a few, and
+the skeleton of a run's transaction.
 
 For: ``Backend``, the base class of ``SQLiteStore`` and ``PostgresStore``. It holds each ``Store`` method
 whose SQL both backends speak (the shared ``?`` statements of ``Db``), written once: runs, snapshots,
-events, interactions, receipts, write intents, documents, tokens, conversations and turns, and the leases'
-reads and releases, and the argument checks of ``create_run``, ``take_lease`` and ``extend_lease``. A
-backend says how it opens a connection for each kind of work (``_reading``, ``_writing``, ``_statement``,
-``_consistent``), and keeps what it does its own way: opening and closing, inserting a run, the unit of work
-(``transaction``), subscriptions, and the one statement that takes or extends a lease. Not for: the SQL of
-one backend only, or the unit of work itself (``store/_tx.py``).
+events, interactions, receipts, write intents, the leases' reads and releases, the argument checks of
+``create_run``, ``take_lease`` and ``extend_lease``, and ``transaction`` (lock the run's row, check the
+fence, hand out the unit of work, commit, tell subscribers); and the ``Database`` it offers repositories
+(``store/repository.py``). A backend says how it opens a connection for each kind of work (``_reading``,
+``_writing``, ``_statement``, ``_consistent``) and keeps what it does its own way: opening and closing,
+inserting a run, how the transaction locks the run's row and announces its commit, subscriptions,
+migrations, and the one statement that takes or extends a lease. Not for: the SQL of one backend only, or
+the unit of work itself (``store/_tx.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Self
+from typing import ClassVar, Self
 
 from plangate.errors import NotFoundError, StoreError
 from plangate.events import Event
 from plangate.store import _checks as check
-from plangate.store import _documents as documents
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store import _tokens as tokens
-from plangate.store import _turns as turns
+from plangate.store._migrate import Component
 from plangate.store._sql import Db
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
-    Conversation,
-    ConversationPage,
-    Document,
     Interaction,
     InteractionStatus,
     Lease,
@@ -45,10 +45,9 @@ from plangate.store.base import (
     RunStatus,
     Snapshot,
     Subscriber,
-    Token,
-    TurnRecord,
     WriteIntent,
 )
+from plangate.store.ddl import Dialect
 
 logger = logging.getLogger("plangate.store")
 
@@ -68,18 +67,25 @@ class Backend(ABC):
     connections.
 
     Attributes:
+        dialect: the SQL the backend speaks.
         _where: the store's location as messages name it (a path, or a URL without its password).
         _clock: where timestamps come from.
         _closed: the store was closed.
         _pid: the process that opened it.
-        _subscribers: who hears of this store object's commits.
+        _subscribers: who hear of this store object's commits.
+        _local: per thread, the run whose transaction the thread holds (``tx_run``).
     """
 
+    dialect: ClassVar[Dialect]
     _where: str
     _clock: Callable[[], float]
     _closed: bool
     _pid: int
     _subscribers: tuple[Subscriber, ...]
+    _local: threading.local
+    #: what locks the run's row when a transaction reads it (PostgreSQL; SQLite's write lock covers it)
+    _ROW_LOCK: ClassVar[str] = ""
+    _database: StoreDatabase | None = None
 
     # -- what a backend provides --------------------------------------------------------------------------
 
@@ -100,10 +106,17 @@ class Backend(ABC):
         """A connection whose reads all see the same moment (a record read from several tables)."""
 
     @abstractmethod
-    def transaction(
-        self, run_id: str, *, fence: Lease | None = None
-    ) -> AbstractContextManager[StoreTransaction]:
-        """A unit of work on one run (see ``Store.transaction``)."""
+    def _migrate(self, component: Component) -> None:
+        """Bring ``component``'s tables up to date under the backend's schema lock."""
+
+    def _heard(self) -> bool:
+        """Whether somebody hears of a transaction's commit, so that its events are kept as stored."""
+        return bool(self._subscribers)
+
+    def _announce(self, db: Db, tx: StoreTransaction) -> Commit | None:
+        """Just before a transaction commits, on its connection: announce the commit to other processes
+        (PostgreSQL); returns the notice when it was made."""
+        return None
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -118,6 +131,57 @@ class Backend(ABC):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    @property
+    def database(self) -> StoreDatabase:
+        """The database behind the store, as repositories reach it (``store/repository.py``)."""
+        if self._database is None:
+            self._database = StoreDatabase(self)
+        return self._database
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, run_id: str, *, fence: Lease | None = None) -> Iterator[StoreTransaction]:
+        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
+
+        It locks the run first (SQLite: the file's write lock; PostgreSQL: the run's row), so that other
+        transactions on the run, in any process, wait until it ends. With ``fence``, it goes ahead only
+        while that lease is the run's live one; the lock, kept to the end, keeps anybody from taking the
+        lease meanwhile. Subscribers are told after the commit, outside the store's locks.
+
+        Raises:
+            NotFoundError: there is no such run.
+            LeaseLost: ``fence`` is no longer the run's live lease; nothing was written.
+            StoreError: the database failed (the transaction was rolled back), or the connection was lost
+                while committing (the message says the commit may or may not have happened).
+        """
+        if fence is not None:
+            fence = leases.checked_fence(fence, run_id)
+        self._check_usable("transaction")
+        with self._writing(f"the transaction on run {run_id!r}") as db:
+            row = db.one(
+                f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?{self._ROW_LOCK}",
+                (run_id,),
+            )
+            if row is None:
+                raise self._no_run(run_id)
+            if fence is not None:
+                leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
+            tx = StoreTransaction(db, row, self._clock, heard=self._heard())
+            self._local.tx_run = run_id
+            try:
+                yield tx
+                tx.finish()
+            finally:
+                self._local.tx_run = None
+                tx.close()
+            notice = self._announce(db, tx)
+        # who listens now (one may have subscribed since the transaction began: its events are made again)
+        if self._subscribers:
+            notice = tx.commit_notice() if notice is None else notice
+            if notice is not None:
+                self._notify(notice)
 
     # -- runs ---------------------------------------------------------------------------------------------
 
@@ -326,106 +390,6 @@ class Backend(ABC):
                 raise self._no_run(run_id)
         return [rows.write_intent(row) for row in found]
 
-    # -- documents ----------------------------------------------------------------------------------------
-
-    def get_document(self, namespace: str, key: str) -> Document | None:
-        """The document stored under ``(namespace, key)``, or None if none was written."""
-        namespace, key = documents.checked_name(namespace, key, "get_document")
-        with self._reading("get_document") as db:
-            return documents.read(db, namespace, key)
-
-    def put_document(
-        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
-    ) -> Document:
-        """Write ``value`` under ``(namespace, key)`` if the stored version is ``expected_version``.
-
-        ``expected_version=None`` creates the document and fails if one exists. The check and the write are
-        one step (each statement a compare-and-set, inside a transaction that holds the write lock on
-        SQLite), so of two writers that read the same version exactly one succeeds.
-
-        Raises:
-            DocumentConflict: the stored version is another one; nothing changed.
-            ConfigError: a bad argument.
-        """
-        with self._writing("put_document") as db:
-            return documents.write(db, self._clock, namespace, key, value, expected_version)
-
-    # -- tokens -------------------------------------------------------------------------------------------
-
-    def create_token(self, owner: str, token_hash: str, name: str = "") -> Token:
-        """Record a bearer token by its hash (a lowercase hex digest), for ``owner``.
-
-        Raises:
-            ConfigError: a bad argument, or a token with that hash exists already.
-        """
-        with self._statement("create_token") as db:
-            return tokens.create(db, self._clock, owner, token_hash, name)
-
-    def find_token(self, token_hash: str) -> Token | None:
-        """The token with that hash if it exists and is not revoked, else None."""
-        with self._reading("find_token") as db:
-            return tokens.find(db, token_hash)
-
-    def list_tokens(self, *, owner: str | None = None) -> list[Token]:
-        """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
-        with self._reading("list_tokens") as db:
-            return tokens.listed(db, owner)
-
-    def revoke_token(self, token_id: str) -> Token:
-        """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
-
-        Raises:
-            NotFoundError: no token has that id.
-        """
-        with self._writing("revoke_token") as db:
-            return tokens.revoke(db, self._clock, token_id, self._where)
-
-    # -- conversations and turns ----------------------------------------------------------------------------
-
-    def create_conversation(
-        self, *, owner: str = "local", title: str = "", conversation_id: str | None = None
-    ) -> Conversation:
-        """Start a conversation; its id is random (``conv_…``) unless ``conversation_id`` is given.
-
-        Raises:
-            ConfigError: a bad argument, or a conversation with that id exists already.
-        """
-        with self._writing("create_conversation") as db:
-            return turns.create_conversation(db, self._clock, owner, title, conversation_id, self._where)
-
-    def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
-        """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
-        with self._reading("get_conversation") as db:
-            return turns.get_conversation(db, conversation_id, owner, self._where)
-
-    def list_conversations(
-        self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> ConversationPage:
-        """Conversations, most recently updated first, one page of at most ``limit`` (1..1000)."""
-        with self._reading("list_conversations") as db:
-            return turns.list_conversations(db, owner, limit, cursor)
-
-    def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
-        """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
-        with self._consistent("get_turn") as db:  # the turn and its attempts as of one moment
-            return turns.get_turn(db, turn_id, owner, self._where)
-
-    def find_turn(self, run_id: str) -> TurnRecord | None:
-        """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
-        with self._consistent("find_turn") as db:
-            return turns.find_turn(db, run_id)
-
-    def list_turns(
-        self, conversation_id: str, *, owner: str | None = None, last: int | None = None
-    ) -> list[TurnRecord]:
-        """The conversation's turns, oldest first; only the ``last`` ones when given.
-
-        Raises:
-            NotFoundError: no such conversation (for this owner).
-        """
-        with self._consistent("list_turns") as db:
-            return turns.list_turns(db, conversation_id, owner, last, self._where)
-
     # -- leases -------------------------------------------------------------------------------------------
 
     def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease | None:
@@ -478,6 +442,16 @@ class Backend(ABC):
 
     # -- for the backends ---------------------------------------------------------------------------------
 
+    def _check_usable(self, what: str) -> None:
+        """``_check_open``, and refuse a call from a thread that holds a transaction on this store."""
+        self._check_open(what)
+        held = getattr(self._local, "tx_run", None)
+        if held is not None:
+            raise StoreError(
+                f"{what}: this thread holds an open transaction on run {held!r}; use that "
+                "transaction, or call the store after its with block ends"
+            )
+
     def _check_open(self, what: str) -> None:
         """Refuse a call on a closed store, or in a process that did not open it."""
         if self._closed:
@@ -520,9 +494,57 @@ class Backend(ABC):
         return NotFoundError(f"no run {run_id!r}{scope} in the store at {self._where}")
 
 
+class StoreDatabase:
+    """The ``Database`` a backend offers repositories: its connections, clock and location, and the
+    migrations of their components, run once per store object."""
+
+    __slots__ = ("_backend", "_migrated")
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._migrated: set[str] = set()
+
+    @property
+    def dialect(self) -> Dialect:
+        """The SQL the database speaks."""
+        return self._backend.dialect
+
+    @property
+    def where(self) -> str:
+        """The store's location as messages name it."""
+        return self._backend._where
+
+    def now(self) -> float:
+        """The store's clock."""
+        return self._backend._clock()
+
+    def reading(self, what: str) -> AbstractContextManager[Db]:
+        """A connection for reads."""
+        return self._backend._reading(what)
+
+    def consistent(self, what: str) -> AbstractContextManager[Db]:
+        """A connection whose reads all see the same moment."""
+        return self._backend._consistent(what)
+
+    def writing(self, what: str) -> AbstractContextManager[Db]:
+        """A connection inside a transaction."""
+        return self._backend._writing(what)
+
+    def migrated(self, names: set[str]) -> None:
+        """Note that the components ``names`` are up to date (the store migrated them as it opened)."""
+        self._migrated.update(names)
+
+    def migrate(self, component: Component) -> None:
+        """Bring ``component``'s tables up to date, the first time this store object is asked to."""
+        # no lock: a second thread that migrates meanwhile finds the work done under the schema lock
+        if component.name not in self._migrated:
+            self._backend._migrate(component)
+            self._migrated.add(component.name)
+
+
 def run_exists(db: Db, run_id: str) -> bool:
     """Whether the store holds a run with that id."""
     return db.one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is not None
 
 
-__all__ = ["Backend", "run_exists"]
+__all__ = ["Backend", "StoreDatabase", "run_exists"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -18,6 +19,7 @@ from psycopg.rows import DictRow
 
 from plangate.store._rows import Row
 from plangate.store._sql import Translated as _Translated
+from plangate.store.ddl import Dialect
 
 # SQLSTATE classes and codes that mean the session is gone: the server shut down or restarted (57P01-03),
 # an administrator ended the backend (57P01 again), or the network dropped (08xxx).
@@ -87,6 +89,8 @@ class PostgresDb:
     """``Db`` (``store/_sql.py``) on a psycopg connection of dict rows; errors explained by ``sql``."""
 
     __slots__ = ("_conn", "_sql")
+
+    dialect: ClassVar[Dialect] = "postgresql"
 
     def __init__(self, conn: psycopg.Connection[DictRow], sql: Translated) -> None:
         self._conn = conn

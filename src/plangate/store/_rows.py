@@ -2,9 +2,9 @@
 
 For: ``RowMapper``, the one mapper of a table's rows to its record (each field the column of its name, JSON
 text decoded where the table keeps it; the column list derived from the record's fields, so a field and its
-column cannot drift apart), and the mappers of ``RunRecord``, ``Interaction``, ``Receipt``, ``WriteIntent``,
-``Snapshot`` and ``Document`` (turns, attempts, conversations and tokens have theirs beside their SQL) and of
-``Event``; both backends name the same columns and keep JSON as text. Not for: deciding what to query
+column cannot drift apart), and the mappers of the run core's records (``RunRecord``, ``Interaction``,
+``Receipt``, ``WriteIntent``, ``Snapshot``) and of ``Event``; repositories keep theirs beside their SQL.
+Both backends name the same columns and keep JSON as text. Not for: deciding what to query
 (``store/sqlite.py``, ``store/postgres.py`` and their transactions).
 """
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from plangate.errors import StoreError
 from plangate.events import Event, EventFormatError, InteractionTool, JsonObject, event_from_parts
-from plangate.store.base import Document, Interaction, Receipt, RunRecord, Snapshot, WriteIntent
+from plangate.store.base import Interaction, Receipt, RunRecord, Snapshot, WriteIntent
 
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -153,15 +153,11 @@ INTERACTIONS = RowMapper(
 RECEIPTS = RowMapper(Receipt, lambda row: f"a receipt of run {row['run_id']!r}", values=("output",))
 WRITE_INTENTS = RowMapper(WriteIntent, lambda row: f"write intent {row['key']!r}", objects=("result",))
 SNAPSHOTS = RowMapper(Snapshot, lambda row: f"the snapshot of run {row['run_id']!r}", objects=("state",))
-DOCUMENTS = RowMapper(
-    Document, lambda row: f"document {row['key']!r} in namespace {row['namespace']!r}", objects=("value",)
-)
 
 RUN_COLUMNS = RUNS.select
 INTERACTION_COLUMNS = INTERACTIONS.select
 RECEIPT_COLUMNS = RECEIPTS.select
 WRITE_INTENT_COLUMNS = WRITE_INTENTS.select
-DOCUMENT_COLUMNS = DOCUMENTS.select
 EVENT_COLUMNS = "run_id, seq, type, payload, at"
 
 run_record = RUNS.read
@@ -169,4 +165,3 @@ interaction = INTERACTIONS.read
 receipt = RECEIPTS.read
 write_intent = WRITE_INTENTS.read
 snapshot = SNAPSHOTS.read
-document = DOCUMENTS.read

@@ -19,6 +19,7 @@ from typing import ClassVar, Protocol
 
 from plangate.errors import StoreError
 from plangate.store._rows import Row
+from plangate.store.ddl import Dialect
 
 
 class Translated:
@@ -58,7 +59,13 @@ class Translated:
 
 
 class Db(Protocol):
-    """A connection inside the caller's transaction (or in autocommit, for a single read)."""
+    """A connection inside the caller's transaction (or in autocommit, for a single read).
+
+    Attributes:
+        dialect: the SQL it speaks, for the rare statement that only one backend accepts.
+    """
+
+    dialect: ClassVar[Dialect]
 
     def one(self, query: str, params: Sequence[object] = ()) -> Row | None:
         """The first row the statement returns, or None."""
@@ -81,6 +88,8 @@ class SQLiteDb:
     """``Db`` on a ``sqlite3`` connection; errors are explained by ``sql``."""
 
     __slots__ = ("_conn", "_sql")
+
+    dialect: ClassVar[Dialect] = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection, sql: Translated) -> None:
         self._conn = conn

@@ -1,5 +1,5 @@
-"""The unit of work on one run, on either backend: events, snapshot, status, receipts, interactions, intents
-and the documents written together with them.
+"""The unit of work on one run, on either backend: events, snapshot, status, receipts, interactions and
+intents, and the connection it lends repositories to write with them.
 
 For: what happens between the store's ``BEGIN`` (which locks the run: ``BEGIN IMMEDIATE`` on SQLite, the run
 row ``FOR NO KEY UPDATE`` on PostgreSQL) and its ``COMMIT``; the store opens, commits or rolls back, and
@@ -20,19 +20,15 @@ from plangate._models import restamped
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
 from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
 from plangate.store import _checks as check
-from plangate.store import _documents as documents
 from plangate.store import _rows as rows
-from plangate.store import _turns as turns
 from plangate.store._sql import Db
 from plangate.store.base import (
     Commit,
-    Document,
     Interaction,
     Receipt,
     ReceiptSource,
     RunRecord,
     RunStatus,
-    TurnRecord,
     WriteIntent,
     WriteIntentConflict,
 )
@@ -373,33 +369,13 @@ class StoreTransaction:
             output=output,
         )
 
-    def record_turn(self, turn: TurnRecord) -> TurnRecord:
-        """Store a finished copilot turn and its attempts with this transaction's other changes."""
+    def connection(self, *, touch: bool = False) -> Db:
+        """This transaction's connection, for a repository to write with the run's other changes
+        (``store/repository.py``); ``touch``: the write concerns the run, whose ``updated_at`` then moves."""
         self._check_open()
-        stored = turns.record_turn(self._db, self._run_id, turn)
-        self._dirty = True
-        return stored
-
-    def get_document(self, namespace: str, key: str) -> Document | None:
-        """The document as this transaction sees it (its own writes included), or None."""
-        self._check_open()
-        namespace, key = documents.checked_name(namespace, key, "get_document")
-        return documents.read(self._db, namespace, key)
-
-    def put_document(
-        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
-    ) -> Document:
-        """Write a document compare-and-set, committed with the run's other changes.
-
-        Raises:
-            DocumentConflict: the stored version is not ``expected_version``; left to propagate out of the
-                ``with`` block, it rolls back everything this transaction wrote.
-            ConfigError: a bad argument.
-        """
-        self._check_open()
-        # The run row is not marked dirty: a document belongs to no run, so it leaves the run's
-        # ``updated_at`` alone.
-        return documents.write(self._db, self._clock, namespace, key, value, expected_version)
+        if touch:
+            self._dirty = True
+        return self._db
 
     # -- used by the store's transaction() ----------------------------------------------------------------
 

@@ -25,19 +25,19 @@ from plangate.vocab import InteractionStatus as InteractionStatus
 from plangate.vocab import ReceiptSource as ReceiptSource
 from plangate.vocab import RunKind as RunKind
 from plangate.vocab import RunStatus as RunStatus
-from plangate.vocab import TurnStatus as TurnStatus
 from plangate.vocab import WriteIntentStatus as WriteIntentStatus
 
 if TYPE_CHECKING:  # encoded.py checks with the store's rules, which import this module
     from plangate.store.encoded import EncodedObject
 
 
+class Record(BaseModel):
+    """The base of a store's records: frozen, and no field it does not declare."""
 
-class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RunRecord(_Record):
+class RunRecord(Record):
     """A run as stored: what it is, where it stands, and who holds its lease.
 
     Attributes:
@@ -61,14 +61,14 @@ class RunRecord(_Record):
     lease_expires_at: float | None
 
 
-class RunPage(_Record):
+class RunPage(Record):
     """One page of ``list_runs``, newest first; pass ``next_cursor`` back for the next (None: no more)."""
 
     items: list[RunRecord]
     next_cursor: str | None
 
 
-class Snapshot(_Record):
+class Snapshot(Record):
     """The latest state an engine saved for a run (replaced at each save, never appended).
 
     Attributes:
@@ -96,7 +96,7 @@ class Snapshot(_Record):
         return self.state
 
 
-class Interaction(_Record):
+class Interaction(Record):
     """A question or consent request waiting for (or answered by) a person.
 
     Attributes:
@@ -118,7 +118,7 @@ class Interaction(_Record):
     resolution: JsonObject | None
 
 
-class Receipt(_Record):
+class Receipt(Record):
     """Evidence that something happened during a plan step (a read, an executed write, a user reply).
 
     Attributes:
@@ -138,127 +138,7 @@ class Receipt(_Record):
     output: JsonValue = None
 
 
-class Document(_Record):
-    """A small JSON object kept under ``(namespace, key)``, written by compare-and-set.
-
-    Documents hold state that belongs to no single run (a week planner, a user's settings). Each write
-    increments ``version``; a writer names the version it read, so that two writers never overwrite each
-    other's changes unnoticed.
-
-    Attributes:
-        namespace: the kind of document (``schedule``), so that toolkits never collide on keys.
-        key: the document's name inside its namespace.
-        value: the JSON object stored.
-        version: 1 after the first write, one more after each later write.
-        updated_at: when the current version was written.
-    """
-
-    namespace: str
-    key: str
-    value: JsonObject
-    version: int
-    updated_at: float
-
-
-class Token(_Record):
-    """A bearer token as stored: who it speaks for and whether it still works, never the token itself.
-
-    The store keeps only a hash of the token (``create_token``); whoever made the token showed it once.
-
-    Attributes:
-        id: not secret (listings show it); ``revoke_token`` takes it.
-        owner: the owner every request made with the token acts as.
-        name: a label to tell a person's tokens apart (``laptop``, ``ci``); may be empty.
-        revoked_at: when it was revoked, or None while it works.
-    """
-
-    id: str
-    owner: str
-    name: str
-    created_at: float
-    revoked_at: float | None
-
-
-class Conversation(_Record):
-    """A thread of copilot turns that belong together (later turns see the earlier ones as history).
-
-    Attributes:
-        id: ``conv_…``, random.
-        title: the first question, clipped; may be empty.
-        turns: how many turns it holds.
-        updated_at: when its last turn was stored (its creation time before that).
-    """
-
-    id: str
-    owner: str
-    title: str
-    turns: int
-    created_at: float
-    updated_at: float
-
-
-class ConversationPage(_Record):
-    """One page of ``list_conversations``, most recently updated first; ``next_cursor`` for the next."""
-
-    items: list[Conversation]
-    next_cursor: str | None
-
-
-class AttemptRecord(_Record):
-    """One attempt of a turn, as stored: how it ended, why, what the review found, what it built and ran.
-
-    Attributes:
-        n: 1 for the first attempt, 2 for the retry.
-        review: ``{severity, verdict, signals: [{kind, detail, severity}], note}``.
-        formula: the formula it built (its JSON form), or None.
-        run_id: the formula run it started, or None.
-        result: ``{columns, rows}``: the rows its answer is based on.
-        issues: the check's issues left when it was final (``{level, code, path, message}``).
-    """
-
-    n: int
-    status: TurnStatus
-    reason: str
-    review: JsonObject
-    formula: JsonObject | None
-    run_id: str | None
-    answer: str
-    result: JsonObject
-    issues: list[JsonObject]
-    started_at: float
-    finished_at: float
-
-
-class TurnRecord(_Record):
-    """A finished copilot turn with all its attempts; stored whole, in one transaction, or not at all.
-
-    Attributes:
-        id: ``turn_…``.
-        run_id: the ``ask`` run that carried it (its events are the turn's ops, review and outcome).
-        result: ``{columns, rows}``: the rows the answer is based on (empty lists when none).
-        formula: the formula of the attempt the turn's answer comes from, or None.
-        source: the data source the question was about.
-        model: the spec of the model that generated the formula.
-    """
-
-    id: str
-    conversation_id: str
-    run_id: str
-    owner: str
-    question: str
-    status: TurnStatus
-    reason: str
-    answer: str
-    result: JsonObject
-    formula: JsonObject | None
-    source: str
-    model: str
-    created_at: float
-    finished_at: float
-    attempts: list[AttemptRecord]
-
-
-class WriteIntent(_Record):
+class WriteIntent(Record):
     """The promise, committed before a write tool runs, that it runs at most once for ``key``.
 
     Attributes:
@@ -276,7 +156,7 @@ class WriteIntent(_Record):
     completed_at: float | None
 
 
-class Lease(_Record):
+class Lease(Record):
     """The right to advance one run, held by one holder until ``expires_at``, fencing its commits.
 
     Each time the lease changes hands (taken while free, released or expired) its ``generation`` grows by one,
@@ -335,34 +215,6 @@ class WriteIntentConflict(StoreError):
 
     def __init__(self, message: str, *, intent: WriteIntent) -> None:
         self.intent = intent
-        super().__init__(message)
-
-
-class DocumentConflict(StoreError):
-    """A compare-and-set write of a document found another version than the one it expected; nothing changed.
-
-    Read the document again, reapply the change to what is stored now, and write with the new version.
-
-    Attributes:
-        namespace: the document's namespace.
-        key: the document's key.
-        expected_version: the version the writer expected (None: expected no document).
-        current: the document as stored now, or None when there is none.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        namespace: str,
-        key: str,
-        expected_version: int | None,
-        current: Document | None,
-    ) -> None:
-        self.namespace = namespace
-        self.key = key
-        self.expected_version = expected_version
-        self.current = current
         super().__init__(message)
 
 
@@ -451,19 +303,6 @@ class Transaction(Protocol):
         """Promise that the write keyed ``key`` is about to run; commit this before running it."""
         ...
 
-    def get_document(self, namespace: str, key: str) -> Document | None:
-        """The document as this transaction sees it (its own writes included), or None."""
-        ...
-
-    def put_document(
-        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
-    ) -> Document:
-        """Write a document with the run's other changes, compare-and-set (see ``Store.put_document``).
-
-        A conflict raises ``DocumentConflict``; left to propagate, it rolls the whole transaction back.
-        """
-        ...
-
     def complete_write_intent(
         self,
         key: str,
@@ -477,22 +316,11 @@ class Transaction(Protocol):
         """Mark the write keyed ``key`` done and record its ``write_receipt`` with ``output`` (returned)."""
         ...
 
-    def record_turn(self, turn: TurnRecord) -> TurnRecord:
-        """Store a finished copilot turn and its attempts with the run's other changes (its outcome).
-
-        The turn's ``run_id`` must be this transaction's run; its conversation must exist, and its
-        ``updated_at`` moves on to the turn's ``finished_at`` (never back).
-
-        Raises:
-            ConfigError: another run's turn, a turn id stored already, or attempts not numbered 1, 2, ...
-            NotFoundError: no such conversation.
-        """
-        ...
-
 
 class Store(Protocol):
-    """A durable home for runs, their event logs, snapshots, interactions, receipts, write intents,
-    small versioned documents, the hashes of bearer tokens, and copilot conversations and turns.
+    """A durable home for runs: their event logs, snapshots, interactions, receipts, write intents and
+    leases (the run core). What belongs to no run's life (documents, bearer tokens, copilot conversations)
+    is kept by repositories of its own on the same database (``store/repository.py``).
 
     Methods raise ``NotFoundError`` for an unknown run or interaction id (also when ``owner`` is given and
     the record belongs to someone else), ``ConfigError`` for a bad argument and ``StoreError`` when the
@@ -619,98 +447,6 @@ class Store(Protocol):
 
     def pending_write_intents(self, run_id: str) -> list[WriteIntent]:
         """The run's intents that have no receipt yet (the writes whose fate a restart must reconcile)."""
-        ...
-
-    # -- documents ----------------------------------------------------------------------------------------
-
-    def get_document(self, namespace: str, key: str) -> Document | None:
-        """The document stored under ``(namespace, key)``, or None if none was written."""
-        ...
-
-    def put_document(
-        self, namespace: str, key: str, value: Mapping[str, object], *, expected_version: int | None
-    ) -> Document:
-        """Write ``value`` (a JSON object) under ``(namespace, key)`` if the stored version is as expected.
-
-        Args:
-            namespace: the kind of document; a non-empty string.
-            key: the document's name; a non-empty string.
-            value: the new content, replacing the old one whole.
-            expected_version: the version read before the change; None to create a document that must not
-                exist yet.
-
-        Returns:
-            The document as stored, with its new version.
-
-        Raises:
-            DocumentConflict: the stored version is not ``expected_version``; nothing changed.
-        """
-        ...
-
-    # -- tokens -------------------------------------------------------------------------------------------
-
-    def create_token(self, owner: str, token_hash: str, name: str = "") -> Token:
-        """Record a bearer token by its hash (a lowercase hex digest), for ``owner``.
-
-        Raises:
-            ConfigError: a bad argument, or a token with that hash exists already.
-        """
-        ...
-
-    def find_token(self, token_hash: str) -> Token | None:
-        """The token with that hash if it exists and is not revoked, else None."""
-        ...
-
-    def list_tokens(self, *, owner: str | None = None) -> list[Token]:
-        """Every token (revoked ones included), oldest first, only ``owner``'s when given."""
-        ...
-
-    def revoke_token(self, token_id: str) -> Token:
-        """Revoke a token: ``find_token`` no longer returns it. Revoking twice keeps the first time.
-
-        Raises:
-            NotFoundError: no token has that id.
-        """
-        ...
-
-    # -- conversations and turns ----------------------------------------------------------------------------
-
-    def create_conversation(
-        self, *, owner: str = "local", title: str = "", conversation_id: str | None = None
-    ) -> Conversation:
-        """Start a conversation; its id is random (``conv_…``) unless ``conversation_id`` is given.
-
-        Raises:
-            ConfigError: a bad argument, or a conversation with that id exists already.
-        """
-        ...
-
-    def get_conversation(self, conversation_id: str, *, owner: str | None = None) -> Conversation:
-        """The conversation with that id (NotFoundError if none, or if it is not ``owner``'s)."""
-        ...
-
-    def list_conversations(
-        self, *, owner: str | None = None, limit: int = 50, cursor: str | None = None
-    ) -> ConversationPage:
-        """Conversations, most recently updated first, one page of at most ``limit``."""
-        ...
-
-    def get_turn(self, turn_id: str, *, owner: str | None = None) -> TurnRecord:
-        """The stored turn with that id, attempts included (NotFoundError if none, or not ``owner``'s)."""
-        ...
-
-    def find_turn(self, run_id: str) -> TurnRecord | None:
-        """The turn the ``ask`` run ``run_id`` stored, or None while it runs (or if it stored none)."""
-        ...
-
-    def list_turns(
-        self, conversation_id: str, *, owner: str | None = None, last: int | None = None
-    ) -> list[TurnRecord]:
-        """The conversation's turns, oldest first; only the ``last`` ones when given.
-
-        Raises:
-            NotFoundError: no such conversation (for this owner).
-        """
         ...
 
     # -- leases -------------------------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 For: the ``Store`` backend for servers and workers, on psycopg 3 and a ``psycopg_pool`` connection pool,
 opened from a ``postgresql://`` URL (``open_store``): its connections, and what it does its own way
-(inserting a run, the transaction, subscriptions, the statements that take and extend a lease). Not for: the
-reads and small writes both backends share (``store/_backend.py``), the schema (``store/_pg_schema.py``),
-the unit of work (``store/_tx.py``, shared with SQLite) or the listener of other processes' commits
-(``store/_pg_listen.py``).
+(inserting a run, the run row's lock and the commit's ``NOTIFY`` in a transaction, subscriptions,
+migrations under an advisory lock, the statements that take and extend a lease). Not for: the reads, small
+writes and the transaction's skeleton both backends share (``store/_backend.py``), the schema
+(``store/_schema.py``), the unit of work (``store/_tx.py``, shared with SQLite) or the listener of other
+processes' commits (``store/_pg_listen.py``).
 
 Concurrency: every transaction on a run starts by locking the run's row (``SELECT … FOR NO KEY UPDATE``),
 so transactions on one run take turns across every process and machine, and the ``seq`` a transaction reads
@@ -54,9 +55,11 @@ from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
 from plangate.store._backend import Backend, run_exists
+from plangate.store._migrate import Component
 from plangate.store._pg_listen import Listener
-from plangate.store._pg_schema import migrate
+from plangate.store._pg_schema import migrate, open_schema
 from plangate.store._pg_sql import PostgresDb, Translated, connection_lost, explain, safe_url
+from plangate.store._sql import Db
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
@@ -88,6 +91,9 @@ class PostgresStore(Backend):
         StoreError: the database cannot be reached, or refused the schema.
         SchemaVersionError: the database was written by a newer plangate.
     """
+
+    dialect = "postgresql"
+    _ROW_LOCK = " FOR NO KEY UPDATE"
 
     def __init__(
         self,
@@ -177,55 +183,6 @@ class PostgresStore(Backend):
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self, run_id: str, *, fence: Lease | None = None) -> Iterator[StoreTransaction]:
-        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
-
-        It locks the run's row first, so other transactions on the run (any process) wait until it ends.
-        With ``fence``, it goes ahead only while that lease is the run's live one; the lock, kept to the
-        end, keeps anybody from taking the lease meanwhile. Subscribers are told after the commit.
-
-        Raises:
-            NotFoundError: there is no such run.
-            LeaseLost: ``fence`` is no longer the run's live lease; nothing was written.
-            StoreError: the database failed (the transaction was rolled back), or the connection was lost
-                while committing (the message says the commit may or may not have happened).
-        """
-        what = f"the transaction on run {run_id!r}"
-        if fence is not None:
-            fence = leases.checked_fence(fence, run_id)
-        self._check_usable("transaction")
-        with self._connection(what) as conn:
-            db = PostgresDb(conn, self._sql(what))
-            db.run("BEGIN")
-            try:
-                row = db.one(
-                    f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ? FOR NO KEY UPDATE",
-                    (run_id,),
-                )
-                if row is None:
-                    raise self._no_run(run_id)
-                if fence is not None:
-                    leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-                tx = StoreTransaction(db, row, self._clock)
-                self._local.tx_run = run_id
-                try:
-                    yield tx
-                    tx.finish()
-                finally:
-                    self._local.tx_run = None
-                    tx.close()
-                notice = tx.commit_notice()
-                if notice is not None:
-                    # Sent only if the transaction commits, in commit order: remote listeners hear it then.
-                    db.one("SELECT pg_notify(?, ?)", (self._channel, self._payload(notice)))
-                self._commit(conn, what)
-            except BaseException:
-                _rollback(conn, what, self._where)
-                raise
-        if notice is not None:
-            self._notify(notice)
-
     def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
         """Call ``callback(commit)`` after each commit through this object that added events or set a status.
 
@@ -303,7 +260,7 @@ class PostgresStore(Backend):
                     f"cannot open the store at {self._where}: the connection has no schema to create tables "
                     "in (check the search_path in the URL's options, and that the schema exists)"
                 )
-            migrate(conn, self._where)
+            self.database.migrated(open_schema(conn, self._where))
         # A channel per schema: stores in other schemas of the database hear nothing of this one.
         return f"plangate.{row[0]}"[:63]
 
@@ -318,15 +275,6 @@ class PostgresStore(Backend):
 
     def _sql(self, what: str) -> Translated:
         return Translated(what, self._where, self._busy_timeout)
-
-    def _check_usable(self, what: str) -> None:
-        self._check_open(what)
-        held = getattr(self._local, "tx_run", None)
-        if held is not None:
-            raise StoreError(
-                f"{what}: this thread holds an open transaction on run {held!r}; use that "
-                "transaction, or call the store after its with block ends"
-            )
 
     @contextlib.contextmanager
     def _connection(self, what: str) -> Iterator[Connection]:
@@ -353,6 +301,22 @@ class PostgresStore(Backend):
 
     def _statement(self, what: str) -> contextlib.AbstractContextManager[PostgresDb]:
         return self._reading(what)  # in autocommit, each statement commits on its own
+
+    def _heard(self) -> bool:
+        return True  # the notify channel hears every commit
+
+    def _announce(self, db: Db, tx: StoreTransaction) -> Commit | None:
+        notice = tx.commit_notice()
+        if notice is not None:
+            # Sent only if the transaction commits, in commit order: remote listeners hear it then.
+            db.one("SELECT pg_notify(?, ?)", (self._channel, self._payload(notice)))
+        return notice
+
+    def _migrate(self, component: Component) -> None:
+        what = f"opening the {component.name} tables"
+        self._check_usable(what)
+        with self._connection(what) as conn, self._sql(what):
+            migrate(conn, self._where, component=component)
 
     def _consistent(self, what: str) -> contextlib.AbstractContextManager[PostgresDb]:
         # at REPEATABLE READ, every statement of the transaction sees the snapshot its first one took

@@ -1,9 +1,10 @@
 """The SQLite store: one file (or memory), WAL, safe for several threads and several processes.
 
 For: the default ``Store`` backend, built on the standard library's ``sqlite3``: its connections, and what
-it does its own way (inserting a run, the transaction, subscriptions, the statements that take and extend
-a lease). Not for: the reads and small writes both backends share (``store/_backend.py``), parsing store
-URLs (``store/url.py``), the schema (``store/_sqlite_schema.py``) or the unit of work (``store/_tx.py``).
+it does its own way (inserting a run, subscriptions, migrations under the file's write lock, the statements
+that take and extend a lease). Not for: the reads, small writes and the transaction's skeleton both backends
+share (``store/_backend.py``), parsing store URLs (``store/url.py``), the schema (``store/_schema.py``) or
+the unit of work (``store/_tx.py``).
 
 Concurrency: writes go through one connection per store object, guarded by a lock, so threads of a process
 take turns. Reads of a file store go through a connection of the reading thread's own, outside that lock:
@@ -32,10 +33,10 @@ from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
 from plangate.store._backend import Backend, run_exists
+from plangate.store._migrate import Component
 from plangate.store._sql import SQLiteDb
 from plangate.store._sqlite_errors import Translated, explain
-from plangate.store._sqlite_schema import migrate
-from plangate.store._tx import StoreTransaction
+from plangate.store._sqlite_schema import migrate, open_schema
 from plangate.store.base import (
     Lease,
     RunKind,
@@ -62,6 +63,8 @@ class SQLiteStore(Backend):
         SchemaVersionError: the file was written by a newer plangate.
     """
 
+    dialect = "sqlite"
+
     def __init__(
         self,
         path: str | Path,
@@ -74,8 +77,7 @@ class SQLiteStore(Backend):
         self._busy_timeout = check.seconds(busy_timeout, "busy_timeout")
         self._clock = clock
         self._lock = threading.RLock()
-        self._tx_thread: int | None = None
-        self._tx_run: str | None = None
+        self._local = threading.local()
         self._subscribers: tuple[Subscriber, ...] = ()
         self._subscribers_lock = threading.Lock()
         self._closed = False
@@ -86,7 +88,7 @@ class SQLiteStore(Backend):
         self._conn = self._connect()
         try:
             with self._sql("opening"):
-                migrate(self._conn, self._where)
+                self.database.migrated(open_schema(self._conn, self._where))
         except BaseException:
             self._conn.close()
             raise
@@ -131,53 +133,6 @@ class SQLiteStore(Backend):
         return rows.run_record(row)
 
     # -- writing ------------------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def transaction(self, run_id: str, *, fence: Lease | None = None) -> Iterator[StoreTransaction]:
-        """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
-
-        With ``fence``, it goes ahead only while that lease is the run's live one; the check runs under the
-        file's write lock, which the transaction keeps to its end, so nobody takes the lease meanwhile.
-        Subscribers are told after the commit, outside the store's lock.
-
-        Raises:
-            NotFoundError: there is no such run.
-            LeaseLost: ``fence`` is no longer the run's live lease; nothing was written.
-        """
-        sql = self._sql(f"the transaction on run {run_id!r}")
-        if fence is not None:
-            fence = leases.checked_fence(fence, run_id)
-        self._check_usable("transaction")
-        with self._lock:
-            self._begin(sql)
-            try:
-                with sql:
-                    row = self._conn.execute(
-                        f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?", (run_id,)
-                    ).fetchone()
-                if row is None:
-                    raise self._no_run(run_id)
-                if fence is not None:
-                    leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-                heard = bool(self._subscribers)  # else the events as stored are made only if asked for
-                tx = StoreTransaction(SQLiteDb(self._conn, sql), row, self._clock, heard=heard)
-                self._tx_thread, self._tx_run = threading.get_ident(), run_id
-                try:
-                    yield tx
-                    tx.finish()
-                finally:
-                    self._tx_thread = self._tx_run = None
-                    tx.close()
-                with sql:
-                    self._conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-        # who listens now (one may have subscribed since the transaction began: its events are made again)
-        if self._subscribers:
-            notice = tx.commit_notice()
-            if notice is not None:
-                self._notify(notice)
 
     def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
         """Call ``callback(commit)`` after each commit through this object that added events or set a status.
@@ -279,14 +234,6 @@ class SQLiteStore(Backend):
     def _sql(self, what: str) -> Translated:
         return Translated(what, self._where, self._busy_timeout)
 
-    def _check_usable(self, what: str) -> None:
-        self._check_open(what)
-        if self._tx_thread == threading.get_ident():
-            raise StoreError(
-                f"{what}: this thread holds an open transaction on run {self._tx_run!r}; use that "
-                "transaction, or call the store after its with block ends"
-            )
-
     def _begin(self, sql: Translated) -> None:
         with sql:
             # IMMEDIATE takes the write lock now, so the run row (and its last_seq) read next is ours alone.
@@ -347,3 +294,9 @@ class SQLiteStore(Backend):
     def _statement(self, what: str) -> contextlib.AbstractContextManager[SQLiteDb]:
         # the read connections only read (``query_only``): a write goes through the write connection
         return self._writing(what)
+
+    def _migrate(self, component: Component) -> None:
+        what = f"opening the {component.name} tables"
+        self._check_usable(what)
+        with self._lock, self._sql(what):
+            migrate(self._conn, self._where, component)

@@ -13,7 +13,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from plangate.errors import ConfigError, StoreError
-from plangate.store import DocumentConflict, Store
+from plangate.store import DocumentConflict, Documents, Store
 from plangate.tools.schedule.models import ScheduleState
 from plangate.tools.schedule.planner import Planner
 
@@ -48,7 +48,7 @@ class ScheduleStore:
             StoreError: the stored document is not a week this plangate can read.
             SchemaVersionError: it was written by a newer plangate.
         """
-        document = self.store.get_document(NAMESPACE, self.planner_id)
+        document = Documents(self.store).get(NAMESPACE, self.planner_id)
         if document is None:
             return Planner(), None
         try:
@@ -66,7 +66,7 @@ class ScheduleStore:
         Raises:
             DocumentConflict: another writer saved first; nothing changed.
         """
-        document = self.store.put_document(
+        document = Documents(self.store).put(
             NAMESPACE, self.planner_id, planner.state.to_json(), expected_version=expected_version
         )
         return document.version
@@ -101,7 +101,7 @@ class ScheduleStore:
     def replace(self, state: ScheduleState) -> int:
         """Store ``state`` as the whole week, whatever was there; returns the new document version."""
         while True:
-            current = self.store.get_document(NAMESPACE, self.planner_id)
+            current = Documents(self.store).get(NAMESPACE, self.planner_id)
             expected = None if current is None else current.version
             try:
                 return self.save(Planner(state), expected_version=expected)
