@@ -137,6 +137,8 @@ class PostgresServer:
                     "SELECT tablename FROM pg_tables WHERE schemaname = %s", (name,)
                 ).fetchall()
             ]
+            if not set(tables) <= _store_tables():
+                return False  # a test made tables of its own there: the next one gets a fresh schema
             if "schema_version" in tables:
                 found = self._admin.execute(f'SELECT version FROM "{name}".schema_version').fetchall()
                 if found != [(SCHEMA_VERSION,)]:
@@ -159,6 +161,14 @@ class PostgresServer:
             for name in self._made:
                 self._admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
         self._admin.close()
+
+
+def _store_tables() -> set[str]:
+    """The tables a store of this version has (the core's and its repositories', and the version tables)."""
+    from plangate.store import _schema
+    from plangate.store.ddl import Table
+
+    return {value.name for value in vars(_schema).values() if isinstance(value, Table)} | {"schema_version"}
 
 
 def _setting(name: str) -> str:
