@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _questions import Question, QuestionSet, question_sets, run_gold
 from _scoring import figures_in, is_no_data, rows_match
 from plangate.copilot import Copilot, Turn
+from plangate.copilot._conversations import Conversations
 from plangate.models import Model, ModelRequest, ScriptedModel
 from plangate.store import SQLiteStore
 from plangate.tools.data import DataSources, QueryLimits
@@ -205,7 +206,7 @@ def score(question_set: QuestionSet, question: Question, turn: Turn, seconds: fl
 
 def _stored_whole(store: SQLiteStore, turn: Turn) -> bool:
     try:
-        stored = store.get_turn(turn.id)
+        stored = Conversations(store).get_turn(turn.id)
     except Exception:
         return False
     return stored.status in STATUSES and [a.n for a in stored.attempts] == list(

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from plangate.events import StatusEvent, StepStateEvent
-from plangate.server.tokens import hash_token, new_token
+from plangate.server.tokens import Tokens, hash_token, new_token
 from plangate.store import SQLiteStore
 from plangate.tools import ToolRegistry, tool
 
@@ -621,7 +621,7 @@ def main() -> None:
         store_path = folder / "server.db"
         token = new_token()
         with SQLiteStore(store_path) as store:
-            store.create_token("bench", hash_token(token), "bench")
+            Tokens(store).create("bench", hash_token(token), "bench")
         server = Server(store_path, folder / "formulas")
         figures = Figures()
         try:

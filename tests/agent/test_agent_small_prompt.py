@@ -7,10 +7,10 @@ from __future__ import annotations
 from agent_helpers import agent, call, decision, make_desk
 from test_agent_context import _assert_each_prompt_extends_the_last
 
-from plangate.agent._deliver import EVIDENCE_CHARS, evidence_text
-from plangate.agent._small_prompt import signature, small_catalogue, small_rules, worked_example
 from plangate.agent._transcript import Act
 from plangate.agent.result import Outcome
+from plangate.agent.small import EVIDENCE_CHARS, evidence_text
+from plangate.agent.small._prompt import signature, small_catalogue, small_rules, worked_example
 from plangate.interactions import Approve, Reject
 from plangate.models import ModelRequest, ScriptedModel, wants_compact_prompts
 from plangate.tools import Toolset

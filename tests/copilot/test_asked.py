@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from plangate.copilot._asked import Asked, asked
-from plangate.copilot._constrained import op_lines_schema, question_hints
 from plangate.copilot._ops import OpReader
 from plangate.copilot._scope import Scope, open_scope
+from plangate.copilot.small._asked import Asked, asked
+from plangate.copilot.small._constrained import op_lines_schema, question_hints
 from plangate.models._grammar import grammar_schema, schema_to_gbnf
 from plangate.tools.data import SchemaInfo
 

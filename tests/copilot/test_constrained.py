@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 
 from plangate.copilot._check import check_draft
-from plangate.copilot._constrained import (
+from plangate.copilot._generate import _op_of
+from plangate.copilot._ops import Draft, OpReader
+from plangate.copilot._periods import asked_period
+from plangate.copilot._scope import Scope, open_scope
+from plangate.copilot._strategy import samples_under_grammar
+from plangate.copilot.small._constrained import (
     Hints,
     closing_ops,
     linked_columns,
     op_lines_schema,
     period_bounds,
     question_hints,
-    samples_under_grammar,
 )
-from plangate.copilot._generate import _op_of
-from plangate.copilot._ops import Draft, OpReader
-from plangate.copilot._periods import asked_period
-from plangate.copilot._scope import Scope, open_scope
 from plangate.models import ScriptedModel
 from plangate.models._grammar import DATE_BOUND, grammar_schema, schema_to_gbnf
 from plangate.tools.data.periods import BOUND_PATTERN
@@ -404,7 +404,8 @@ def test_a_small_models_sentence_that_does_not_state_the_one_value_gives_the_val
 
 def test_a_one_value_answer_states_it_as_any_rounding_and_an_echoed_prompt_is_markup() -> None:
     from plangate.copilot._numbers import Known
-    from plangate.copilot._review import answer_signals, missed_value
+    from plangate.copilot._review import answer_signals
+    from plangate.copilot.small._answer import missed_value
 
     assert missed_value("We have 300 customers.", [[300]]) is None
     assert missed_value("About 1.33 million.", [[1328137.929999979]]) is None
@@ -418,7 +419,7 @@ def test_a_one_value_answer_states_it_as_any_rounding_and_an_echoed_prompt_is_ma
 
 
 def test_a_sentence_states_a_cell_by_name_or_by_a_rounding_of_its_number() -> None:
-    from plangate.copilot._review import _sentence_misses_rows, states_a_cell
+    from plangate.copilot.small._answer import _sentence_misses_rows, states_a_cell
 
     rows: list[list[object]] = [["Jane Peacock", 21], ["Margaret Park", 20]]
     vague = "The most customer support agents have the most customers assigned."
@@ -430,7 +431,7 @@ def test_a_sentence_states_a_cell_by_name_or_by_a_rounding_of_its_number() -> No
 
 
 def test_an_answer_naming_every_row_or_none_of_them_leaves_nothing_out() -> None:
-    from plangate.copilot._review import omitted_labels
+    from plangate.copilot.small._answer import omitted_labels
 
     rows: list[list[object]] = [["USA", 1.0], ["Canada", 2.0], ["United Kingdom", 3.0]]
     assert omitted_labels("USA, Canada and the United Kingdom.", rows) == []  # type: ignore[arg-type]

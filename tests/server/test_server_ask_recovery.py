@@ -40,7 +40,8 @@ def test_a_turn_cut_off_by_a_stopped_process_is_stored_failed_at_the_next_start(
 
     with TestClient(make_app(auth=False)):
         # start-up recovery ends it in the background, as it continues every other run
-        wait_until(lambda: store.find_turn(prepared.run_id) is not None, what="the turn to be ended")
+        turns = Conversations(store)
+        wait_until(lambda: turns.find_turn(prepared.run_id) is not None, what="the turn to be ended")
 
     turn = Conversations(store).get_turn(prepared.turn_id, owner="ana")
     assert (turn.status, turn.owner, turn.run_id) == ("failed", "ana", prepared.run_id)

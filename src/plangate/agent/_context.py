@@ -14,23 +14,35 @@ the last round added) is new to the model; without a plan, ``current_plan`` and 
 change, and they go with the request instead. The system message, and the end of the history before the state
 message, are marked ``cache_point`` for providers that cache on request. The run's ``Memory`` says how many of
 the oldest turns and records the summary stands for; they are left out here, while the user's request and
-every pinned block always stay. Not for: deciding what to fold (``_compact.py``), calling the model
-(``_calls.py``) or folding the record from events (``_transcript.py``).
+every pinned block always stay. The execute prompt is the run's prompt style's (``_style.py``): the full
+one is here (``FullStyle``); the compact one of small models, built from the same history and sections, is in
+``plangate.agent.small``. Not for: deciding what to fold (``_compact.py``), calling the model (``_calls.py``)
+or folding the record from events (``_transcript.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from plangate.agent._small_prompt import small_rules
+from pydantic import JsonValue
+
 from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Transcript, Turn
 from plangate.conditions import Condition
 from plangate.decisions import PlanStep
 from plangate.models import Message, Role, Wire
+
+if TYPE_CHECKING:
+    from plangate.agent._style import PromptStyle
+    from plangate.agent.result import Outcome
+    from plangate.tools import Tool
+
+Entry = Mapping[str, JsonValue]
+"""A tool's catalogue entry (``Tool.catalogue_entry``): name, description, parameters, effect."""
 
 PINNED = ("current_plan", "current_step", "execution_context")
 """The sections no compaction may drop."""
@@ -94,6 +106,29 @@ class Context:
         return messages
 
 
+class FullStyle:
+    """The prompts of any model that does not ask for compact ones: the full rules and the tools' JSON
+    entries, every active tool offered, and a closing message the model writes."""
+
+    name = "full"
+
+    def catalogue(self, entries: Sequence[Entry], goal: Condition | None) -> str:
+        return catalogue_text(entries)
+
+    def execute_context(self, view: View) -> Context:
+        return _full_execute_context(view)
+
+    def offered_tools(self, active: Sequence[Tool], acts: Sequence[Act]) -> list[Tool]:
+        return list(active)
+
+    def closing_text(self, outcome: Outcome, acts: Sequence[Act]) -> str | None:
+        return None
+
+
+FULL = FullStyle()
+"""The full prompt style (also a ``View``'s default)."""
+
+
 @dataclass(frozen=True, slots=True)
 class View:
     """Everything a prompt is built from.
@@ -104,8 +139,8 @@ class View:
         memory: what compaction folded out of the prompt, if anything.
         goal: the run's ``done_when`` condition, which the runtime checks itself.
         step_condition: the current step's ``done_when``, when it is a condition the runtime checks.
-        compact: the model asks for the prompts of small models (``_small_prompt.py``); ``catalogue`` is
-            then the tools' signatures and the worked example.
+        style: the prompt style the run's model asked for (``_style.prompt_style``), which laid out
+            ``catalogue`` and lays out the execute prompt.
     """
 
     config: AgentConfig
@@ -119,7 +154,7 @@ class View:
     memory: Memory | None = None
     goal: Condition | None = None
     step_condition: Condition | None = None
-    compact: bool = False
+    style: PromptStyle = FULL
 
     def turns(self) -> tuple[Turn, ...]:
         """The conversation the prompt shows: the user's request, then the turns no summary stands for."""
@@ -204,7 +239,8 @@ def plan_checklist(plan: Sequence[PlanStep], done_through: int) -> str:
     )
 
 
-def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
+def plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
+    """The pinned ``current_plan`` block: the plan's steps, the current one marked."""
     if not plan:
         return Section("current_plan", "No plan: act step by step until the request is complete.", True)
     lines = []
@@ -218,7 +254,8 @@ def _plan_section(plan: Sequence[PlanStep] | None, step_index: int) -> Section:
 _CHECKED = "the runtime checks it after every result"
 
 
-def _step_section(view: View) -> Section:
+def step_section(view: View) -> Section:
+    """The pinned ``current_step`` block: the step, its ``done_when``, its evidence, and the run's goal."""
     plan = view.plan
     goal = view.goal
     goal_line = (
@@ -245,7 +282,8 @@ def _step_section(view: View) -> Section:
     return Section("current_step", f"{text}\n{last}{goal_line}", True)
 
 
-def _execution_section(view: View) -> Section:
+def execution_section(view: View) -> Section:
+    """The pinned ``execution_context`` block: the round, and the rounds left."""
     budget = view.config.max_rounds
     left = budget - view.rounds_used
     return Section(
@@ -303,31 +341,12 @@ def _sections_text(sections: Sequence[Section]) -> str:
     return "\n\n".join(f"## {item.name}\n{item.text}" for item in sections)
 
 
-def _correction_section(transcript: Transcript) -> list[Section]:
+def correction_sections(transcript: Transcript) -> list[Section]:
+    """The ``correction`` section, when the last decisions were not accepted."""
     if not transcript.corrections:
         return []
     notes = "\n".join(f"- {note}" for note in transcript.corrections)
     return [Section("correction", f"Your last decision was not accepted, for this reason:\n{notes}")]
-
-
-def _small_context(view: View) -> Context:
-    """The execute prompt of a small model: its own rules and catalogue, the same history and state."""
-    rules = small_rules(goal=view.goal is not None, tools=bool(view.catalogue))
-    system = _small_system(rules, view.catalogue, view.config.system_prompt)
-    changing = [_execution_section(view), *_correction_section(view.transcript)]
-    if view.plan:
-        pinned = [_plan_section(view.plan, view.step_index), _step_section(view)]
-        return Context(system, history(view), (*pinned, *changing))
-    goal = [] if view.goal is None else [Section("goal", view.goal.expression, True)]
-    return Context(system, history(view, goal), tuple(changing), pinned=tuple(goal))
-
-
-@functools.lru_cache(maxsize=64)
-def _small_system(rules: str, catalogue: str, instructions: str | None) -> str:
-    parts = [rules, catalogue]
-    if instructions:
-        parts.append(f"Instructions for this agent:\n{instructions}")
-    return "\n\n".join(part for part in parts if part)
 
 
 def argument_sources(view: View) -> list[str]:
@@ -340,12 +359,14 @@ def argument_sources(view: View) -> list[str]:
 
 
 def execute_context(view: View) -> Context:
-    """The prompt of one execute round."""
-    if view.compact:
-        return _small_context(view)
+    """The prompt of one execute round, as the run's prompt style lays it out."""
+    return view.style.execute_context(view)
+
+
+def _full_execute_context(view: View) -> Context:
     system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    pinned = [_plan_section(view.plan, view.step_index), _step_section(view)]
-    changing = [_execution_section(view), *_correction_section(view.transcript)]
+    pinned = [plan_section(view.plan, view.step_index), step_section(view)]
+    changing = [execution_section(view), *correction_sections(view.transcript)]
     if view.plan:
         return Context(system, history(view), (*pinned, *changing))
     # Without a plan these two blocks cannot change while the run executes (it gets no plan then): they go
@@ -356,7 +377,7 @@ def execute_context(view: View) -> Context:
 def plan_context(view: View) -> Context:
     """The prompt of one planning call."""
     system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.system_prompt)
-    return Context(system, history(view), tuple(_correction_section(view.transcript)))
+    return Context(system, history(view), tuple(correction_sections(view.transcript)))
 
 
 def route_context(view: View) -> Context:
@@ -376,17 +397,24 @@ def deliver_context(view: View, outcome_note: str) -> Context:
 
 
 __all__ = [
+    "FULL",
     "PINNED",
     "Context",
+    "Entry",
+    "FullStyle",
     "Section",
     "View",
     "argument_sources",
     "catalogue_text",
+    "correction_sections",
     "deliver_context",
     "execute_context",
+    "execution_section",
     "history",
     "plan_checklist",
     "plan_context",
+    "plan_section",
     "route_context",
+    "step_section",
     "summary_text",
 ]

@@ -1,24 +1,22 @@
 """The deliver phase: the closing message, the ``outcome`` event and the run's terminal status.
 
 For: ``run_deliver``, through which every ending goes. A completed run gets a summary written by the model
-(purpose ``deliver``), or a mechanical checklist of the plan when the model fails or says nothing; a route's
-direct reply is used as it is; a small model's run (``wants_compact_prompts``) gets what ended it and the
-last observation it rests on, with no model call. An aborted, exhausted or cancelled run gets fixed text
-built from its outcome, with no model call: a run that ended because the model misbehaved must not depend
-on it to say so.
+(purpose ``deliver``), or a mechanical checklist of the plan when the model fails or says nothing, unless the
+run's prompt style writes it with no model call (the compact style of small models: what ended it and the
+last observation it rests on); a route's direct reply is used as it is. An aborted, exhausted or cancelled
+run gets fixed text built from its outcome, with no model call: a run that ended because the model
+misbehaved must not depend on it to say so.
 Not for: deciding the outcome (the phase that ended the run did).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from plangate.agent._batch import Batch
 from plangate.agent._calls import call
 from plangate.agent._context import deliver_context, plan_checklist
-from plangate.agent._transcript import Act
 from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
 from plangate.errors import StoreError
@@ -44,8 +42,8 @@ async def run_deliver(loop: RunContext) -> None:
         answer = state.answer
     else:
         view = loop.view()
-        small = view.compact
-        answer = evidence_text(outcome, view.transcript.acts) if small else await _summary(loop, outcome)
+        written = view.style.closing_text(outcome, view.transcript.acts)
+        answer = written if written is not None else await _summary(loop, outcome)
     state.answer = answer
     state.phase = "done"
     if outcome.internal_reason:
@@ -73,26 +71,6 @@ async def _summary(loop: RunContext, outcome: Outcome) -> str:
     return outcome.user_message or "Done."
 
 
-EVIDENCE_CHARS = 1_500
-"""Characters of the last observation a small model's closing message quotes at most."""
-
-
-def evidence_text(outcome: Outcome, acts: Sequence[Act]) -> str:
-    """The closing message of a completed run on a small model, with no model call: what ended it (the
-    proof, or the model's answer) and the last successful tool observation, quoted as the evidence.
-
-    A 135M model's summary of an observation is slower to write and less reliable than the observation.
-    """
-    lead = outcome.user_message or "Done."
-    last = next((act for act in reversed(acts) if act.success and act.observation), None)
-    if last is None:
-        return lead
-    observation = last.observation or ""
-    if len(observation) > EVIDENCE_CHARS:
-        observation = observation[:EVIDENCE_CHARS].rstrip() + " …"
-    return f"{lead}\n\n{last.tool}: {observation}"
-
-
 def fixed_text(outcome: Outcome, plan: list[PlanStep] | None, step_index: int) -> str:
     """The closing message of a run that did not complete: its outcome's message, and the plan's progress."""
     lead = {
@@ -104,4 +82,4 @@ def fixed_text(outcome: Outcome, plan: list[PlanStep] | None, step_index: int) -
     return f"{lead}\n\nProgress:\n{plan_checklist(plan, step_index)}"
 
 
-__all__ = ["EVIDENCE_CHARS", "evidence_text", "fixed_text", "run_deliver"]
+__all__ = ["fixed_text", "run_deliver"]

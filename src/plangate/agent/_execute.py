@@ -94,16 +94,10 @@ def _unmet(condition: Condition | None, loop: RunContext, step_index: int | None
 
 
 def _offered_tools(loop: RunContext, view: View) -> list[Tool]:
-    """The tools the model's schema offers this round: the active ones, less, for a small model, the read
-    tool whose call just succeeded (its observation is in the prompt; calling it again learns nothing, and
-    a small model would). Any active tool is still accepted by validation."""
-    active = loop.toolset.active_tools()
-    acts = view.transcript.acts
-    if not view.compact or not acts or not acts[-1].success:
-        return active
-    last = acts[-1].tool
-    others = [item for item in active if not (item.name == last and item.effect == "read")]
-    return others or active
+    """The tools the model's schema offers this round: the active ones, as the run's prompt style offers
+    them (the compact style leaves out the read tool whose call just succeeded). Any active tool is still
+    accepted by validation."""
+    return view.style.offered_tools(loop.toolset.active_tools(), view.transcript.acts)
 
 
 async def run_round(loop: RunContext) -> None:

@@ -19,6 +19,7 @@ stays ``running`` to fail again on every recovery.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
@@ -27,17 +28,17 @@ from typing import Any, Literal
 from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
-from plangate.agent._context import View, catalogue_text
+from plangate.agent._context import View
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
-from plangate.agent._small_prompt import small_catalogue
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
+from plangate.agent._style import PromptStyle, prompt_style
 from plangate.agent._tokens import Meter, MeteredModel
 from plangate.agent._transcript import Evidence, Transcript
 from plangate.agent.result import AgentResult, Outcome
-from plangate.conditions import Condition, named_tools
+from plangate.conditions import Condition
 from plangate.errors import InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
-from plangate.models import Model, wants_compact_prompts
+from plangate.models import Model
 from plangate.runs.tools import check as check_tools
 from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
@@ -208,25 +209,20 @@ class RunLoop:
             memory=state.memory,
             goal=self.goal,
             step_condition=_proof.step_condition(state.plan, state.step_index),
-            compact=self.compact,
+            style=self.prompt_style,
         )
 
-    @property
-    def compact(self) -> bool:
-        """Whether the run's model asks for the prompts of small models."""
-        return wants_compact_prompts(self.model)
+    @functools.cached_property
+    def prompt_style(self) -> PromptStyle:
+        """The prompt style the run's model asks for (asked once)."""
+        return prompt_style(self.model)
 
     def catalogue(self) -> str:
         """The active tools as the system message lists them (rebuilt only when the active set changes):
         their JSON entries, or for a small model their signatures and a worked example."""
         names = tuple(self.toolset.active_names())
         if self._catalogue is None or self._catalogue[0] != names:
-            entries = self.toolset.catalogue()
-            if self.compact:
-                goal_tools = () if self.goal is None else named_tools(self.goal)
-                text = small_catalogue(entries, goal_tools)
-            else:
-                text = catalogue_text(entries)
+            text = self.prompt_style.catalogue(self.toolset.catalogue(), self.goal)
             self._catalogue = (names, text)
         return self._catalogue[1]
 

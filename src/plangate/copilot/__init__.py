@@ -15,10 +15,11 @@ Example::
     turn.result.columns, turn.result.rows, turn.formula
 
 Modules: ``turn`` orchestrates; ``_scope`` (the data), ``_ops`` (op parsing, the draft formula),
-``_prompt``, ``_constrained`` (the grammar path of small local models), ``_generate``, ``_check``,
-``policy``, ``_run``, ``_review`` and ``_numbers`` (the number guard), ``_periods`` (the period a question
-names), ``_asked`` (what it asks to compute), ``_store`` (store access), ``_attempt`` (one attempt's
-phases), ``results`` (what a turn returns).
+``_strategy`` (the generation strategy, chosen once per turn from the model), ``_prompt``, ``_generate``,
+``_check``, ``policy``, ``_run``, ``_review`` and ``_numbers`` (the number guard), ``_periods`` (the period
+a question names), ``_store`` (store access), ``_attempt`` (one attempt's phases), ``results`` (what a turn
+returns); ``small`` (the grammar path of small local models, behind its strategy: the short prompt, the
+lines grammar and the question's hints, what it asks to compute, what replaces an unusable sentence).
 """
 
 from __future__ import annotations

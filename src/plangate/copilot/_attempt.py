@@ -1,7 +1,9 @@
 """One attempt of a turn: generate (and repair), decide, run, review; and what to ask for if it is retried.
 
-For: the sequence of SPEC §5's steps 1 to 5 for one try, each phase delegated to its module and every
-decision taken by ``policy``. Not for: the loop of attempts or storing the turn (``turn.py``).
+For: the sequence of SPEC §5's steps 1 to 5 for one try, each phase delegated to its module, every
+decision taken by ``policy``, and whatever differs between kinds of model asked of the turn's generation
+strategy (``_strategy``): this code reads the same for every model. Not for: the loop of attempts or storing
+the turn (``turn.py``).
 """
 
 from __future__ import annotations
@@ -15,14 +17,13 @@ from pydantic import JsonValue
 from plangate.copilot import _review as review_rules
 from plangate.copilot import policy
 from plangate.copilot._check import check_draft
-from plangate.copilot._constrained import op_lines_schema, question_hints
 from plangate.copilot._conversations import TurnStatus
 from plangate.copilot._generate import Generation, Generator
 from plangate.copilot._numbers import Known
 from plangate.copilot._ops import Draft, ops_text, slug
-from plangate.copilot._prompt import messages, repair_text
 from plangate.copilot._run import PlanRunner, RunOutcome
 from plangate.copilot._scope import Scope
+from plangate.copilot._strategy import GenerationStrategy
 from plangate.copilot.results import Attempt, Review, Signal, formula_json
 from plangate.errors import PlangateError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent
@@ -30,8 +31,6 @@ from plangate.formulas import Formula, Issue, Plan
 from plangate.models import Message, Model
 
 Emit = Callable[[Event], None]
-RETRY_TEMPERATURE = 0.7
-"""How freely a model that samples greedily (the local one) samples on a retry."""
 
 
 @dataclass
@@ -43,7 +42,7 @@ class AttemptSetup:
         history: the conversation's earlier turns.
         scope: the data.
         model: the copilot model.
-        constrained: whether it writes under the lines grammar.
+        strategy: how it is asked for a workflow (``_strategy.strategy_for`` the model).
         runner: runs formulas as children of the turn's run.
         run_id: the turn's ``ask`` run.
         owner: who the runs belong to.
@@ -55,7 +54,7 @@ class AttemptSetup:
     history: Sequence[policy.HistoryItem]
     scope: Scope
     model: Model
-    constrained: bool
+    strategy: GenerationStrategy
     runner: PlanRunner
     run_id: str
     owner: str
@@ -87,15 +86,14 @@ class AttemptRun:
         self.started = time.time()
         self.known = Known()
         self.draft = Draft(slug(setup.question))
-        lines = None
-        if setup.constrained:
-            hints = question_hints(setup.question, setup.scope.categories, setup.scope.schema)
-            lines = op_lines_schema(setup.scope.schema, hints)
-        # Sampled greedily, a small model writes the same stream (and answer) again: a retry samples more
-        # freely, in both.
-        self.temperature = RETRY_TEMPERATURE if setup.constrained and n > 1 else None
+        self.temperature = setup.strategy.temperature(n)
         self.generator = Generator(
-            setup.model, setup.scope, self._op, known=self.known, lines=lines, temperature=self.temperature
+            setup.model,
+            setup.scope,
+            self._op,
+            known=self.known,
+            ops_format=setup.strategy.ops_format(setup.question, setup.scope),
+            temperature=self.temperature,
         )
 
     async def _op(self, op: dict[str, JsonValue]) -> None:
@@ -120,9 +118,7 @@ class AttemptRun:
         """Generate, check and repair, decide, then run and review (or reply, ask, stop)."""
         setup = self.setup
         self._status("generate", "attempt", f"attempt {self.n}" + (" (retry)" if self.instruction else ""))
-        convo = messages(
-            setup.scope, setup.question, setup.history, self.instruction, constrained=setup.constrained
-        )
+        convo = setup.strategy.messages(setup.scope, setup.question, setup.history, self.instruction)
         generation = await self.generator.run(self.draft, convo)
         terminal, plan = await self._terminal(generation, convo)
         step = policy.next_step(terminal)
@@ -179,10 +175,8 @@ class AttemptRun:
             self._status("check", "issues", _issue_lines(issues))
             convo += [
                 Message("assistant", generation.transcript or "(nothing)"),
-                Message("user", repair_text(issues, constrained=self.setup.constrained)),
+                Message("user", self.setup.strategy.repair(self.draft, issues)),
             ]
-            if self.setup.constrained:
-                self.draft.reset()
             generation = await self.generator.run(self.draft, convo)
             if generation.ended == "error":
                 return policy.Terminal("error", generation.text, generation.error_code), None
@@ -224,7 +218,7 @@ class AttemptRun:
         attempt = self._attempt("failed", terminal.text)
         self._review(Review.of([Signal(kind="empty_generation", detail=terminal.text, severity="broken")]))
         retry = None
-        if self.n < policy.MAX_ATTEMPTS:
+        if policy.retry_left(self.n):
             retry = policy.retry_instruction(self.setup.question, terminal.text, empty=True)
         return AttemptResult(attempt, retry, stage="generate")
 
@@ -258,9 +252,9 @@ class AttemptRun:
         signals = review_rules.review_run(setup.question, outcome, setup.scope, known)
         review = Review.of(signals)
         answer = outcome.answer
-        instead = review_rules.answer_instead(review, outcome, known) if setup.constrained else None
+        instead = setup.strategy.answer_instead(review, outcome, known)
         if instead is not None:
-            answer, review = instead  # a small model's sentence about sound rows (or about none): the data's
+            answer, review = instead
         if review.signals and setup.review_model is not None and outcome.completed:
             answer, review = await self._model_review(setup.review_model, outcome, review, known)
         self._review(review)

@@ -3,9 +3,10 @@
 For: one generation (the first, or a repair round): each request has purpose ``copilot``; ops are read as the
 text arrives and applied to the draft, each applied op reported through ``emit`` (the turn stores it as an
 ``op`` event); ``look {table}`` stops the stream, is answered with the table's columns, types and 5 sample
-rows, and generation continues with another request; ``done``, ``reply`` and ``ask`` end it. A model that
-samples under grammars is given the lines schema of ``_constrained``. Not for: checking the draft
-(``_check``) or deciding what follows (``policy``).
+rows, and generation continues with another request; ``done``, ``reply`` and ``ask`` end it. How the model
+is asked (a response schema or none, the output limit, the ops that close a stream that ends without
+``done``) is the ``OpsFormat`` the turn's generation strategy gives (``_strategy``), the same code for
+every model. Not for: checking the draft (``_check``) or deciding what follows (``policy``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from plangate.copilot._constrained import closing_ops
 from plangate.copilot._numbers import Known
 from plangate.copilot._ops import Draft, Op, OpReader
 from plangate.copilot._prompt import look_text
@@ -31,10 +31,27 @@ MAX_LOOKS = 6
 MAX_CALLS = 10
 """Requests per generation (each ``look`` answered costs one more)."""
 MAX_TOKENS = 2_000
-MAX_TOKENS_CONSTRAINED = 700
+"""Tokens one request of a generation may write, unless its ``OpsFormat`` says otherwise."""
 
 Emit = Callable[[dict[str, JsonValue]], Awaitable[None]]
 Ended = Literal["done", "reply", "ask", "eof", "error"]
+
+
+@dataclass(frozen=True)
+class OpsFormat:
+    """How a generation asks the model for ops.
+
+    Attributes:
+        schema: the response schema the model writes under (the lines a model that samples under a
+            grammar may write), or None: it reads the op protocol in the prompt and writes ops freely.
+        max_tokens: what one request may write.
+        closing: the ops the copilot adds when the text ends without ``done`` after at least one op (and
+            the generation then ends ``done``); none: it ends ``eof``.
+    """
+
+    schema: ResponseSchema | None = None
+    max_tokens: int = MAX_TOKENS
+    closing: tuple[dict[str, JsonValue], ...] = ()
 
 
 @dataclass
@@ -66,8 +83,7 @@ class Generator:
         scope: the data the turn may read (``look`` reads from it).
         emit: reports each applied op.
         known: where the rows ``look`` showed are added (the number guard counts them as read).
-        lines: for a model that writes under a grammar, the schema of the lines it may write
-            (``_constrained.op_lines_schema``); None for the others.
+        ops_format: how the model is asked for ops (the strategy's, for this attempt).
         temperature: the sampling temperature, or None for the model's default.
     """
 
@@ -78,26 +94,25 @@ class Generator:
         emit: Emit,
         *,
         known: Known,
-        lines: dict[str, JsonValue] | None = None,
+        ops_format: OpsFormat | None = None,
         temperature: float | None = None,
     ) -> None:
         self.temperature = temperature
         self.model = model
         self.scope = scope
         self.emit = emit
-        self.constrained = lines is not None
+        self.format = ops_format or OpsFormat()
         self.known = known
         self.looks = 0
-        self._schema = ResponseSchema("copilot_ops", lines) if lines is not None else None
 
     def request(self, conversation: Sequence[Message]) -> ModelRequest:
         """The request of one model call of a generation."""
         return ModelRequest(
             "copilot",
             list(conversation),
-            response_schema=self._schema,
+            response_schema=self.format.schema,
             wire="json",
-            max_tokens=MAX_TOKENS_CONSTRAINED if self.constrained else MAX_TOKENS,
+            max_tokens=self.format.max_tokens,
             temperature=self.temperature,
         )
 
@@ -120,8 +135,8 @@ class Generator:
             skipped += reader.skipped
             if looked is None:
                 ended, text = stop if stop is not None else ("eof", "")
-                if self.constrained and ended == "eof" and total:
-                    for op in closing_ops():
+                if ended == "eof" and total and self.format.closing:
+                    for op in self.format.closing:
                         await self._apply(_op_of(op), draft)
                     ended = "done"
                 return Generation(ended, text, None, total, transcript, skipped)
@@ -197,4 +212,4 @@ def _op_of(data: dict[str, JsonValue]) -> Op:
     return Op(str(data["op"]), {k: v for k, v in data.items() if k != "op"}, "")
 
 
-__all__ = ["MAX_CALLS", "MAX_LOOKS", "Generation", "Generator"]
+__all__ = ["MAX_CALLS", "MAX_LOOKS", "MAX_TOKENS", "Generation", "Generator", "OpsFormat"]

@@ -1,9 +1,9 @@
 """What the copilot model reads: the op protocol, the data source described, the question, its history, and
 the messages that answer a ``look``, report the check's issues, or hand a retry back.
 
-For: text only, built from plain values. Two prompt shapes: the full protocol for models that write ops
-freely, and a short one for a grammar-constrained model (the grammar carries the format, so the prompt only
-has to say what to put in it). Not for: calling the model (``_generate``) or the grammar (``_constrained``).
+For: text only, built from plain values: the full op protocol of the models that write ops freely, and the
+schema text and ``look`` answers every model reads. Not for: calling the model (``_generate``), or the short
+prompt of a model that samples under grammars (``plangate.copilot.small``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from plangate.tools.data.results import TableInfo
 
 SCHEMA_CHARS = 9_000
 """The longest schema description in the full prompt; beyond it, tables are listed by name only."""
-SCHEMA_CHARS_SMALL = 3_500
-"""The same for a small constrained model, whose context window is short."""
 
 _PROTOCOL = """You build a workflow that answers a question about data. Write it as operations: one JSON
 object per line, nothing else on the line, no code fences. The operations:
@@ -96,38 +94,6 @@ _EXAMPLE_OPS: list[dict[str, JsonValue]] = [
 ]
 _PROTOCOL += "\n".join(json.dumps(op, separators=(",", ":")) for op in _EXAMPLE_OPS) + "\n"
 
-_CONSTRAINED = """You answer questions about the data source {source} with one structured query.
-Fill it in from the question:
-- measures: what to compute. count of * for "how many"; sum of a price column times a quantity column for
-  revenue or sales; avg for "average".
-- group_by: the column of "per X", "by X", "which X".
-- period: the date column of the time the question names (its bounds are given).
-- filters: a value the question names (a status, a category), when one is offered.
-- order_by: the measure ("sum", "count", "avg") with desc true for highest, top, most, best.
-- limit: the N of "top N" or "N regions", else 100.
-
-Examples, on another database:
-Question: Which 2 cities had the highest sales in 2023?
-{example_sales}
-Question: How many orders per channel in March 2024?
-{example_count}
-
-{schema}
-"""
-_EXAMPLE_SALES = (
-    '{"op": "add_step", "step": {"id": "query", "title": "Sales per city in 2023", "tool": {"name": '
-    '"db_aggregate", "args": {"source": "demo", "measures": [{"agg": "sum", "column": "sales.price", '
-    '"times": "sales.quantity"}], "group_by": ["stores.city"], "period": {"column": "sales.sold_on", '
-    '"from": "2023", "to": "2023"}, "filters": [], "order_by": [{"column": "sum", "desc": true}], '
-    '"limit": 2}}}}'
-)
-_EXAMPLE_COUNT = (
-    '{"op": "add_step", "step": {"id": "query", "title": "Orders per channel", "tool": {"name": '
-    '"db_aggregate", "args": {"source": "demo", "measures": [{"agg": "count", "column": "*"}], "group_by": '
-    '["sales.channel"], "period": {"column": "sales.sold_on", "from": "2024-03", "to": "2024-03"}, '
-    '"filters": [], "order_by": [{"column": "count", "desc": true}], "limit": 100}}}}'
-)
-
 
 def _column_text(table: TableInfo, scope: Scope) -> str:
     keys = {key.column: key for key in table.foreign_keys}
@@ -184,23 +150,10 @@ def _history_text(history: Sequence[HistoryItem]) -> str:
 
 
 def messages(
-    scope: Scope,
-    question: str,
-    history: Sequence[HistoryItem],
-    instruction: str | None,
-    *,
-    constrained: bool,
+    scope: Scope, question: str, history: Sequence[HistoryItem], instruction: str | None
 ) -> list[Message]:
-    """The opening messages of a generation."""
-    if constrained:
-        system = _CONSTRAINED.format(
-            source=scope.name,
-            schema=schema_text(scope, SCHEMA_CHARS_SMALL),
-            example_sales=_EXAMPLE_SALES,
-            example_count=_EXAMPLE_COUNT,
-        )
-        ask = instruction or question
-        return [Message("system", system), Message("user", f"Question: {ask}")]
+    """The opening messages of a generation: the protocol and the schema, then the conversation's earlier
+    turns and the question (or the retry's instruction)."""
     system = _PROTOCOL + "\n" + schema_text(scope)
     body = instruction if instruction is not None else f"Question: {question}"
     return [Message("system", system), Message("user", _history_text(history) + body)]
@@ -219,19 +172,21 @@ def look_text(table: TableInfo, scope: Scope, sample: QueryResult | None, proble
     return "\n".join(lines)
 
 
-def repair_text(issues: Sequence[Issue], *, constrained: bool) -> str:
-    """The message that hands the check's errors back to the model."""
-    listed = "\n".join(
+def issue_list(issues: Sequence[Issue]) -> str:
+    """The check's errors as ``- path: message`` lines."""
+    return "\n".join(
         f"- {issue.path}: {issue.message}" if issue.path else f"- {issue.message}"
         for issue in issues
         if issue.level == "error"
     )
-    if constrained:
-        return f"The query has problems:\n{listed}\nWrite the workflow again, fixed."
+
+
+def repair_text(issues: Sequence[Issue]) -> str:
+    """The message that hands the check's errors back to the model, to fix with ops."""
     return (
-        f"The check of your workflow found these errors:\n{listed}\n"
+        f"The check of your workflow found these errors:\n{issue_list(issues)}\n"
         "Fix them with update_step, remove_step or add_step ops (one per line), then done."
     )
 
 
-__all__ = ["SCHEMA_CHARS", "look_text", "messages", "repair_text", "schema_text", "table_line"]
+__all__ = ["SCHEMA_CHARS", "issue_list", "look_text", "messages", "repair_text", "schema_text", "table_line"]

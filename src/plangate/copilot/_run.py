@@ -30,9 +30,8 @@ from plangate.tools.data._format import shown_cell, shown_table
 RUN_TIMEOUT_S = 600.0
 """How long a turn's formula run may take before it is cancelled."""
 STEP_TOKENS = 800
-"""Tokens an ``llm`` or agent step may write per call (an answer needs far fewer)."""
-STEP_TOKENS_SMALL = 200
-"""The same for a model that samples under grammars (a small local model writes slowly)."""
+"""Tokens an ``llm`` or agent step may write per call (an answer needs far fewer), unless the turn's
+generation strategy says otherwise."""
 DATA_TOOLS = ("db_query", "db_aggregate")
 
 
@@ -180,16 +179,23 @@ class PlanRunner:
         store: where the runs live.
         scope: the data the steps read.
         model: the model of ``llm`` and agent steps (capped to a few hundred tokens a call).
+        step_tokens: what one call of those steps may write (the strategy's ``step_tokens``).
         timeout: seconds a run may take.
     """
 
     def __init__(
-        self, store: Store, scope: Scope, model: Model, *, small: bool, timeout: float = RUN_TIMEOUT_S
+        self,
+        store: Store,
+        scope: Scope,
+        model: Model,
+        *,
+        step_tokens: int = STEP_TOKENS,
+        timeout: float = RUN_TIMEOUT_S,
     ):
         self.store = store
         self.scope = scope
         self.base = model
-        self.tokens = STEP_TOKENS_SMALL if small else STEP_TOKENS
+        self.tokens = step_tokens
         self.timeout = timeout
 
     def _runner(self, temperature: float | None) -> FormulaRunner:
@@ -275,6 +281,7 @@ class PlanRunner:
 
 __all__ = [
     "RUN_TIMEOUT_S",
+    "STEP_TOKENS",
     "CappedModel",
     "PlanRunner",
     "Read",

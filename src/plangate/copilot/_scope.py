@@ -58,8 +58,8 @@ class Scope:
         dates: the first and last date of each date column (empty when they could not be read).
         registry: ``db_schema``, ``db_query`` and ``db_aggregate`` over ``sources``.
         limits: the row, size and time limits of every query.
-        categories: the source's category columns and their values (read only for a constrained model,
-            whose grammar allows filters on them alone).
+        categories: the source's category columns and their values (read only when the turn's generation
+            strategy asks for them: a grammar that allows filters on them alone).
     """
 
     sources: DataSources

@@ -20,7 +20,7 @@ from plangate.errors import ConfigError
 from plangate.formulas import Formula, Issue
 
 MAX_ATTEMPTS = 2
-"""Attempts per turn, the first try included: one reviewed retry at most."""
+"""Attempts per turn, the first try included: one reviewed retry at most (checked by ``retry_left`` only)."""
 REPAIR_ROUNDS = 2
 """Times the check's errors go back to the model before the formula is final."""
 HISTORY_TURNS = 6
@@ -143,17 +143,23 @@ def fill_input(formula: Formula, question: str, history: Sequence[HistoryItem]) 
     return values
 
 
+def retry_left(n: int) -> bool:
+    """Whether attempt ``n`` (1 for the first) may be followed by another: the one check of ``MAX_ATTEMPTS``,
+    which every decision to retry, and the turn's loop of attempts, go through."""
+    return n < MAX_ATTEMPTS
+
+
 def retry_after_review(review: Review, attempt: int) -> bool:
     """Whether to try again after ``review`` of attempt ``attempt`` (0 for the first).
 
     Only when the review says ``retry``, its severity is ``broken`` or one of its signals is of a kind a
     rebuilt workflow may fix (``REBUILD_KINDS``, e.g. ``no_rows_in_range``), and an attempt is left
-    (``attempt + 1 < MAX_ATTEMPTS``).
+    (``retry_left(attempt + 1)``).
     """
     if review.verdict != "retry":
         return False
     worth_it = review.severity == "broken" or any(kind in REBUILD_KINDS for kind in review.kinds())
-    return worth_it and attempt + 1 < MAX_ATTEMPTS
+    return worth_it and retry_left(attempt + 1)
 
 
 def fix_instruction(question: str, formula_text: str, reason: str) -> str:
@@ -256,5 +262,6 @@ __all__ = [
     "rebuild_instruction",
     "retry_after_review",
     "retry_instruction",
+    "retry_left",
     "turn_answer",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import time
@@ -21,11 +22,11 @@ from dataclasses import dataclass
 
 from plangate.copilot import _store
 from plangate.copilot._attempt import AttemptRun, AttemptSetup
-from plangate.copilot._constrained import samples_under_grammar
 from plangate.copilot._conversations import AttemptRecord, Conversations
 from plangate.copilot._run import RUN_TIMEOUT_S, PlanRunner
 from plangate.copilot._scope import ScopeError, open_scope, source_label
-from plangate.copilot.policy import MAX_ATTEMPTS, chosen_attempt, turn_answer
+from plangate.copilot._strategy import strategy_for
+from plangate.copilot.policy import chosen_attempt, retry_left, turn_answer
 from plangate.copilot.results import Attempt, Turn
 from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import Event, StatusEvent
@@ -180,6 +181,7 @@ class Copilot:
         stage = "turn"
         source = label
         try:
+            strategy = strategy_for(model)  # once per turn: every attempt asks it, none asks the model
             try:
                 scope = await asyncio.to_thread(
                     open_scope,
@@ -187,33 +189,34 @@ class Copilot:
                     sources=self.sources,
                     name=prepared.name,
                     limits=self.limits,
-                    categories=samples_under_grammar(model),
+                    categories=strategy.categories,
                 )
             except ScopeError as exc:
                 self._emit(prepared.run_id, StatusEvent(stage="scope", code=exc.code, text=str(exc)))
                 attempts.append(_ended(1, "failed", str(exc), prepared.created_at))
                 return self._finish(prepared, attempts, "scope", label)
             source = scope.name
-            constrained = samples_under_grammar(model)
             setup = AttemptSetup(
                 question=prepared.question,
                 history=_store.history(store, prepared.conversation_id, prepared.owner),
                 scope=scope,
                 model=model,
-                constrained=constrained,
-                runner=PlanRunner(store, scope, model, small=constrained, timeout=self.run_timeout),
+                strategy=strategy,
+                runner=PlanRunner(
+                    store, scope, model, step_tokens=strategy.step_tokens, timeout=self.run_timeout
+                ),
                 run_id=prepared.run_id,
                 owner=prepared.owner,
                 emit=lambda event: self._emit(prepared.run_id, event),
                 review_model=self._review_model(model),
             )
             instruction: str | None = None
-            for n in range(1, MAX_ATTEMPTS + 1):
+            for n in itertools.count(1):
                 result = await AttemptRun(setup, n, instruction).run()
                 attempts.append(result.attempt)
                 stage = result.stage
                 _store.checkpoint(self.leases.transaction, prepared.run_id, prepared.question, attempts)
-                if result.retry is None or n >= MAX_ATTEMPTS:
+                if result.retry is None or not retry_left(n):
                     break
                 self._emit(
                     prepared.run_id, StatusEvent(stage="review", code="retry", text=result.attempt.reason)

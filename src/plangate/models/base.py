@@ -176,7 +176,8 @@ def wants_compact_prompts(model: object) -> bool:
 
     A model with a few hundred million parameters (the local default) follows short rules, a worked example
     and a catalogue of tool signatures better than the full rules and JSON schemas a large model reads; the
-    agent runtime lays out its prompts for it that way. Models without the attribute get the full prompts.
+    agent runtime lays out its prompts for it that way (its compact prompt style: ``plangate.agent._style``
+    asks this once per run). Models without the attribute get the full prompts.
     """
     return getattr(model, "compact_prompts", False) is True
 

@@ -4,8 +4,9 @@ the answer is one value or one per group, which way a ranking goes, and how many
 For: the grammar of a small constrained model (``_constrained``), which offers it only the choices these
 words leave, so that "how many customers" counts customers, "top 3" keeps 3 rows and a question about one
 total groups by nothing. Each rule reads plain words and is unit-tested; where a question says nothing a
-rule would read, every choice stays open. Not for: periods (``_periods``), category values and the columns
-a question names (``_constrained.question_hints``), or any model that writes ops freely.
+rule would read, every choice stays open. Not for: periods (``plangate.copilot._periods``), category
+values and the columns a question names (``_constrained.question_hints``), or any model that writes ops
+freely.
 """
 
 from __future__ import annotations

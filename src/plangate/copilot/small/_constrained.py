@@ -13,8 +13,8 @@ names (else no period), the numbers it names as the possible limits (else 100), 
 values of the data's category columns that it mentions (``cancelled`` for ``orders.status``). Every stream
 the model can write is a formula that passes the check's shape rules.
 
-For: the schema, the question's hints, and telling whether a model samples under grammars. Not for: the
-prompt (``_prompt``).
+For: the schema and the question's hints. Not for: the prompt (``_prompt``), or telling whether a model
+samples under grammars (``plangate.copilot._strategy.samples_under_grammar``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from datetime import timedelta
 
 from pydantic import JsonValue
 
-from plangate.copilot._asked import NUMBER_WORDS, Asked, asked
 from plangate.copilot._periods import asked_period
-from plangate.models import Model
+from plangate.copilot.small._asked import NUMBER_WORDS, Asked, asked
 from plangate.models._grammar import LINES, NOT_BLANK
 from plangate.tools.data import SchemaInfo, TableInfo
 from plangate.tools.data.aggregate import parameters_schema, source_properties
@@ -382,15 +381,6 @@ def closing_ops() -> list[dict[str, JsonValue]]:
     return [{**ANSWER_OP, "by": "copilot"}, {**DONE_OP, "by": "copilot"}]
 
 
-def samples_under_grammar(model: Model) -> bool:
-    """Whether the model builds a grammar from a request's response schema (as the local model does).
-
-    Such a model writes only what the schema allows, so it is given the lines schema; the others read the
-    protocol and write ops freely (a response schema would make them write one JSON value, not lines).
-    """
-    return callable(getattr(model, "grammar_text", None))
-
-
 __all__ = [
     "ANSWER_OP",
     "ANSWER_PROMPT",
@@ -403,5 +393,4 @@ __all__ = [
     "op_lines_schema",
     "period_bounds",
     "question_hints",
-    "samples_under_grammar",
 ]

@@ -1,14 +1,15 @@
 """The execute prompt's fixed part for small models: short rules, tool signatures, one worked example.
 
-For: the text of the system message an execute round sends to a model that asks for compact prompts
-(``plangate.models.wants_compact_prompts``; the local default, SmolLM2-135M, does). Such a model loses the
-thread in the full rules and the tools' JSON schemas, and it copies what it is shown more than it follows
-what it is told. So it gets, in a few hundred tokens: the decision forms it may write (as the terse grammar
-of the local model writes them), one line per tool (its signature, whether it writes, what it does and what
-its parameters take), and one worked example of a round, built from the run's own tools: a call to the tool
-the goal names (else the first tool that writes, else the first tool), with each argument shown as the
-place where a value copied from the request goes. Not for: the layout of the whole prompt, the history and
-the state message (``_context.py``), which are the same for every model.
+For: the text of the system message an execute round sends in the compact prompt style (``_style.py``),
+that of a model that asks for compact prompts (``plangate.models.wants_compact_prompts``; the local default,
+SmolLM2-135M, does). Such a model loses the thread in the full rules and the tools' JSON schemas, and it
+copies what it is shown more than it follows what it is told. So it gets, in a few hundred tokens: the
+decision forms it may write (as the terse grammar of the local model writes them), one line per tool (its
+signature, whether it writes, what it does and what its parameters take), and one worked example of a
+round, built from the run's own tools: a call to the tool the goal names (else the first tool that writes,
+else the first tool), with each argument shown as the place where a value copied from the request goes.
+Not for: the layout of the whole prompt (``_style.py``), or the history and the state message
+(``plangate.agent._context``), which are the same for every model.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
-Entry = Mapping[str, JsonValue]
-"""A tool's catalogue entry (``Tool.catalogue_entry``): name, description, parameters, effect."""
+from plangate.agent._context import Entry
 
 _RULES = """\
 You do the user's request with tools. Each round, write one JSON decision. The runtime runs the tool and \

@@ -1,0 +1,100 @@
+"""The compact prompt style: the prompts of a small model (the local default, SmolLM2-135M).
+
+For: ``CompactStyle``, what a run on a model that asks for compact prompts does differently, in one place:
+the tools listed as signatures with a worked example (``_prompt``); an execute prompt of short rules, with
+the same history and state sections as the full one (``plangate.agent._context``); a round's schema that
+does not offer again the read tool whose call just succeeded (its observation is in the prompt; a small
+model would call it again and learn nothing); and a closing message with no model call, which quotes the
+evidence (``evidence_text``). Not for: choosing the style (``plangate.agent._style.prompt_style``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from plangate.agent._context import (
+    Context,
+    Entry,
+    Section,
+    View,
+    correction_sections,
+    execution_section,
+    history,
+    plan_section,
+    step_section,
+)
+from plangate.agent._transcript import Act
+from plangate.agent.small._prompt import small_catalogue, small_rules
+from plangate.conditions import Condition, named_tools
+
+if TYPE_CHECKING:
+    from plangate.agent.result import Outcome
+    from plangate.tools import Tool
+
+EVIDENCE_CHARS = 1_500
+"""Characters of the last observation a small model's closing message quotes at most."""
+
+
+class CompactStyle:
+    """Short rules, tool signatures and a worked example; no repeated read; the evidence as the closing."""
+
+    name = "compact"
+
+    def catalogue(self, entries: Sequence[Entry], goal: Condition | None) -> str:
+        return small_catalogue(entries, () if goal is None else named_tools(goal))
+
+    def execute_context(self, view: View) -> Context:
+        """Its own rules and catalogue, the same history and state."""
+        rules = small_rules(goal=view.goal is not None, tools=bool(view.catalogue))
+        system = _system(rules, view.catalogue, view.config.system_prompt)
+        changing = [execution_section(view), *correction_sections(view.transcript)]
+        if view.plan:
+            pinned = [plan_section(view.plan, view.step_index), step_section(view)]
+            return Context(system, history(view), (*pinned, *changing))
+        goal = [] if view.goal is None else [Section("goal", view.goal.expression, True)]
+        return Context(system, history(view, goal), tuple(changing), pinned=tuple(goal))
+
+    def offered_tools(self, active: Sequence[Tool], acts: Sequence[Act]) -> list[Tool]:
+        """The active tools, less the read tool whose call just succeeded (none left out if it was the only
+        one)."""
+        if not acts or not acts[-1].success:
+            return list(active)
+        last = acts[-1].tool
+        others = [item for item in active if not (item.name == last and item.effect == "read")]
+        return others or list(active)
+
+    def closing_text(self, outcome: Outcome, acts: Sequence[Act]) -> str | None:
+        return evidence_text(outcome, acts)
+
+
+@functools.lru_cache(maxsize=64)
+def _system(rules: str, catalogue: str, instructions: str | None) -> str:
+    parts = [rules, catalogue]
+    if instructions:
+        parts.append(f"Instructions for this agent:\n{instructions}")
+    return "\n\n".join(part for part in parts if part)
+
+
+def evidence_text(outcome: Outcome, acts: Sequence[Act]) -> str:
+    """The closing message of a completed run on a small model, with no model call: what ended it (the
+    proof, or the model's answer) and the last successful tool observation, quoted as the evidence.
+
+    A 135M model's summary of an observation is slower to write and less reliable than the observation.
+    """
+    lead = outcome.user_message or "Done."
+    last = next((act for act in reversed(acts) if act.success and act.observation), None)
+    if last is None:
+        return lead
+    observation = last.observation or ""
+    if len(observation) > EVIDENCE_CHARS:
+        observation = observation[:EVIDENCE_CHARS].rstrip() + " …"
+    return f"{lead}\n\n{last.tool}: {observation}"
+
+
+COMPACT = CompactStyle()
+"""The compact prompt style."""
+
+
+__all__ = ["COMPACT", "EVIDENCE_CHARS", "CompactStyle", "evidence_text"]
