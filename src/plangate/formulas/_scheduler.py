@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from typing import Any, cast
 
 from pydantic import JsonValue
@@ -174,11 +174,14 @@ class Scheduler:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _tracked(self, work: Coroutine[Any, Any, StepOutcome]) -> StepOutcome:
+    async def _tracked(self, step: CookedStep, what: str) -> StepOutcome:
         """A step's work, in a task of its own that tells the loop when it ends (a done callback would
-        reach the loop one turn of the event loop later)."""
+        reach the loop one turn of the event loop later). The work's coroutine is made here, once the task
+        runs: a task cancelled before it started (the run ended first) leaves no coroutine unawaited."""
         try:
-            return await work
+            return await step_work(
+                self.host, self.run_id, self.owner, self.always_execute, self.state, step, what
+            )
         finally:
             task = asyncio.current_task()
             if task is not None:  # always: this runs as the task's coroutine
@@ -569,9 +572,7 @@ class Scheduler:
     def _launch(self) -> None:
         loop = asyncio.get_running_loop()
         for step_id, what in self.to_launch:
-            step = self.graph.steps[step_id]
-            work = step_work(self.host, self.run_id, self.owner, self.always_execute, self.state, step, what)
-            task = loop.create_task(self._tracked(work))
+            task = loop.create_task(self._tracked(self.graph.steps[step_id], what))
             self.tasks[task] = step_id
         self.to_launch.clear()
         self.starting = 0
