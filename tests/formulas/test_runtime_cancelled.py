@@ -1,6 +1,7 @@
-"""A formula run stopped right after it launched steps (its run ended elsewhere, a caller's time limit, a server
-shutting down) leaves no step's work behind: a step task cancelled before it ever ran leaves no coroutine
-unawaited (under ``filterwarnings = error`` that warning fails whatever test happens to collect it)."""
+"""A formula run stopped right after it launched steps (its run ended elsewhere, a caller's time limit, a
+server shutting down) leaves no step's work behind: a step task cancelled before it ever ran leaves no
+coroutine unawaited (under ``filterwarnings = error`` that warning fails whatever test happens to collect
+it)."""
 
 from __future__ import annotations
 
