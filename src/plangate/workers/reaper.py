@@ -122,8 +122,8 @@ class Reaper:
 
     def _root_held(self, run: RunRecord, now: float) -> bool:
         """Whether the root of a sub-run is advanced by someone (who advances the sub-run with it)."""
-        while run.parent_run_id is not None:
-            run = self.store.get_run(run.parent_run_id)
+        if run.parent_run_id is not None:
+            run = self.store.get_run(self.store.root_of(run.id))
         return self._orphaned(run, now) is None and run.status not in ("waiting", *TERMINAL_STATUSES)
 
     def _runs(self, statuses: tuple[RunStatus, ...]) -> Iterator[RunRecord]:
