@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -26,6 +27,7 @@ from plangate import __version__
 from plangate.engines import build as build_engines
 from plangate.models import Model
 from plangate.runs import Runs
+from plangate.runs.executor import Queue
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
@@ -82,23 +84,18 @@ def create_app(
         tools: the tools formula steps and agent runs may use.
         auth: require a bearer token on every request (``False``: every request is the owner ``local``).
         search_paths: directories searched for formulas before the default places.
-        tool_specs: where ``tools`` came from (``module:attr``), kept with formula runs so that another
-            process (``plangate resume``) can continue them.
-        model: the model of agent runs whose request names none, and of formulas' agent and llm steps that
-            name none (None: the default model, ``resolve_model(None)``).
+        tool_specs: where ``tools`` came from (``module:attr``), kept with runs for other processes.
+        model: the model of agent runs, agent steps and llm steps that name none (None: the default).
         root: the directory formula conditions resolve ``file.exists`` against (default: the cwd).
         pepper: the key of the token hash (default: ``$PLANGATE_TOKEN_PEPPER``).
         heartbeat: seconds between two ``heartbeat`` messages on every event stream.
         max_body: the largest request body accepted, in bytes (larger: 413).
-        recover: at start-up, resume the runs a stopped process left unfinished.
-        broker: the Redis URL of the workers' queue: runs are stored and handed to workers (``plangate
-            worker``), which advance them; answers are committed here and the run handed on again. None:
-            runs are advanced in this process (the default). Same API, same events either way.
-        data_dirs: the directories SQLite files may be registered from as data sources (``POST
-            /v1/sources``); default: the current directory. The bundled shop data is always there.
+        recover: at start-up (and, with a broker, every few seconds), continue what stopped processes left.
+        broker: the Redis URL of the workers' queue: runs are handed to workers (``plangate worker``);
+            None: advanced here. Same API, same events either way.
+        data_dirs: where owners may register SQLite files from (``POST /v1/sources``; default: the cwd).
         sources: the data sources the operator offers every owner (``[[sources]]``, ``--source``).
-        allow_client_urls: let clients register ``postgresql://`` URLs of their own (only to
-            ``allowed_hosts``); off: PostgreSQL sources are the declared ones only.
+        allow_client_urls: let clients register ``postgresql://`` URLs (to ``allowed_hosts`` only).
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
     """
     registry = tools if tools is not None else ToolRegistry()
@@ -106,11 +103,7 @@ def create_app(
     engines = build_engines(
         store, registry, model=model, search_paths=paths, root=root, tool_specs=tool_specs
     )
-    queue = None
-    if broker is not None:
-        from plangate.workers import RunQueue
-
-        queue = RunQueue(broker)
+    queue = _queue(broker)
     runs = Runs(store, engines.registry, queue)
     registry_of_sources = SourceRegistry(
         store,
@@ -134,44 +127,62 @@ def create_app(
         search_paths=paths,
     )
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services.broadcaster.start()
-        if recover:
-            await runs.recover()
-        background = []
-        if recover and queue is not None:
-            # Workers take over the runs they advance; what runs only here (a copilot turn) is looked at by
-            # every server, so one that dies mid-turn has its turn ended by another within a lease's ttl.
-            background.append(asyncio.create_task(_sweep(runs)))
-        if sources:
-            # The operator's sources are opened once, off the start-up path: one log line each says what
-            # it holds or why nobody can ask about it (a role that can write, the server's own store).
-            background.append(asyncio.create_task(_vet_sources(registry_of_sources)))
-        try:
-            yield
-        finally:
-            for task in background:
-                task.cancel()
-            await runs.close()
-            await services.broadcaster.stop()
-
+    lifespan = _lifespan(services, recover=recover, sweep=recover and queue is not None, vet=bool(sources))
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services
     install(app)
     for router in ROUTERS:
         app.include_router(router)
-    if (CONSOLE / "index.html").is_file():
-        # Last, so the API's routes win; static files need no token (the page sends one with its calls).
+    if (CONSOLE / "index.html").is_file():  # last, so the API's routes win; static files need no token
         app.mount("/", StaticFiles(directory=CONSOLE, html=True), name="console")
     app.add_middleware(BodyLimit, limit=max_body)
     app.add_middleware(SecurityHeaders)
     return app
 
 
+def _lifespan(
+    services: Services, *, recover: bool, sweep: bool, vet: bool
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """What the app does when it starts and stops: the broadcaster, start-up recovery, the background
+    passes, and stopping every run task here (the runs stay in the store for the next start)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services.broadcaster.start()
+        if recover:
+            await services.runs.recover()
+        background = []
+        if sweep:
+            # Workers take over the runs they advance; what runs only here (a copilot turn) is looked at by
+            # every server, so one that dies mid-turn has its turn ended by another within a lease's ttl.
+            background.append(asyncio.create_task(_sweep(services.runs)))
+        if vet:
+            # The operator's sources are opened once, off the start-up path: one log line each says what
+            # it holds or why nobody can ask about it (a role that can write, the server's own store).
+            background.append(asyncio.create_task(_vet_sources(services.sources)))
+        try:
+            yield
+        finally:
+            for task in background:
+                task.cancel()
+            await services.runs.close()
+            await services.broadcaster.stop()
+
+    return lifespan
+
+
 def _postgres_url(store: Store) -> str | None:
+    """The URL of a PostgreSQL store (whose database is never a data source), without importing psycopg."""
     url = getattr(store, "url", None)
     return url if isinstance(url, str) and url.startswith(("postgresql:", "postgres:")) else None
+
+
+def _queue(broker: str | None) -> Queue | None:
+    if broker is None:
+        return None
+    from plangate.workers import RunQueue  # the workers extra: only a server with a broker needs it
+
+    return RunQueue(broker)
 
 
 async def _sweep(runs: Runs, every: float = _SWEEP_EVERY) -> None:
