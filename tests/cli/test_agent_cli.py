@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from plangate.cli import _agent, _loading, _runs
+from plangate.cli import _continue, _inspect, _loading, _start
 from plangate.store import SQLiteStore
 
 TOOLS_PY = textwrap.dedent(
@@ -41,8 +41,9 @@ def app() -> typer.Typer:
     def _root() -> None:
         """The root command."""
 
-    _runs.register(root)
-    _agent.register(root)
+    _start.register(root)
+    _continue.register(root)
+    _inspect.register(root)
     return root
 
 
@@ -180,7 +181,7 @@ def test_detach_prints_the_interaction_and_approve_finishes_the_run(app: typer.T
     )
 
     assert code == 0, out
-    match = re.search(r"waits on interaction (int_\S+) \(confirm\): Allow place", out)
+    match = re.search(r"waiting on interaction (int_\S+) \(confirm\): Allow place", out)
     assert match is not None, out
     interaction = match.group(1)
     tools = f"--tools {home / 'tools.py'}:tools"
@@ -236,7 +237,9 @@ def test_reject_and_answer_commands_resolve_agent_runs(app: typer.Typer, home: P
     store.close()
 
 
-def test_no_resume_is_refused_for_agent_runs(app: typer.Typer, home: Path) -> None:
+def test_no_resume_commits_the_answer_and_resume_runs_the_approved_call(app: typer.Typer, home: Path) -> None:
+    # Before, --no-resume was refused for agent runs; an agent run's answer is committed as a formula's is,
+    # and the approved call runs where the run is advanced next (here: `plangate resume`), exactly once.
     code, out, _ = invoke(
         app,
         "agent",
@@ -250,12 +253,22 @@ def test_no_resume_is_refused_for_agent_runs(app: typer.Typer, home: Path) -> No
         "--detach",
         "--json",
     )
-    interaction = json.loads(out)["interaction"]["id"]
+    waiting = json.loads(out)
 
-    code, _, err = invoke(app, "approve", interaction, "--no-resume")
+    code, out, _ = invoke(
+        app, "approve", waiting["interaction"]["id"], "--no-resume", "--tools", "tools.py:tools"
+    )
 
-    assert code == 2
-    assert "--no-resume applies to formula runs" in err
+    assert code == 0, out
+    assert f"continues with: plangate resume {waiting['run_id']}" in out
+    store = SQLiteStore(home / "runs.db")
+    assert store.receipts(waiting["run_id"]) == []
+    rest = script(home, "rest", {"action": "done"}, "Placed.")
+    code, out, _ = invoke(app, "resume", waiting["run_id"], "-m", rest, "--tools", "tools.py:tools", "--json")
+    assert code == 0, out
+    assert (json.loads(out)["status"], json.loads(out)["answer"]) == ("completed", "Placed.")
+    assert [r.summary for r in store.receipts(waiting["run_id"])] == ["placed gym at 3"]
+    store.close()
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from plangate.cli import _ask, _formula, _loading, _runs
+from plangate.cli import _ask, _continue, _formula, _inspect, _loading, _start
 from plangate.copilot._conversations import Conversations
 from plangate.store import SQLiteStore
 
@@ -73,7 +73,9 @@ def app() -> typer.Typer:
 
     _ask.register(root)
     _formula.register(root)
-    _runs.register(root)
+    _start.register(root)
+    _continue.register(root)
+    _inspect.register(root)
     return root
 
 

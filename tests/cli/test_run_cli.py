@@ -45,7 +45,7 @@ def test_run_asks_in_the_terminal_and_finishes(cli: CliRunner) -> None:
 def test_a_detached_approval_names_approve_and_reject_never_answer(cli: CliRunner) -> None:
     code, output = run_release(cli, "--detach")
     assert code == 0, output
-    interaction = re.search(r"waiting on interaction (int_\S+):", output)
+    interaction = re.search(r"waiting on interaction (int_\S+) \(approval\):", output)
     assert interaction is not None, output
     found = interaction.group(1)
     assert (

@@ -21,9 +21,10 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from plangate.cli._agent import JsonOpt, ModelOpt
 from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import StoreOpt, model_from, project, store_from
+from plangate.cli._options import ConfigOpt, JsonOpt, ModelOpt, StoreOpt
+from plangate.cli._session import session
+from plangate.config import Config
 from plangate.copilot import AskStream, Copilot, Turn
 from plangate.copilot.saving import save_formula
 from plangate.errors import UserError
@@ -180,12 +181,11 @@ def _show(turn: Turn) -> None:
 
 
 def _sources(
-    data: str | None, name: str | None, allow_privileged: bool
+    config: Config, data: str | None, name: str | None, allow_privileged: bool
 ) -> tuple[DataSources | None, str | None]:
     """The source ``data`` names in plangate.toml's ``[[sources]]``, or a URL opened as the flags say, and
     the name to ask about; (None, ``data``) when the copilot should open ``data`` itself (a file, a URL,
     the bundled data)."""
-    config = project()
     declared = next((entry for entry in config.sources if entry.name == data), None)
     if declared is not None:
         target = declared.target()
@@ -208,6 +208,7 @@ def _sources(
 
 
 def ask_command(
+    ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question about the data.")],
     data: DataOpt = None,
     model: ModelOpt = None,
@@ -218,14 +219,16 @@ def ask_command(
     review: ReviewOpt = False,
     json: JsonOpt = False,
     allow_privileged: PrivilegedOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Ask a question about data: the copilot builds a formula, checks, runs and reviews it, then answers."""
+    s = session(ctx, config=config, store=store)
     try:
-        chosen = model_from(model, of="copilot model")
-        sources, data = _sources(data, name, allow_privileged)
+        chosen = s.model(model, of="copilot model")
+        sources, data = _sources(s.config, data, name, allow_privileged)
         if sources is not None:
             name = None  # the source is registered under its name already
-        copilot = Copilot(model=chosen, store=store_from(store), model_review=review, sources=sources)
+        copilot = Copilot(model=chosen, store=s.store, model_review=review, sources=sources)
         if json:
             turn = copilot.ask(question, data, conversation=conversation, name=name)
         else:

@@ -4,7 +4,7 @@ For: ``event_line`` (the rich-markup line of one event: an agent's round with it
 its result with the error code of a blocked or failed call, a question, the outcome with its reason; a
 formula step's new state, its gate opening or closing) and ``EventPrinter``, which prints the lines of every
 commit of a run and of the runs under it (a formula's agent steps and sub-runs, their lines marked with
-the step they belong to). Not for: asking anything (``_agent.ask``) or a run's final report.
+the step they belong to). Not for: asking anything (``_drive.ask``) or a run's final report (``_report.py``).
 """
 
 from __future__ import annotations

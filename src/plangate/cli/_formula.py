@@ -19,7 +19,9 @@ from rich.table import Table
 from rich.tree import Tree
 
 from plangate.cli._console import fail, out, parse_vars, print_json
-from plangate.cli._loading import ConfigOpt, ToolsOpt, project, project_tool_specs, project_tools
+from plangate.cli._loading import project_tool_specs
+from plangate.cli._options import ConfigOpt, ToolsOpt
+from plangate.cli._session import Session, session
 from plangate.errors import ConfigError, FormulaError, FormulaNotFound
 from plangate.formulas import CookedStep, Formula, Issue, Plan, check_formula, cook, has_errors, load_formula
 from plangate.formulas._schema_errors import FormulaSchemaError
@@ -43,6 +45,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _check(
+    ctx: typer.Context,
     name: NameArg,
     path: PathOpt = None,
     var: VarOpt = None,
@@ -59,9 +62,10 @@ def _check(
 
     Exit codes: 0 no errors (warnings allowed); 1 error-level issues; 2 the formula cannot be read (not
     found, bad TOML, a schema error), an option is wrong, or a tool source cannot be loaded."""
+    s = session(ctx, config=config, tools=tools)
     try:
         formula = load_formula(name, path)
-        plan, issues = _checked(formula, var, tools, path)
+        plan, issues = _checked(s, formula, var, path)
     except (FormulaError, ConfigError) as exc:
         if json:
             print_json({"formula": name, "ok": False, "steps": None, "issues": _load_issues(exc)})
@@ -87,14 +91,14 @@ def _check(
 
 
 def _checked(
-    formula: Formula, var: list[str] | None, tools: list[str] | None, path: list[Path] | None
+    s: Session, formula: Formula, var: list[str] | None, path: list[Path] | None
 ) -> tuple[Plan | None, list[Issue]]:
-    """``check_formula`` with this invocation's tools, when it has any (the MCP servers run meanwhile)."""
+    """``check_formula`` with this command's tools, when it has any (its MCP servers started to list
+    theirs); without, tool names and effects go unchecked."""
     vars = parse_vars(var)
-    if not project_tool_specs(tools) and not project().mcp:
+    if not project_tool_specs(s.config, s.tool_flags) and not s.config.mcp:
         return check_formula(formula, vars, search_paths=path)
-    with project_tools(tools) as loaded:
-        return check_formula(formula, vars, tools=loaded.registry, search_paths=path)
+    return check_formula(formula, vars, tools=s.tools(), search_paths=path)
 
 
 def _load_issues(exc: FormulaError | ConfigError) -> list[dict[str, str]]:

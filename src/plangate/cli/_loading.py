@@ -1,45 +1,38 @@
-"""Finding what a command needs from the user's project: its configuration, store, tools and model.
+"""Finding what a command needs from the user's project: the store's URL, the tools and the model, as
+``plangate.toml`` and the command line say.
 
-For: ``plangate.toml`` (``--config PATH``, given to the command or before it, else ``$PLANGATE_CONFIG``,
-else ``./plangate.toml`` when there is one) and what it sets; the store (``--store``, ``$PLANGATE_STORE``,
-the file's ``store``, ``.plangate/plangate.db``); the tools (``--tools module:attr`` / ``file.py:attr`` or
-``$PLANGATE_TOOLS``, else the file's ``tools``; plus the file's ``[[mcp]]`` servers, started for the
-command and stopped after it); the model (``--model``, ``$PLANGATE_MODEL``, the file's ``model``, then the
-default rule), and the file's ``model_timeout``. A flag wins over the environment, the environment over the
-file. Not for: the store, the registry or the MCP sessions themselves.
+For: plain functions of a loaded :class:`~plangate.config.Config` and the command's flags — the store
+(``--store``, ``$PLANGATE_STORE``, the file's ``store``, ``.plangate/plangate.db``); the tools
+(``--tools module:attr`` / ``file.py:attr`` or ``$PLANGATE_TOOLS``, else the file's ``tools``; plus the
+file's ``[[mcp]]`` servers); the model (``--model``, ``$PLANGATE_MODEL``, the file's ``model``, then the
+default rule). A flag wins over the environment, the environment over the file. Not for: holding any of it
+for a command (``_session.py`` does, and closes what it opened), or the store, the registry and the MCP
+sessions themselves.
 
-Nothing stored is executed. A run records where its tools came from, but continuing it (``resume``,
-``approve``, ``reject``, ``answer``, ``complete``) never imports a module or a file that the run's stored
-input names: anyone who can write the database would otherwise run code as whoever answers next. Its tools
-come from what the person running the command names (flags, ``$PLANGATE_TOOLS``, ``plangate.toml``), or
-from the ``plangate.tools`` entry points of installed packages (the allow-list: a stored spec may pick one
-of those, by name or value, and nothing else). When the run needs a tool that none of these provide, the
-command says which, and how to provide them, before anything changes.
+Nothing stored is executed. A run records where its tools came from, but continuing it never imports a
+module or a file that the run's stored input names: anyone who can write the database would otherwise run
+code as whoever answers next. Its tools come from what the person running the command names (flags,
+``$PLANGATE_TOOLS``, ``plangate.toml``), or from the ``plangate.tools`` entry points of installed packages
+(the allow-list: a stored spec may pick one of those, by name or value, and nothing else).
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
-import importlib.util
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import Protocol
 
-import typer
 from rich.markup import escape
 
 from plangate.cli._console import err
-from plangate.config import CONFIG_ENV, Config, load_config
-from plangate.errors import ConfigError, NotFoundError, PlangateError
+from plangate.config import Config
+from plangate.errors import ConfigError, PlangateError
 from plangate.models import Model
-from plangate.models._requests import set_default_timeout
 from plangate.models.registry import ENV_VAR as MODEL_ENV
 from plangate.models.registry import default_model_spec, describe_model, resolve_model
-from plangate.store import Store, open_store
+from plangate.store import Store
 from plangate.store.url import STORE_ENV
 from plangate.tools import Tool, ToolRegistry
 from plangate.tools.specs import import_target, tools_in
@@ -50,97 +43,17 @@ ENTRY_POINTS = "plangate.tools"
 TOOLS_ENV = "PLANGATE_TOOLS"
 
 
-@dataclass
-class _Chosen:
-    """The configuration of this invocation: the path named, and the file once read (with what it was
-    read for: the path, the working directory and ``$PLANGATE_CONFIG``)."""
-
-    path: Path | None = None
-    config: Config | None = None
-    key: tuple[str, ...] = ()
-
-
-_chosen = _Chosen()
-
-
-def start_invocation(path: Path | None = None) -> None:
-    """Forget the configuration of an earlier invocation in this process, and read ``path`` (when given)
-    in this one; the root command calls it."""
-    _chosen.path = path
-    _chosen.config = None
-    set_default_timeout(None)
-
-
-def _choose(value: Path | None) -> Path | None:
-    if value is not None:
-        _chosen.path = value
-        _chosen.config = None
-    return value
-
-
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        help="The plangate.toml to read (default $PLANGATE_CONFIG, else ./plangate.toml when present).",
-        callback=_choose,
-        is_eager=True,
-    ),
-]
-StoreOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        help="Store URL (sqlite:///path.db or postgresql://user@host/db); default $PLANGATE_STORE, "
-        "plangate.toml's store, or "
-        ".plangate/plangate.db.",
-    ),
-]
-ToolsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--tools",
-        help="Tools to offer, as module:attr or file.py:attr (a ToolRegistry, a Tool, or a list of them); "
-        "repeatable; default $PLANGATE_TOOLS (comma-separated), else plangate.toml's tools. The MCP servers "
-        "of plangate.toml are added either way.",
-    ),
-]
-
-
-def project() -> Config:
-    """The configuration of this invocation (read once; defaults when there is no file).
-
-    Raises:
-        ConfigFileError: the file named (or ``./plangate.toml``) cannot be read or does not validate.
-    """
-    key = (str(_chosen.path), os.getcwd(), os.environ.get(CONFIG_ENV, ""))
-    if _chosen.config is None or _chosen.key != key:
-        config = load_config(_chosen.path)
-        set_default_timeout(config.model_timeout)
-        _chosen.config, _chosen.key = config, key
-    return _chosen.config
-
-
-def config_hint() -> str:
-    """``--config PATH`` when this invocation named a file, for commands printed to run later."""
-    return f"--config {_chosen.path}" if _chosen.path is not None else ""
-
-
 # -- the store ----------------------------------------------------------------------------------------------
 
 
-def store_from(url: str | None) -> Store:
-    """Open the store named on the command line, else by ``$PLANGATE_STORE``, else by ``plangate.toml``,
-    else the default one."""
-    if url is None and not os.environ.get(STORE_ENV, "").strip():
-        config = project()
-        if config.store is not None:
-            url = _store_url(config, config.store)
-    return open_store(url)
-
-
-def _store_url(config: Config, url: str) -> str:
-    """A SQLite path of the file made relative to the file's folder; other forms as they are."""
+def store_url(config: Config, flag: str | None) -> str | None:
+    """The store to open: ``--store``, else ``$PLANGATE_STORE`` (None: the store layer reads it), else the
+    file's ``store`` (a SQLite path made relative to the file's folder), else None (the default one)."""
+    if flag is not None or os.environ.get(STORE_ENV, "").strip():
+        return flag
+    if config.store is None:
+        return None
+    url = config.store
     if url.strip() in (":memory:", "sqlite://", "sqlite://:memory:", "sqlite:///:memory:"):
         return url
     if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
@@ -153,41 +66,41 @@ def _store_url(config: Config, url: str) -> str:
 # -- the model ----------------------------------------------------------------------------------------------
 
 
-def model_spec(spec: str | None) -> tuple[str, str]:
+def model_spec(config: Config, flag: str | None) -> tuple[str, str]:
     """The model spec to use and where it came from: ``--model``, ``$PLANGATE_MODEL``, ``plangate.toml``,
     else the default rule (an API key, or the local model)."""
-    if spec:
-        return spec, "--model"
+    if flag:
+        return flag, "--model"
     chosen = os.environ.get(MODEL_ENV, "").strip()
     if chosen:
         return chosen, MODEL_ENV
-    config = project()
     if config.model is not None:
         return config.model, f"model in {config.source or 'plangate.toml'}"
     return default_model_spec()
 
 
-def step_model(spec: str | None) -> str | None:
+def step_model(config: Config, flag: str | None) -> str | None:
     """The model spec for formula steps and runs that name none: ``--model``, else the file's ``model``
     unless ``$PLANGATE_MODEL`` is set (None: the runtime's default rule)."""
-    if spec:
-        return spec
+    if flag:
+        return flag
     if os.environ.get(MODEL_ENV, "").strip():
         return None
-    return project().model
+    return config.model
 
 
-def model_from(spec: str | None, *, of: str = "model") -> Model:
+def announced_model(config: Config, flag: str | None, *, of: str = "model") -> Model:
     """The model ``--model`` names, else the project's or the default one; says on stderr which and why.
 
     Args:
-        spec: the ``--model`` option, if given.
+        config: the project's configuration.
+        flag: the ``--model`` option, if given.
         of: what the model is for, as the line starts (``model``, ``model of agent and llm steps``).
 
     Raises:
         ConfigError: the spec names no usable model (the message says where the spec came from).
     """
-    chosen, origin = model_spec(spec)
+    chosen, origin = model_spec(config, flag)
     try:
         model = resolve_model(chosen)
     except ConfigError as exc:
@@ -201,9 +114,9 @@ def model_from(spec: str | None, *, of: str = "model") -> Model:
 # -- tools ---------------------------------------------------------------------------------------------------
 
 
-def tool_specs(specs: Iterable[str] | None) -> list[str]:
+def tool_specs(flags: Iterable[str] | None) -> list[str]:
     """The ``--tools`` specs (or ``PLANGATE_TOOLS``), file paths made absolute so they work from anywhere."""
-    given = list(specs or [])
+    given = list(flags or [])
     if not given and os.environ.get(TOOLS_ENV):
         given = [s.strip() for s in os.environ[TOOLS_ENV].split(",") if s.strip()]
     return [_absolute(spec, Path.cwd()) for spec in given]
@@ -219,13 +132,12 @@ def _absolute(spec: str, base: Path) -> str:
     return spec
 
 
-def project_tool_specs(flags: Iterable[str] | None) -> list[str]:
-    """The tool specs of this invocation: ``--tools`` or ``$PLANGATE_TOOLS``, else ``plangate.toml``'s
-    ``tools`` (file paths there relative to the file's folder), file paths made absolute."""
+def project_tool_specs(config: Config, flags: Iterable[str] | None) -> list[str]:
+    """The tool specs of a command: ``--tools`` or ``$PLANGATE_TOOLS``, else ``plangate.toml``'s ``tools``
+    (file paths there relative to the file's folder), file paths made absolute."""
     given = tool_specs(flags)
     if given:
         return given
-    config = project()
     return [_absolute(spec, config.folder) for spec in config.tools]
 
 
@@ -233,11 +145,27 @@ def tools_from(specs: Iterable[str] | None) -> ToolRegistry:
     """A registry with every tool the ``--tools`` specs name (imported here: the person named them)."""
     registry = ToolRegistry()
     for spec in tool_specs(specs):
-        _add(registry, tools_in(import_target(spec), f"--tools {spec}"), f"--tools {spec}")
+        add_tools(registry, tools_in(import_target(spec), f"--tools {spec}"), f"--tools {spec}")
     return registry
 
 
-def _add(registry: ToolRegistry, tools: Iterable[Tool], where: str) -> None:
+def named_tools(config: Config, flags: Iterable[str] | None) -> tuple[ToolRegistry, list[str]]:
+    """The registry of the tools a command names (its flags, else the file's ``tools``) and their specs.
+
+    Raises:
+        ConfigError: a spec cannot be imported, or two tools share a name.
+    """
+    specs = project_tool_specs(config, flags)
+    label = "--tools" if tool_specs(flags) else f"{config.source or 'plangate.toml'}: tools"
+    registry = ToolRegistry()
+    for spec in specs:
+        where = f"{label} {spec}"
+        add_tools(registry, tools_in(import_target(spec, label=label), where), where)
+    return registry, specs
+
+
+def add_tools(registry: ToolRegistry, tools: Iterable[Tool], where: str) -> None:
+    """Register ``tools``; one whose name another tool has already is an error naming ``where``."""
     for item in tools:
         if item.name not in registry:
             registry.register(item)
@@ -249,14 +177,12 @@ def _add(registry: ToolRegistry, tools: Iterable[Tool], where: str) -> None:
 
 def stored_tool_specs(store: Store, run_id: str) -> list[str]:
     """What a run (its root run) recorded as the origin of its tools: text to show, never to import."""
-    run = store.get_run(run_id)
-    while run.parent_run_id is not None:
-        run = store.get_run(run.parent_run_id)
+    run = store.get_run(store.root_of(run_id))
     specs = run.input.get("tools")
     return [s for s in specs if isinstance(s, str)] if isinstance(specs, list) else []
 
 
-def _entry_point_tools(stored: Iterable[str], registry: ToolRegistry) -> None:
+def entry_point_tools(stored: Iterable[str], registry: ToolRegistry) -> None:
     """Add the tools of installed ``plangate.tools`` entry points that the stored specs name."""
     wanted = set(stored)
     if not wanted:
@@ -268,99 +194,23 @@ def _entry_point_tools(stored: Iterable[str], registry: ToolRegistry) -> None:
                 target = entry.load()
             except Exception as exc:
                 raise ConfigError(f"{where}: cannot be loaded: {type(exc).__name__}: {exc}") from None
-            _add(registry, tools_in(target, where), where)
+            add_tools(registry, tools_in(target, where), where)
 
 
-def needed_tools(store: Store, run_id: str) -> list[str]:
-    """The tool names a run and its sub-runs use: an agent's tools, a formula's tool and agent steps."""
-    from plangate.agent import AgentConfig
-    from plangate.formulas.plan import AgentExecutor, ToolExecutor
-    from plangate.formulas.runtime import FormulaRunner
-
-    root = store.get_run(run_id)
-    while root.parent_run_id is not None:
-        root = store.get_run(root.parent_run_id)
-    names: dict[str, None] = {}
-    pending = [root]
-    seen = 0
-    while pending and seen < 10_000:
-        run = pending.pop()
-        seen += 1
-        if run.kind == "agent":
-            try:
-                names.update(dict.fromkeys(AgentConfig.model_validate(run.input.get("agent")).tools))
-            except ValueError:
-                pass  # unreadable settings: the runtime reports them in its own words
-        else:
-            try:
-                plan = FormulaRunner(store).load(run.id).plan
-            except (NotFoundError, PlangateError):
-                plan = None
-            for step in plan.steps if plan is not None else ():
-                if isinstance(step.executor, ToolExecutor):
-                    names[step.executor.name] = None
-                elif isinstance(step.executor, AgentExecutor):
-                    names.update(dict.fromkeys(step.executor.tools))
-        pending.extend(store.list_runs(parent_run_id=run.id, limit=1000).items)
-    return list(names)
-
-
-class _Servers(Protocol):
-    def close(self) -> None: ...
-
-
-@dataclass
-class ProjectTools:
-    """The tools of one command: its registry, where they came from, and the MCP servers behind some."""
-
-    registry: ToolRegistry
-    specs: list[str]
-    servers: list[_Servers] = field(default_factory=list)
+class Servers(Protocol):
+    """MCP servers started for a command."""
 
     def close(self) -> None:
-        """Stop the MCP servers this command started."""
-        for server in self.servers:
-            server.close()
-        self.servers = []
+        """Stop them."""
+        ...
 
 
-@contextmanager
-def project_tools(
-    flags: Iterable[str] | None, *, run: tuple[Store, str] | None = None
-) -> Iterator[ProjectTools]:
-    """The tools of this command, with ``plangate.toml``'s MCP servers running until the block ends.
-
-    Args:
-        flags: the ``--tools`` option.
-        run: ``(store, run_id)`` when the command continues that run: the tools it needs must all be
-            here (its stored specs are never imported; they may only pick installed entry points).
+def start_mcp(config: Config, registry: ToolRegistry) -> Servers:
+    """Start the file's ``[[mcp]]`` servers and add their tools to ``registry``.
 
     Raises:
-        ConfigError: a spec cannot be imported, an MCP server does not start (the message names it and
-            the configuration file), or the run needs tools that none of the sources provide.
+        ConfigError: the MCP SDK is missing, or a server does not start (the message names it and the file).
     """
-    specs = project_tool_specs(flags)
-    config = project()
-    named_here = bool(tool_specs(flags))
-    label = "--tools" if named_here else f"{config.source or 'plangate.toml'}: tools"
-    registry = ToolRegistry()
-    for spec in specs:
-        where = f"{label} {spec}"
-        _add(registry, tools_in(import_target(spec, label=label), where), where)
-    if run is not None:
-        _entry_point_tools([s for s in stored_tool_specs(*run) if s not in specs], registry)
-    loaded = ProjectTools(registry, specs)
-    try:
-        if config.mcp:
-            loaded.servers.append(_start_mcp(config, registry))
-        if run is not None:
-            _check_available(run[0], run[1], registry)
-        yield loaded
-    finally:
-        loaded.close()
-
-
-def _start_mcp(config: Config, registry: ToolRegistry) -> _Servers:
     try:
         from plangate.tools.mcp import McpServersThread
     except ImportError as exc:
@@ -371,20 +221,17 @@ def _start_mcp(config: Config, registry: ToolRegistry) -> _Servers:
     except PlangateError as exc:
         raise ConfigError(f"{config.source or 'plangate.toml'}: {exc}") from None
     try:
-        _add(registry, servers.tools(), f"{config.source}: [[mcp]]")
+        add_tools(registry, servers.tools(), f"{config.source}: [[mcp]]")
     except BaseException:
         servers.close()
         raise
     return servers
 
 
-def _check_available(store: Store, run_id: str, registry: ToolRegistry) -> None:
-    missing = [name for name in needed_tools(store, run_id) if name not in registry]
-    if not missing:
-        return
-    stored = stored_tool_specs(store, run_id)
+def missing_tools(run_id: str, missing: list[str], stored: list[str]) -> ConfigError:
+    """The error of a run that needs tools none of this command's sources provide."""
     started = f" (it was started with --tools {' --tools '.join(stored)})" if stored else ""
-    raise ConfigError(
+    return ConfigError(
         f"run {run_id!r} needs tools that are not available here: {', '.join(missing)}{started}. Name them "
         "when you run this command: --tools MODULE:ATTR or --tools FILE.py:ATTR, $PLANGATE_TOOLS, or tools = "
         "[...] / [[mcp]] servers in plangate.toml; a run's stored tool specs are never imported"
@@ -393,20 +240,18 @@ def _check_available(store: Store, run_id: str, registry: ToolRegistry) -> None:
 
 __all__ = [
     "ENTRY_POINTS",
-    "ConfigOpt",
-    "ProjectTools",
-    "StoreOpt",
-    "ToolsOpt",
-    "config_hint",
-    "model_from",
+    "TOOLS_ENV",
+    "Servers",
+    "add_tools",
+    "announced_model",
+    "entry_point_tools",
+    "missing_tools",
     "model_spec",
-    "needed_tools",
-    "project",
+    "named_tools",
     "project_tool_specs",
-    "project_tools",
-    "start_invocation",
+    "start_mcp",
     "step_model",
-    "store_from",
+    "store_url",
     "stored_tool_specs",
     "tool_specs",
     "tools_from",

@@ -22,15 +22,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, print_json
-from plangate.cli._loading import (
-    ConfigOpt,
-    StoreOpt,
-    ToolsOpt,
-    model_from,
-    project,
-    project_tools,
-    store_from,
-)
+from plangate.cli._options import ConfigOpt, JsonOpt, StoreOpt, ToolsOpt
+from plangate.cli._session import session
+from plangate.config import Config
 from plangate.errors import ConfigError, UserError
 from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
@@ -41,7 +35,6 @@ PathOpt = Annotated[
     list[Path] | None,
     typer.Option("--path", "-p", help="A directory to search for formulas first (repeatable)."),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -55,6 +48,7 @@ def register(app: typer.Typer) -> None:
 
 
 def serve_command(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The port to listen on.", min=0, max=65535)] = 8400,
     store: StoreOpt = None,
@@ -107,44 +101,41 @@ def serve_command(
     except (ImportError, UserError):
         fail('plangate serve needs the server extra: pip install "plangate[server]"')
         return
+    s = session(ctx, config=config, store=store, tools=tools)
     try:
         if broker is not None:
             from plangate.workers import broker_url
-        declared = declared_sources(source or ())
-        settings = project().data
-        dirs = [*(data_dir or ()), *(project().resolve(d) for d in settings.dirs)]
-        with project_tools(tools) as loaded:
-            opened = store_from(store)
-            try:
-                application = create_app(
-                    opened,
-                    loaded.registry,
-                    auth=not no_auth,
-                    search_paths=path or (),
-                    tool_specs=loaded.specs,
-                    model=model_from(model, of="model of agent runs"),
-                    broker=broker_url(broker) if broker is not None else None,
-                    data_dirs=dirs,
-                    sources=declared,
-                    allow_client_urls=settings.allow_client_urls,
-                    allowed_hosts=settings.allowed_hosts,
-                )
-                if no_auth:
-                    exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
-                    err.print(
-                        "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
-                        f"{escape(exposed)}; use it for local development only"
-                    )
-                uvicorn.run(
-                    application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level)
-                )
-            finally:
-                opened.close()
+        declared = declared_sources(s.config, source or ())
+        settings = s.config.data
+        dirs = [*(data_dir or ()), *(s.config.resolve(d) for d in settings.dirs)]
+        # The tools (and the file's MCP servers) and the store live as long as the server: the session
+        # closes them when the command ends.
+        registry = s.tools()
+        application = create_app(
+            s.store,
+            registry,
+            auth=not no_auth,
+            search_paths=path or (),
+            tool_specs=s.tool_specs,
+            model=s.model(model, of="model of agent runs"),
+            broker=broker_url(broker) if broker is not None else None,
+            data_dirs=dirs,
+            sources=declared,
+            allow_client_urls=settings.allow_client_urls,
+            allowed_hosts=settings.allowed_hosts,
+        )
+        if no_auth:
+            exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
+            err.print(
+                "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
+                f"{escape(exposed)}; use it for local development only"
+            )
+        uvicorn.run(application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level))
     except UserError as exc:
         fail(str(exc))
 
 
-def declared_sources(flags: Iterable[str]) -> list[DeclaredSource]:
+def declared_sources(config: Config, flags: Iterable[str]) -> list[DeclaredSource]:
     """The data sources the operator offers: ``--source NAME=URL`` flags, then plangate.toml's
     ``[[sources]]`` (a URL from its environment variable, a SQLite file relative to the file's folder).
 
@@ -153,7 +144,6 @@ def declared_sources(flags: Iterable[str]) -> list[DeclaredSource]:
     """
     from plangate.server._sources import DeclaredSource, parse_declared
 
-    config = project()
     found = [parse_declared(flag) for flag in flags]
     for entry in config.sources:
         target = entry.target()
@@ -176,6 +166,7 @@ def declared_sources(flags: Iterable[str]) -> list[DeclaredSource]:
 
 
 def token_create(
+    ctx: typer.Context,
     owner: Annotated[str, typer.Option(help="The owner the token acts as.")],
     name: Annotated[str, typer.Option(help="A label to tell your tokens apart (laptop, ci).")] = "",
     store: StoreOpt = None,
@@ -187,8 +178,9 @@ def token_create(
         fail("--owner: expected a non-empty owner name")
     token = new_token()
     pepper = pepper_from_env()
+    s = session(ctx, config=config, store=store)
     try:
-        record = Tokens(store_from(store)).create(owner.strip(), hash_token(token, pepper), name)
+        record = Tokens(s.store).create(owner.strip(), hash_token(token, pepper), name)
     except UserError as exc:
         fail(str(exc))
         return
@@ -206,14 +198,16 @@ def token_create(
 
 
 def token_list(
+    ctx: typer.Context,
     owner: Annotated[str | None, typer.Option(help="Only this owner's tokens.")] = None,
     store: StoreOpt = None,
     json: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """List tokens: ids, owners, names and whether they still work (never the tokens themselves)."""
+    s = session(ctx, config=config, store=store)
     try:
-        found = Tokens(store_from(store)).listed(owner=owner)
+        found = Tokens(s.store).listed(owner=owner)
     except UserError as exc:
         fail(str(exc))
         return
@@ -228,6 +222,7 @@ def token_list(
 
 
 def token_revoke(
+    ctx: typer.Context,
     token_id: Annotated[
         str, typer.Argument(help="The token's id (tok_…), as `plangate token list` shows it.")
     ],
@@ -235,8 +230,9 @@ def token_revoke(
     config: ConfigOpt = None,
 ) -> None:
     """Revoke a token: requests made with it are refused from now on."""
+    s = session(ctx, config=config, store=store)
     try:
-        record = Tokens(store_from(store)).revoke(token_id)
+        record = Tokens(s.store).revoke(token_id)
     except UserError as exc:
         fail(str(exc))
         return

@@ -17,23 +17,16 @@ import typer
 from rich.markup import escape
 
 from plangate.cli._console import err, fail
-from plangate.cli._loading import ConfigOpt, StoreOpt, ToolsOpt, project, project_tool_specs, project_tools
+from plangate.cli._loading import project_tool_specs
+from plangate.cli._options import ConfigOpt, StoreOpt, ToolsOpt
+from plangate.cli._session import Session, session
 from plangate.errors import ConfigError, UserError
 from plangate.store import STORE_ENV
 
 if TYPE_CHECKING:
-    from plangate.workers import RunQueue, WorkerSettings
+    from plangate.workers import WorkerSettings
 
 BROKER_ENV = "PLANGATE_BROKER"
-
-BrokerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--broker",
-        help="The Redis URL of the workers' queue (redis://host:port/0): the run is handed to the workers "
-        "and the command returns at once.",
-    ),
-]
 
 
 def register(app: typer.Typer) -> None:
@@ -42,6 +35,7 @@ def register(app: typer.Typer) -> None:
 
 
 def worker_command(
+    ctx: typer.Context,
     store: StoreOpt = None,
     broker: Annotated[
         str | None,
@@ -79,6 +73,7 @@ def worker_command(
     except UserError as exc:
         fail(str(exc))
         return
+    s = session(ctx, config=config, store=store, tools=tools)
     try:
         settings = WorkerSettings(
             store="",
@@ -87,8 +82,8 @@ def worker_command(
             lease_ttl=lease_ttl,
             concurrency=concurrency,
         )
-        settings = _with_config(settings, store, tools, model)
-        _check(settings, tools)
+        settings = _with_config(s, settings, model)
+        _check(s, settings)
     except UserError as exc:
         fail(str(exc))
         return
@@ -100,12 +95,10 @@ def worker_command(
     run_worker(settings, loglevel=loglevel.upper())
 
 
-def _with_config(
-    settings: WorkerSettings, store: str | None, tools: list[str] | None, model: str | None
-) -> WorkerSettings:
+def _with_config(s: Session, settings: WorkerSettings, model: str | None) -> WorkerSettings:
     """The settings with what the flags, the environment and ``plangate.toml`` say, in that order."""
-    found = project()
-    chosen_store = store or os.environ.get(STORE_ENV, "").strip() or found.store
+    found = s.config
+    chosen_store = s.store_flag or os.environ.get(STORE_ENV, "").strip() or found.store
     if not chosen_store:
         raise ConfigError(
             f"--store: expected the shared store's URL (postgresql://…), ${STORE_ENV} or store in "
@@ -114,35 +107,25 @@ def _with_config(
     return replace(
         settings,
         store=chosen_store,
-        tools=tuple(project_tool_specs(tools)),
+        tools=tuple(project_tool_specs(found, s.tool_flags)),
         model=model or found.model,
         # Each worker process starts the file's MCP servers for itself: they cannot be shared across a fork.
         config=str(found.source) if found.mcp and found.source is not None else None,
     )
 
 
-def _check(settings: WorkerSettings, tools: list[str] | None) -> None:
+def _check(s: Session, settings: WorkerSettings) -> None:
     """Fail now, with the reason, on what every worker process would fail on later (tools, MCP servers,
     the store)."""
     from plangate.store import open_store
 
-    with project_tools(tools) as loaded:
-        names = ", ".join(loaded.registry.names()) or "none"
+    names = ", ".join(s.tools().names()) or "none"
+    # Each worker process starts the MCP servers for itself (they cannot be shared across a fork).
+    s.stop_tools()
     opened = open_store(settings.store)
     opened.close()
     paths = ", ".join(settings.paths) or "the default places"
     err.print(f"worker: tools {escape(names)}; formulas from {escape(paths)}")
 
 
-def queue_for(broker: str) -> RunQueue:
-    """The workers' queue at ``--broker`` (a Redis URL).
-
-    Raises:
-        ConfigError: not a Redis URL, or the workers extra is not installed.
-    """
-    from plangate.workers import RunQueue, broker_url
-
-    return RunQueue(broker_url(broker))
-
-
-__all__ = ["BROKER_ENV", "BrokerOpt", "queue_for", "register"]
+__all__ = ["BROKER_ENV", "register"]

@@ -1,4 +1,5 @@
-"""The root ``plangate`` command: global options and the registry of sub-commands."""
+"""The root ``plangate`` command: global options, the session every command works in, and the registry of
+sub-commands."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _agent, _ask, _conditions, _formula, _runs, _serve, _worker
+from plangate.cli import _ask, _conditions, _continue, _formula, _inspect, _serve, _start, _worker
 from plangate.cli._console import err
-from plangate.cli._loading import ConfigOpt, start_invocation
+from plangate.cli._options import ConfigOpt
+from plangate.cli._session import Session
 from plangate.errors import UserError
 
 app = typer.Typer(
@@ -43,16 +45,17 @@ def _root(
     Every command reads plangate.toml (its model, store, tools and MCP servers) from --config, given here or
     to the command, else $PLANGATE_CONFIG, else the working directory.
     """
-    # A fresh start for each invocation, and nothing left behind after it (tests run many in one
-    # process); a command's own --config is parsed after this and wins.
-    start_invocation(config)
-    ctx.call_on_close(start_invocation)
+    # One session per invocation, closed with it (its store, MCP servers, broker connection): nothing is
+    # left behind for the next one (tests run many in one process). A command's own --config wins.
+    ctx.obj = Session(config)
+    ctx.call_on_close(ctx.obj.close)
 
 
 _conditions.register(app)
 _formula.register(app)
-_runs.register(app)
-_agent.register(app)
+_start.register(app)
+_continue.register(app)
+_inspect.register(app)
 _ask.register(app)
 _serve.register(app)
 _worker.register(app)
