@@ -21,6 +21,7 @@ RUNTIME_MODULES = (
     "_gates",
     "_writes",
     "_answers",
+    "_containers",
     "_work",
     "_runcontext",
     "_runstate",

@@ -19,6 +19,8 @@ What each answer does, by what the step waits for:
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -26,9 +28,9 @@ from pydantic import JsonValue
 from plangate.errors import InteractionError
 from plangate.events import InteractionResolvedEvent, StepStateEvent, ToolResultEvent
 from plangate.formulas._runstate import StepRun
-from plangate.interactions import Answer, Approve, Edit, Reject, Resolution, resolution_dict
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution, parse_resolution, resolution_dict
 from plangate.runs.consent import arguments_digest
-from plangate.store import Interaction, Transaction
+from plangate.store import Documents, Interaction, Store, Transaction
 from plangate.tools import ToolArgumentsError, ToolRegistry
 
 
@@ -50,6 +52,8 @@ class Answered:
     step_index: int = 0
     settles: Settled | None = None
 
+
+logger = logging.getLogger("plangate.formulas")
 
 STORED_ANSWERS = "formula-answers"
 """The documents' namespace of answers stored for the process that advances a run (keyed by interaction)."""
@@ -206,4 +210,24 @@ def _rejected(resolution: Reject) -> str:
     return f"rejected: {resolution.reason}" if resolution.reason else "rejected"
 
 
-__all__ = ["STORED_ANSWERS", "Answered", "Settled", "answer_step", "commit_answer"]
+
+def stored_answers(store: Store, run_id: str) -> Iterator[tuple[Interaction, Resolution, str | None]]:
+    """The answers another process left in the store for the run's open questions (``FormulaRunner.answer``
+    when it could not take the run), each as it was given; one that cannot be read is logged and skipped."""
+    documents = Documents(store)
+    for interaction in store.list_interactions(status="open", run_id=run_id):
+        stored = documents.get(STORED_ANSWERS, interaction.id)
+        if stored is None:
+            continue
+        by, given = stored.value.get("by"), stored.value.get("resolution")
+        try:
+            if not isinstance(given, dict):
+                raise ValueError("invalid resolution: not an object")
+            resolution = parse_resolution(given)
+        except ValueError as exc:
+            logger.warning("run %s: stored answer to %s not applied: %s", run_id, interaction.id, exc)
+            continue
+        yield interaction, resolution, by if isinstance(by, str) else None
+
+
+__all__ = ["STORED_ANSWERS", "Answered", "Settled", "answer_step", "commit_answer", "stored_answers"]

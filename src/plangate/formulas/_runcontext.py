@@ -15,7 +15,7 @@ from typing import Protocol
 
 from pydantic import JsonValue
 
-from plangate.conditions import ConditionContext
+from plangate.conditions import ConditionContext, StepState
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -173,8 +173,15 @@ class RunContext(Protocol):
         """Open the run's interaction for ``step`` (or queue the question behind the open one)."""
         ...
 
-    def context(self, current: str | None) -> ConditionContext:
-        """What a condition evaluated for the step ``current`` reads."""
+    def context(
+        self, current: str | None, extra: Mapping[str, StepState] | None = None
+    ) -> ConditionContext:
+        """What a condition evaluated for the step ``current`` reads (``extra``: more names for steps, as an
+        until-loop's condition names its body's steps of the iteration just finished)."""
+        ...
+
+    def grow(self, new_steps: list[CookedStep]) -> None:
+        """Add steps to the plan while the run goes on (an until-loop's next iteration)."""
         ...
 
 

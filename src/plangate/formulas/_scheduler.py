@@ -28,12 +28,11 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
-from plangate.conditions import ConditionContext, StepState, compile_condition
+from plangate.conditions import ConditionContext, StepState
 from plangate.errors import InteractionError, Signal
 from plangate.events import (
     BaseEvent,
     Event,
-    GateEvent,
     InteractionKind,
     InteractionOpenedEvent,
     InteractionTool,
@@ -41,9 +40,9 @@ from plangate.events import (
     StepStateEvent,
     StepStatus,
 )
-from plangate.formulas import _gates, _writes
+from plangate.formulas import _containers, _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
-from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
+from plangate.formulas._answers import answer_step, commit_answer, stored_answers
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, formula_outcome
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
@@ -61,8 +60,8 @@ from plangate.formulas.plan import (
     ToolExecutor,
 )
 from plangate.formulas.templates import to_text
-from plangate.interactions import Resolution, parse_resolution
-from plangate.store import TERMINAL_STATUSES, Documents, Interaction, RunRecord, RunStatus, Store, Transaction
+from plangate.interactions import Resolution
+from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
@@ -235,7 +234,7 @@ class Scheduler:
             elif run.status == "waiting" and kind in {"subrun", "fanout"}:
                 self.launch(run.id, str(kind))
             elif run.status in {"running", "waiting"} and kind == "children":
-                self._check_container(run.id)
+                _containers.check(self, run.id)
 
     def _ending(self) -> tuple[RunStatus, str] | None:
         if self.tasks or self.to_launch or self.unfinished:
@@ -416,7 +415,7 @@ class Scheduler:
     def _after_terminal(self, step_id: str) -> None:
         parent = self.graph.steps[step_id].parent
         if parent is not None:
-            self._check_container(parent)
+            _containers.check(self, parent)
             for watcher in self.graph.watchers.get(parent, ()):
                 self.candidates[watcher] = None
         self.gate_reasons.pop(step_id, None)
@@ -479,7 +478,7 @@ class Scheduler:
                 self.transition(
                     run, "running", "running its children", attempt=run.attempt + 1, wait={"kind": "children"}
                 )
-                self._check_container(step.id)
+                _containers.check(self, step.id)
             else:
                 self.transition(
                     run,
@@ -652,7 +651,7 @@ class Scheduler:
             self.transition(
                 run, "running", "waiting for its children", output=outcome.output, wait={"kind": "children"}
             )
-            self._check_container(step_id)
+            _containers.check(self, step_id)
             return
         self.transition(run, "complete", outcome.reason, output=outcome.output)
 
@@ -726,21 +725,12 @@ class Scheduler:
         whether one was."""
         if not self.open_interaction:
             return False
-        store = self.host.store
         took = False
-        for interaction in store.list_interactions(status="open", run_id=self.run_id):
-            stored_answer = Documents(store).get(STORED_ANSWERS, interaction.id)
-            if stored_answer is None:
-                continue
-            by = stored_answer.value.get("by")
+        for interaction, resolution, by in stored_answers(self.host.store, self.run_id):
             self._flush()
             try:
-                stored_resolution = stored_answer.value.get("resolution")
-                if not isinstance(stored_resolution, dict):
-                    raise InteractionError("invalid resolution: not an object")
-                resolution = parse_resolution(stored_resolution)
-                self._apply_answer(interaction, resolution, by if isinstance(by, str) else None)
-            except (InteractionError, ValueError) as exc:
+                self._apply_answer(interaction, resolution, by)
+            except InteractionError as exc:
                 # checked when it was stored; a question answered meanwhile by someone else is stale
                 logger.warning(
                     "run %s: stored answer to %s not applied: %s", self.run_id, interaction.id, exc
@@ -779,58 +769,8 @@ class Scheduler:
     def _is_container(self, step_id: str) -> bool:
         return bool(self.graph.children.get(step_id))
 
-    def _check_container(self, step_id: str) -> None:
-        run = self.state.steps[step_id]
-        if run.terminal or run.wait.get("kind") != "children":
-            return
-        kids = [self.state.steps[k] for k in self.graph.children.get(step_id, [])]
-        step = self.graph.steps[step_id]
-        any_mode = step.waits_for is not None and step.waits_for.mode == "any-children"
-        done = [k for k in kids if k.status == "complete"]
-        if any_mode and done:
-            self.transition(run, "complete", f"{done[0].id} completed", output=run.output)
-            return
-        if not all(k.terminal for k in kids):
-            return
-        bad = [k.id for k in kids if k.status != "complete"]
-        is_loop = any(loop.id == step_id for loop in self.state.plan.loops)
-        if is_loop and not bad and self._next_iteration(step_id):
-            return
-        if bad and (not any_mode or not done):
-            self.transition(run, "failed", f"children did not complete: {', '.join(bad)}", output=run.output)
-        else:
-            self.transition(run, "complete", f"{len(kids)} children completed", output=run.output)
-
-    def _next_iteration(self, loop_id: str) -> bool:
-        """After an iteration of an until-loop: add the next one (True) or let the loop end (False)."""
-        from plangate.formulas.cook import expand_iteration
-
-        loop = self.state.plan.loop(loop_id)
-        n = self.state.iterations.get(loop_id, 1)
-        aliases = {}
-        steps = self.state.condition_steps()
-        for body in loop.body:
-            sid = loop.step_id(n, body.id)
-            if sid in steps:
-                aliases[body.id] = steps[sid]
-        result = compile_condition(loop.until).evaluate(self.context(loop_id, aliases))
-        self.emit(GateEvent(step_id=loop_id, satisfied=result.satisfied, reason=f"until: {result.reason}"))
-        if result.satisfied:
-            return False
-        run = self.state.steps[loop_id]
-        if n >= loop.max:
-            self.transition(
-                run,
-                "failed",
-                f"until {loop.until!r} still false after {n} iterations (max {loop.max}): {result.reason}",
-            )
-            return True
-        new_steps = expand_iteration(self.state.plan, loop_id, n + 1)
-        self._grow(new_steps)
-        self.state.iterations[loop_id] = n + 1
-        return True
-
-    def _grow(self, new_steps: list[CookedStep]) -> None:
+    def grow(self, new_steps: list[CookedStep]) -> None:
+        """Add an until-loop's next iteration to the plan and to what the scheduler tracks."""
         plan = self.state.plan
         known = {s.id for s in new_steps}
         data: dict[str, Any] = plan.to_dict()
