@@ -144,3 +144,31 @@ def test_a_formula_with_an_agent_step_names_the_model_it_uses(cli: CliRunner, tm
     code, output = run_release(cli, "--detach")
     assert code == 0 and "waiting on interaction" in output, output
     assert "model of" not in output  # nothing to say when no step calls a model
+
+
+def test_every_kind_of_run_is_reported_in_one_shape_and_cancelled_the_same_way(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    script = tmp_path / "reply.json"
+    script.write_text(json.dumps([json.dumps({"route": "reply", "reply": "Hello!"})]))
+    _, output = run_release(cli, "--detach", "--json")
+    formula = json.loads(output)
+    agent = json.loads(cli.invoke(app, ["agent", "hi", "-m", f"scripted:{script}", "--json"]).stdout)
+
+    keys = {"run_id", "status", "reason", "outcome", "steps", "interaction", "answer"}
+    assert set(formula) == set(agent) == keys
+    assert (agent["status"], agent["answer"], agent["steps"]) == ("completed", "Hello!", None)
+    assert agent["outcome"]["code"] == "replied"
+    assert formula["reason"].startswith("approve (waiting for a person: Ship 2.5.0 to stable?")
+    assert formula["steps"]["approve"]["status"] == "waiting" and formula["outcome"] is None
+
+    cancelled = cli.invoke(app, ["cancel", formula["run_id"], "--reason", "not this week"])
+    assert (cancelled.exit_code, cancelled.stderr) == (0, f"cancelled {formula['run_id']}\n")
+    shown = cli.invoke(app, ["status", formula["run_id"]]).stdout.splitlines()
+    assert shown[0] == f"run {formula['run_id']} (formula release): cancelled"
+    assert any(
+        line.split() == ["│", "approve", "│", "cancelled", "│", "not", "this", "week", "│"] for line in shown
+    )
+    assert cli.invoke(app, ["status", agent["run_id"]]).stdout.splitlines() == [
+        f"run {agent['run_id']} (agent hi): completed"
+    ]

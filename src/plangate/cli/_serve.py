@@ -125,14 +125,18 @@ def serve_command(
             allowed_hosts=settings.allowed_hosts,
         )
         if no_auth:
-            exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
-            err.print(
-                "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
-                f"{escape(exposed)}; use it for local development only"
-            )
+            _warn_no_auth(host)
         uvicorn.run(application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level))
     except UserError as exc:
         fail(str(exc))
+
+
+def _warn_no_auth(host: str) -> None:
+    exposed = "" if _is_loopback(host) else f" on {host}, which other machines can reach"
+    err.print(
+        "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
+        f"{escape(exposed)}; use it for local development only"
+    )
 
 
 def declared_sources(config: Config, flags: Iterable[str]) -> list[DeclaredSource]:

@@ -99,6 +99,7 @@ def run_command(
     try:
         s.tools()
         formulas = s.engines(s.step_model(model), search_paths=path).formulas
+        s.runs(broker)  # a bad --broker is refused before anything is stored
         plan = formulas.runner.plan(name, parse_vars(var))
         if broker is None and not (json or quiet):
             _say_step_model(s, plan, model)
@@ -142,7 +143,9 @@ def agent_command(
     try:
         chosen = s.model(model)
         s.tools()
-        run_id = s.engines(chosen).agents.create(
+        agents = s.engines(chosen).agents
+        s.runs(broker)  # a bad --broker is refused before anything is stored
+        run_id = agents.create(
             prompt,
             OWNER,
             max_rounds=max_rounds,
@@ -165,7 +168,7 @@ def _go_on(
     under live progress (none with ``--json`` or ``--quiet``)."""
     runs = s.runs(broker)
     if broker is not None:
-        asyncio.run(runs.advance(run_id))  # the facade enqueues it: runs of every kind go to the workers
+        asyncio.run(runs.advance(run_id))  # the facade hands it to the workers' queue
         sent = all(s.queue.sent)
         if quiet:
             print(run_id)
