@@ -8,7 +8,6 @@ from pydantic import ValidationError
 from plangate.decisions import (
     AbortIntent,
     Decision,
-    EvidenceReceipt,
     RoundValidation,
     ToolCallIntent,
     digest_arguments,
@@ -82,22 +81,6 @@ def test_abort_needs_a_non_blank_user_message() -> None:
 def test_decision_round_trips_through_json() -> None:
     decision = Decision(action="confirm", speak="Placing it.", tool_call=CALL)
     assert Decision.model_validate_json(decision.model_dump_json()) == decision
-
-
-def test_receipt_is_bound_to_a_step() -> None:
-    receipt = EvidenceReceipt(
-        step_index=2,
-        source="tool_observation",
-        name="get_overview",
-        arguments_digest=digest_arguments({"day": 1}),
-        success=True,
-        summary="3 free slots",
-    )
-    assert receipt.step_index == 2
-    with pytest.raises(ValidationError):
-        EvidenceReceipt(step_index=-1, source="user_reply", name="ask_user", success=True)
-    with pytest.raises(ValidationError):
-        EvidenceReceipt.model_validate({"step_index": 0, "source": "guess", "name": "x", "success": True})
 
 
 def test_round_validation_passes_only_when_all_three_pass() -> None:
