@@ -1,9 +1,11 @@
 """The question sets of the ask-your-data benchmark: TOML files loaded into typed, validated records.
 
 ``bench/ask_questions/*.toml`` holds the questions with their gold SQL (the file headers say the format and
-how a turn is scored). This module reads a file, checks every entry (an error names the file and the
-question) and runs gold SQL read-only through plangate's own data source, so the gold rows the benchmark
-compares with come through the same guard as the copilot's queries. It is not the scorer
+how a turn is scored); ``fanout/`` holds questions that cross a one-to-many join, and ``heldout/`` a set
+written before the copilot was tuned for them and never tuned on (its figures are the ones that count).
+This module reads a file, checks every entry (an error names the file and the question) and runs gold SQL
+read-only through plangate's own data source, so the gold rows the benchmark compares with come through
+the same guard as the copilot's queries. It is not the scorer
 (``_scoring.py``) and it runs no turn (the benchmark script does).
 
     python bench/_questions.py      # check every question file and print its counts per kind
@@ -16,7 +18,7 @@ import sys
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, cast, get_args
 
@@ -24,6 +26,9 @@ from plangate.errors import UserError
 from plangate.tools.data import DataSource, DataSources, QueryLimits, QueryResult
 
 QUESTIONS_DIR = Path(__file__).resolve().with_name("ask_questions")
+GROUPS = ("", "fanout", "heldout")
+"""The folders of ``QUESTIONS_DIR`` that hold question files: the tuned sets (the folder itself), the fan-out
+questions and the held-out set. A set's label is ``<group>/<name>`` (``heldout/shop``), or its name alone."""
 
 Kind = Literal[
     "count", "sum", "avg", "min_max", "ratio", "group_by", "top_n", "date_filter", "join2", "join3", "no_data"
@@ -95,12 +100,19 @@ class QuestionSet:
         path: the question file.
         database: the SQLite file, resolved against the question file's folder.
         questions: in file order.
+        group: the folder of ``GROUPS`` it is in (``""``, ``fanout``, ``heldout``).
     """
 
     name: str
     path: Path
     database: Path
     questions: tuple[Question, ...]
+    group: str = ""
+
+    @property
+    def label(self) -> str:
+        """``heldout/shop`` for a set of a group, the name alone for a tuned set."""
+        return f"{self.group}/{self.name}" if self.group else self.name
 
     def get(self, question_id: str) -> Question:
         """The question with this id.
@@ -155,9 +167,16 @@ def load_question_set(path: str | Path) -> QuestionSet:
     return QuestionSet(name, path, database, tuple(questions))
 
 
-def question_sets(directory: Path = QUESTIONS_DIR) -> list[QuestionSet]:
-    """Every ``*.toml`` file of ``directory``, loaded and checked, in name order."""
-    return [load_question_set(path) for path in sorted(directory.glob("*.toml"))]
+def question_sets(directory: Path = QUESTIONS_DIR, *, group: str = "") -> list[QuestionSet]:
+    """Every ``*.toml`` file of ``directory`` (or of its ``group`` folder), loaded and checked, in name
+    order."""
+    folder = directory / group if group else directory
+    return [replace(load_question_set(path), group=group) for path in sorted(folder.glob("*.toml"))]
+
+
+def every_question_set(directory: Path = QUESTIONS_DIR) -> list[QuestionSet]:
+    """The sets of every group of ``GROUPS``: the tuned ones, then the fan-out ones, then the held-out."""
+    return [question_set for group in GROUPS for question_set in question_sets(directory, group=group)]
 
 
 def _top_string(path: Path, data: Mapping[str, object], key: str) -> str:
@@ -284,13 +303,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Check every question file (or those named) and print its counts per kind."""
     paths = [Path(arg) for arg in (sys.argv[1:] if argv is None else argv)]
     try:
-        sets = [load_question_set(path) for path in paths] if paths else question_sets()
+        sets = [load_question_set(path) for path in paths] if paths else every_question_set()
     except QuestionFileError as exc:
         print(exc, file=sys.stderr)
         return 1
     for question_set in sets:
         counts = ", ".join(f"{kind} {count}" for kind, count in sorted(question_set.kinds().items()))
-        print(f"{question_set.path.name}: {len(question_set.questions)} questions ({counts})")
+        where = f"{question_set.group}/" if question_set.group else ""
+        print(f"{where}{question_set.path.name}: {len(question_set.questions)} questions ({counts})")
     return 0
 
 

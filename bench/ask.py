@@ -19,16 +19,22 @@ Reported per model (the rules are in ``bench/_scoring.py`` and the question file
   the rows the turn returned (rounded as written) nor their count; checked here, independently of the
   copilot's own number guard, whose catches are counted apart (``guard catches``);
 - no-data questions answered with a number (target 0);
+- confident wrong answers (target 0): turns that ended ``done`` (the review found nothing) with rows that
+  are not the gold rows;
 - turns that ended without a status (target 0): ``ask`` raised, or the turn is not stored whole;
 - median seconds per turn;
 - the gain of the reviewed retry: accuracy of the final answers minus accuracy of the first attempts.
 
-The load average is printed with the figures (the machine may be shared). ``--quick`` asks the local model
-a subset (``QUICK_PER_SET`` questions of each set, spread over the kinds); the oracle always asks all.
+Figures are given per group of question sets (``_questions.GROUPS``): the tuned sets, the fan-out questions
+and the held-out set (written before the copilot was tuned for it and never tuned on: the figures that
+count). The load average is printed with the figures (the machine may be shared). ``--quick`` asks the
+local model a subset (``QUICK_PER_SET`` questions of each set, spread over the kinds); the oracle always
+asks all.
 
 Run:  .venv/bin/python bench/ask.py              (every question, every model: the full run)
       .venv/bin/python bench/ask.py --quick      (the local model on a subset)
       .venv/bin/python bench/ask.py --models oracle --json artifacts/bench/ask.json
+      .venv/bin/python bench/ask.py --sets heldout,fanout --models local   (groups, or labels: heldout/shop)
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _questions import Question, QuestionSet, question_sets, run_gold
+from _questions import Question, QuestionSet, every_question_set, run_gold
 from _scoring import figures_in, is_no_data, rows_match
 from plangate.copilot import Copilot, Turn
 from plangate.copilot._conversations import Conversations
@@ -125,7 +131,7 @@ def oracle_model(question_set: QuestionSet) -> ScriptedModel:
 
 @dataclass
 class Scored:
-    """One turn, scored."""
+    """One turn, scored (``set``: the set's label, ``heldout/shop``)."""
 
     set: str
     id: str
@@ -185,7 +191,7 @@ def score(question_set: QuestionSet, question: Question, turn: Turn, seconds: fl
     first_answer = first.answer if first.status in ("done", "partial") else ""
     catches = sum(1 for a in turn.attempts for s in a.review.signals if s.kind == "invented_number")
     return Scored(
-        set=question_set.name,
+        set=question_set.label,
         id=question.id,
         kind=question.kind,
         status=turn.status,
@@ -226,7 +232,7 @@ def ask_one(question_set: QuestionSet, question: Question, model: Model | str, s
         seconds = time.perf_counter() - started
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return Scored(
-            question_set.name,
+            question_set.label,
             question.id,
             question.kind,
             "none",
@@ -251,12 +257,14 @@ class Figures:
     """The figures of one model."""
 
     model: str
+    group: str
     questions: int
     accuracy: float
     correct: int
     first_attempt_correct: int
     retry_gain_points: float
     invented_number_answers: int
+    confident_wrong: int
     no_data_with_number: int
     no_data_questions: int
     without_status: int
@@ -266,8 +274,13 @@ class Figures:
     per_set: dict[str, str] = field(default_factory=dict)
 
 
-def figures(model: str, scored: list[Scored]) -> Figures:
-    """What the issue asks to report, from the scored turns of one model."""
+def group_of(label: str) -> str:
+    """The group of a set's label: ``heldout`` for ``heldout/shop``, ``tuned`` for ``shop``."""
+    return label.partition("/")[0] if "/" in label else "tuned"
+
+
+def figures(model: str, scored: list[Scored], group: str = "all") -> Figures:
+    """What the benchmark reports, from the scored turns of one model (of one group of sets)."""
     n = len(scored) or 1
     correct = sum(s.correct for s in scored)
     first = sum(s.first_correct for s in scored)
@@ -280,12 +293,14 @@ def figures(model: str, scored: list[Scored]) -> Figures:
         per_set[name] = f"{sum(s.correct for s in mine)}/{len(mine)}"
     return Figures(
         model=model,
+        group=group,
         questions=len(scored),
         accuracy=round(100 * correct / n, 1),
         correct=correct,
         first_attempt_correct=first,
         retry_gain_points=round(100 * (correct - first) / n, 1),
         invented_number_answers=sum(bool(s.invented) for s in scored),
+        confident_wrong=sum(s.status == "done" and not s.correct for s in scored),
         no_data_with_number=sum(s.no_data_with_number for s in scored),
         no_data_questions=sum(s.kind == "no_data" for s in scored),
         without_status=sum(s.status == "none" for s in scored),
@@ -354,8 +369,9 @@ def run_model(
                     scored.append(result)
                     if progress:
                         mark = "ok " if result.correct else "-- "
+                        where = f"{question_set.label}/{question.id}"
                         print(
-                            f"  {name:7} {mark}{question_set.name}/{question.id:32} {result.status:9} "
+                            f"  {name:7} {mark}{where:40} {result.status:9} "
                             f"{result.seconds:6.1f}s {result.error or result.reason[:70]}",
                             flush=True,
                         )
@@ -366,14 +382,16 @@ def run_model(
 
 def _table(rows: list[Figures]) -> str:
     head = (
-        "| model | questions | execution accuracy | first attempt | retry gain | invented-number answers | "
-        "no-data answered with a number | without status | median s/turn | guard catches | per set |"
+        "| model | group | questions | execution accuracy | confident wrong | first attempt | retry gain | "
+        "invented-number answers | no-data answered with a number | without status | median s/turn | "
+        "guard catches | per set |"
     )
-    lines = [head, "|" + "---|" * 11]
+    lines = [head, "|" + "---|" * 13]
     for f in rows:
         per_set = ", ".join(f"{k} {v}" for k, v in f.per_set.items())
         lines.append(
-            f"| {f.model} | {f.questions} | {f.accuracy}% ({f.correct}) | {f.first_attempt_correct} | "
+            f"| {f.model} | {f.group} | {f.questions} | {f.accuracy}% ({f.correct}) | {f.confident_wrong} | "
+            f"{f.first_attempt_correct} | "
             f"{f.retry_gain_points:+} pts | {f.invented_number_answers} | {f.no_data_with_number}/"
             f"{f.no_data_questions} | {f.without_status} | {f.median_seconds} | {f.guard_catches} | "
             f"{per_set} |"
@@ -389,13 +407,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--models", default="oracle,local,openai", help="comma-separated: oracle, local, openai"
     )
-    parser.add_argument("--sets", default="", help="comma-separated question sets (default: all)")
+    parser.add_argument(
+        "--sets",
+        default="",
+        help="groups (tuned, fanout, heldout) or labels (shop, heldout/chinook) (default: all)",
+    )
     parser.add_argument("--only", default="", help="comma-separated question ids (any set)")
     parser.add_argument("--json", type=Path, help="write the figures and every scored turn here")
     parser.add_argument("--quiet", action="store_true", help="no line per turn")
     args = parser.parse_args(argv)
 
-    sets = [s for s in question_sets() if not args.sets or s.name in args.sets.split(",")]
+    chosen = set(filter(None, args.sets.split(",")))
+    sets = [
+        s for s in every_question_set() if not chosen or s.label in chosen or group_of(s.label) in chosen
+    ]
     only = set(filter(None, args.only.split(",")))
     full = [(s, [q for q in s.questions if not only or q.id in only]) for s in sets]
     quick = [(s, [q for q in quick_subset(s, QUICK_PER_SET) if not only or q.id in only]) for s in sets]
@@ -415,7 +440,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[spec] = run_model("openai", lambda _: spec, full, not args.quiet)
 
     load_after = os.getloadavg()
-    table = [figures(name, scored) for name, scored in results.items()]
+    table = []
+    for name, scored in results.items():
+        groups = list(dict.fromkeys(group_of(s.set) for s in scored))
+        table += [figures(name, [s for s in scored if group_of(s.set) == g], g) for g in groups]
+        if len(groups) > 1:
+            table.append(figures(name, scored))
     print()
     print(_table(table))
     print(
@@ -429,6 +459,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         invented = [f"{s.set}/{s.id}: {', '.join(s.invented)}" for s in scored if s.invented]
         if invented:
             print(f"{name}: invented numbers in {'; '.join(invented)}")
+        confident = [f"{s.set}/{s.id}" for s in scored if s.status == "done" and not s.correct]
+        if confident:
+            print(f"{name}: confident wrong answers (done, rows wrong): {', '.join(confident)}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         data = {
