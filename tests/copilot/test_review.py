@@ -132,7 +132,7 @@ def test_an_empty_answer_is_broken(shop_scope: Scope) -> None:
 
 
 def test_a_step_that_hit_the_row_limit_is_degraded(shop_scope: Scope) -> None:
-    read = Read("q", "db_query", {}, ["n"], [[10]], truncated=True)
+    read = Read("q", "db_query", {"sql": "SELECT order_id AS n FROM orders"}, ["n"], [[10]], truncated=True)
     assert _kinds(_signals(_outcome(reads=[read]), shop_scope)) == [("step_limit_hit", "degraded")]
 
 
@@ -150,7 +150,7 @@ def test_an_agent_that_ran_out_of_rounds_hit_a_step_limit(shop_scope: Scope) -> 
 
 
 def test_an_empty_query_result_is_degraded(shop_scope: Scope) -> None:
-    read = Read("q", "db_query", {}, ["n"], [])
+    read = Read("q", "db_query", {"sql": "SELECT count(*) AS n FROM orders WHERE 0"}, ["n"], [])
     signals = _signals(_outcome(reads=[read], answer="None found."), shop_scope)
     assert _kinds(signals) == [("empty_query_result", "degraded")]
 
@@ -159,7 +159,7 @@ def test_no_rows_in_the_asked_range_compares_the_question_with_the_tables_dates(
     read = Read(
         "q",
         "db_aggregate",
-        {"table": "orders", "period": {"column": "orders.order_date", "from": "2030"}},
+        {"table": "orders", "period": {"column": "orders.order_date", "from": "2030", "to": "2030"}},
         ["n"],
         [],
     )
@@ -180,9 +180,8 @@ def test_no_rows_in_range_reads_the_date_columns_a_query_names(shop_scope: Scope
 
 
 def test_a_period_the_data_covers_raises_no_range_signal(shop_scope: Scope) -> None:
-    read = Read(
-        "q", "db_aggregate", {"period": {"column": "orders.order_date", "from": "2025"}}, ["n"], [[3]]
-    )
+    period = {"column": "orders.order_date", "from": "2025", "to": "2025"}
+    read = Read("q", "db_aggregate", {"period": period}, ["n"], [[3]])
     assert _signals(_outcome(reads=[read], answer="3."), shop_scope, "orders in 2025") == []
 
 

@@ -166,6 +166,7 @@ def declared_sources(flags: Iterable[str]) -> list[DeclaredSource]:
                 schemas=tuple(entry.schemas) if entry.schemas else None,
                 allow_privileged=entry.allow_privileged,
                 description=entry.description,
+                semantic=config.semantic_of(entry),
             )
         )
     names = [declared.name for declared in found]
