@@ -275,3 +275,46 @@ def test_an_answer_that_only_sounds_negative_is_not_a_denial(shop_scope: Scope, 
 )
 def test_answers_that_deny_the_rows_are_caught(shop_scope: Scope, answer: str) -> None:
     assert _kinds(_signals(_outcome(answer=answer), shop_scope)) == [("answer_denies_rows", "broken")]
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "doubt"),
+    [
+        ("Order counts for each month?", "SELECT count(*) AS n FROM orders", "groups by no date bucket"),
+        ("How many orders were placed year by year?", "SELECT count(*) AS n FROM orders", "no date bucket"),
+        ("What share of orders were cancelled?", "SELECT count(*) AS n FROM orders", "divides nothing"),
+        ("What % of orders came by web?", "SELECT count(*) AS n FROM orders", "divides nothing"),
+    ],
+)
+def test_a_time_grain_or_a_ratio_the_query_does_not_compute_is_not_vouched_for(
+    shop_scope: Scope, question: str, sql: str, doubt: str
+) -> None:
+    read = Read("q", "db_query", {"source": "shop", "sql": sql}, ["n"], [[10]])
+    signals = _signals(_outcome(reads=[read], answer="10."), shop_scope, question)
+    assert ("query_shape", "degraded") in _kinds(signals)
+    assert any(doubt in s.detail for s in signals)
+
+
+@pytest.mark.parametrize(
+    ("question", "sql"),
+    [
+        (
+            "Order counts for each month?",
+            "SELECT strftime('%Y-%m', order_date) AS month, count(*) AS n FROM orders GROUP BY 1",
+        ),
+        (
+            "Orders month by month?",
+            "SELECT substr(order_date, 1, 7) AS m, count(*) AS n FROM orders GROUP BY m",
+        ),
+        (
+            "What share of orders were placed by web?",
+            "SELECT 1.0 * sum(channel = 'web') / count(*) AS share FROM orders",
+        ),
+    ],
+)
+def test_a_query_that_buckets_dates_or_divides_answers_those_questions(
+    shop_scope: Scope, question: str, sql: str
+) -> None:
+    read = Read("q", "db_query", {"source": "shop", "sql": sql}, ["k", "n"], [["2025-01", 10]])
+    signals = _signals(_outcome(reads=[read], answer="10."), shop_scope, question)
+    assert not any("date bucket" in s.detail or "divides" in s.detail for s in signals)

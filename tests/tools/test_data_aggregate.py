@@ -363,7 +363,9 @@ def test_the_grammar_form_offers_only_qualified_names_and_number_columns_to_sum(
     assert all("." in name for name in properties["group_by"]["items"]["enum"])  # type: ignore[index]
 
 
-def test_the_grammar_form_ties_the_ordering_to_the_measure_written(shop: tuple[DataSources, SchemaInfo]) -> None:
+def test_the_grammar_form_ties_the_ordering_to_the_measure_written(
+    shop: tuple[DataSources, SchemaInfo],
+) -> None:
     _, schema = shop
     variants = source_parameters(schema, grammar=True)["anyOf"]
     assert isinstance(variants, list)

@@ -4,9 +4,11 @@ a turn may be.
 For: two review signals. ``fan_out`` (broken): a ``db_query`` step sums, averages or counts a parent
 table's column under a join to its children, so its figure is multiplied by the join (the check found it
 before the run too; a repair may not have fixed it). ``query_shape`` (degraded): the checker cannot vouch for
-a query's shape: its grain (SQL it could not read, or an answer that rests on no query at all), the period
-the question names (no date bound of the query falls in it), or a value the question names (a category
-value such as ``Rock`` or ``cancelled`` that no filter of the query mentions). A turn is ``done`` only when
+a query's shape: its grain (SQL it could not read, or an answer that rests on no query at all), the time
+grain the question names ("for each year", "month by month": the query groups by no date bucket), the
+kind of figure it names (a percentage or a share: the query divides nothing), the period the question names
+(no date bound of the query falls in it), or a value the question names (a category value such as ``Rock``
+or ``cancelled`` that no filter of the query mentions). A turn is ``done`` only when
 the review found nothing, this included; otherwise it is ``partial`` and says why. Not for: the other rules
 (``_review``), or the query's own errors (``_check``).
 """
@@ -32,6 +34,13 @@ from plangate.tools.data.periods import Period, period_between
 from plangate.tools.sql_guard import Dialect
 
 _DATE_TEXT = re.compile(r"^\s*(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
+_TIME_GRAIN = re.compile(
+    r"\b(?:(?:per|each|every|by)\s+(?:calendar\s+)?(year|quarter|month|week|day)|(year|quarter|month|week|day)\s+by"
+    r"\s+(?:year|quarter|month|week|day)|(yearly|quarterly|monthly|weekly|daily))\b",
+    re.IGNORECASE,
+)
+_RATIO = re.compile(r"\b(percent(?:age)?|per cent|share|proportion|ratio|fraction)\b|%", re.IGNORECASE)
+_BUCKETS = (exp.TimeToStr, exp.DateTrunc, exp.TimestampTrunc, exp.Extract, exp.Substring, exp.Year, exp.Month)
 
 
 def fan_out_signals(reads: list[Read], scope: Scope) -> list[Signal]:
@@ -59,6 +68,14 @@ def shape_signals(question: str, outcome: RunOutcome, scope: Scope) -> list[Sign
     for read in reads:
         if read.tool == "db_query" and sql_fan_outs(str(read.args.get("sql", "")), scope.schema) is None:
             doubts.append(f"step {read.step_id!r}: its SQL could not be read to check its grain")
+    grain = _TIME_GRAIN.search(question)
+    if grain is not None and not any(_buckets_dates(read, scope) for read in reads):
+        doubts.append(
+            f"the question asks for a figure {grain.group(0)!r}, but the query groups by no date bucket"
+        )
+    ratio = _RATIO.search(question)
+    if ratio is not None and not any(_divides(read, scope) for read in reads):
+        doubts.append(f"the question asks for a {ratio.group(0)!r}, but the query divides nothing")
     period = asked_period(question)
     if period is not None and period.start is not None and period.end is not None:
         if not any(_bounds_period(read, period, scope) for read in reads):
@@ -107,19 +124,48 @@ def _bounds_period(read: Read, period: Period, scope: Scope) -> bool:
         except ConfigError:
             return False
         return bounds.start == start and bounds.end == end
-    sql = read.args.get("sql")
-    if not isinstance(sql, str):
-        return False
-    dialect: Dialect = "postgres" if scope.schema.dialect == "postgres" else "sqlite"
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except (SqlglotError, ValueError):
+    tree = _tree(read, scope)
+    if tree is None:
         return False
     for literal in tree.find_all(exp.Literal):
         day = _as_date(literal.name)
         if day is not None and start <= day <= end:
             return True
     return False
+
+
+def _tree(read: Read, scope: Scope) -> exp.Expr | None:
+    """A ``db_query`` read's SQL parsed, or None (a structured query, or SQL that does not parse)."""
+    sql = read.args.get("sql")
+    if read.tool != "db_query" or not isinstance(sql, str):
+        return None
+    dialect: Dialect = "postgres" if scope.schema.dialect == "postgres" else "sqlite"
+    try:
+        return sqlglot.parse_one(sql, read=dialect)
+    except (SqlglotError, ValueError):
+        return None
+
+
+def _buckets_dates(read: Read, scope: Scope) -> bool:
+    """Whether the query groups by a date bucket (``strftime('%Y', …)``, ``date_trunc``, ``substr``):
+    a structured query cannot."""
+    tree = _tree(read, scope)
+    if tree is None:
+        return False
+    for group in tree.find_all(exp.Group):
+        if any(group.find_all(*_BUCKETS)):
+            return True
+        # GROUP BY 1 or by an alias: the bucket is in the select list.
+        selects = tree.selects if isinstance(tree, exp.Select) else []
+        if any(any(s.find_all(*_BUCKETS)) for s in selects):
+            return True
+    return False
+
+
+def _divides(read: Read, scope: Scope) -> bool:
+    """Whether the query divides (a share, a percentage): a structured query cannot."""
+    tree = _tree(read, scope)
+    return tree is not None and any(tree.find_all(exp.Div))
 
 
 def _as_date(text: str) -> date | None:
