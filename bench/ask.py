@@ -17,7 +17,8 @@ Reported per model (the rules are in ``bench/_scoring.py`` and the question file
   figure (``figures_in``);
 - answers with an invented number (target 0): a delivered answer stating a figure that is not a cell of
   the rows the turn returned (rounded as written) nor their count; checked here, independently of the
-  copilot's own number guard, whose catches are counted apart (``guard catches``);
+  copilot's own number guard, whose catches are counted apart (``guard catches``); the line that says which
+  metric definition an answer used is a quotation, not a figure, and is left out (``stated``);
 - no-data questions answered with a number (target 0);
 - confident wrong answers (target 0): turns that ended ``done`` (the review found nothing) with rows that
   are not the gold rows;
@@ -61,6 +62,7 @@ from _questions import Question, QuestionSet, every_question_set, run_gold
 from _scoring import figures_in, is_no_data, rows_match
 from plangate.copilot import Copilot, Turn
 from plangate.copilot._conversations import Conversations
+from plangate.copilot._review import DEFINITIONS_PREFIX
 from plangate.models import Model, ModelRequest, ScriptedModel
 from plangate.store import SQLiteStore
 from plangate.tools.data import DataSources, QueryLimits
@@ -183,22 +185,29 @@ def _right(
     return rows_match(gold, rows, ordered=question.ordered, precision=question.precision)  # type: ignore[arg-type]
 
 
+def stated(answer: str) -> str:
+    """What an answer states: its text without the lines that say which metric definitions it used
+    (``Definition used: revenue = sum(… * (1 - …))`` quotes a definition; it states no figure)."""
+    return "\n".join(line for line in answer.splitlines() if not line.startswith(DEFINITIONS_PREFIX)).strip()
+
+
 def score(question_set: QuestionSet, question: Question, turn: Turn, seconds: float) -> Scored:
     """A stored turn against the question's gold answer."""
     gold = run_gold(question_set, question).rows
     rows = [list(row) for row in turn.result.rows]
     first = turn.attempts[0]
-    first_answer = first.answer if first.status in ("done", "partial") else ""
+    first_answer = stated(first.answer) if first.status in ("done", "partial") else ""
+    answer = stated(turn.answer)
     catches = sum(1 for a in turn.attempts for s in a.review.signals if s.kind == "invented_number")
     return Scored(
         set=question_set.label,
         id=question.id,
         kind=question.kind,
         status=turn.status,
-        correct=_right(question, gold, rows, turn.answer),
+        correct=_right(question, gold, rows, answer),
         first_correct=_right(question, gold, [list(r) for r in first.result.rows], first_answer),
-        invented=invented_figures(turn.answer, question.question, rows, turn.result.columns),
-        no_data_with_number=question.expect == "no_data" and bool(figures_in(turn.answer, question.question)),
+        invented=invented_figures(answer, question.question, rows, turn.result.columns),
+        no_data_with_number=question.expect == "no_data" and bool(figures_in(answer, question.question)),
         guard_catches=catches,
         attempts=len(turn.attempts),
         seconds=seconds,

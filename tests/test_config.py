@@ -289,3 +289,34 @@ def test_a_source_needs_exactly_one_of_url_and_url_env_and_a_unique_name() -> No
     ]
     bad = problem('[[sources]]\nname = "a"\nurl = 5')
     assert "s3cret" not in str(found) and str(bad).endswith("sources[0].url: expected a string")
+
+
+def test_a_source_declares_its_semantic_layer_inline_or_as_a_file_beside_the_config(tmp_path: Path) -> None:
+    from plangate.copilot._scope import open_scope
+    from plangate.tools.data import DataSources
+
+    shop = Path(__file__).resolve().parents[1] / "examples" / "data" / "shop.db"
+    (tmp_path / "plangate.toml").write_text(
+        f"""
+[[sources]]
+name = "inline"
+url = "{shop}"
+[sources.semantic.metrics]
+units = "sum(order_items.quantity) where orders.status != 'cancelled'"
+
+[[sources]]
+name = "filed"
+url = "{shop}"
+semantic = "defs/shop.semantic.toml"
+"""
+    )
+    (tmp_path / "defs").mkdir()
+    (tmp_path / "defs" / "shop.semantic.toml").write_text('[metrics]\norders = "count(orders.order_id)"\n')
+    config = load_config(tmp_path / "plangate.toml")
+    inline, filed = config.sources
+    assert config.semantic_of(filed) == tmp_path / "defs" / "shop.semantic.toml"
+    for entry, metric in ((inline, "units"), (filed, "orders")):
+        sources = DataSources()
+        sources.register(entry.name, entry.target(), semantic=config.semantic_of(entry))
+        scope = open_scope(entry.name, sources=sources)
+        assert scope.semantic is not None and list(scope.semantic.metrics) == [metric]

@@ -34,6 +34,7 @@ to the file's folder. Example file::
     url_env = "WAREHOUSE_URL"            # or url = "postgresql://reader@db.internal/warehouse"
     schemas = ["public"]                 # the schemas questions read (default: every one the role may use)
     allow_privileged = false             # true: query it even if its role can do more than read
+    semantic = "warehouse.semantic.toml" # its semantic layer: a file, or a [sources.semantic] table
 """
 
 from __future__ import annotations
@@ -160,6 +161,10 @@ class SourceConfig(BaseModel):
         allow_privileged: query it even though its role can do more than read (a superuser, ``REPLICATION``,
             ``BYPASSRLS``, or one that can write); a warning is logged once.
         description: what the data is, shown to the owners who list the sources.
+        semantic: its semantic layer (named metrics, dimensions, relationships, synonyms): the path of a
+            ``.semantic.toml`` file (relative to this file's folder), or the same table inline
+            (``[sources.semantic]``); checked against the source's schema when a turn opens it. Without
+            it, a SQLite file's ``<stem>.semantic.toml`` beside it is used when there is one.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -170,6 +175,7 @@ class SourceConfig(BaseModel):
     schemas: list[NonEmpty] | None = None
     allow_privileged: bool = False
     description: str = ""
+    semantic: NonEmpty | dict[str, Any] | None = None
 
     def target(self, environ: Mapping[str, str] | None = None) -> str:
         """The URL or file this source reads.
@@ -231,6 +237,13 @@ class Config(BaseModel):
         """``path`` made absolute against :attr:`folder` (``~`` expanded; absolute paths unchanged)."""
         target = Path(path).expanduser()
         return target if target.is_absolute() else self.folder / target
+
+    def semantic_of(self, source: SourceConfig) -> dict[str, Any] | Path | None:
+        """A declared source's semantic layer: its inline table, or its file's path resolved against this
+        file's folder, or None."""
+        if isinstance(source.semantic, str):
+            return self.resolve(source.semantic)
+        return source.semantic
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ the code)::
     │   │   ├── ConfigFileError          plangate.toml cannot be used (config.py)
     │   │   ├── ToolDefinitionError      a tool cannot be built from what was given (tools/errors.py)
     │   │   ├── AggregateError           a query names what its source lacks (tools/data/aggregate.py)
+    │   │   ├── SemanticError            a semantic layer that cannot be used (tools/data/semantic.py)
     │   │   └── ToolsDiffer              a run's tools are not this process's (runs/tools.py)
     │   ├── NotFoundError                a run, step or interaction id that does not exist (for this owner)
     │   ├── RunLeased                    another live process holds the run's lease (it advances the run)
@@ -42,7 +43,7 @@ the code)::
         │   └── McpServerError           an MCP server cannot be started, initialised or listed (tools/mcp.py)
         ├── DataSourceError              a data source could not answer (tools/data/results.py)
         │   ├── QueryTimeout             a query ran past its time limit
-        │   └── SourceForbidden          a source that may not be queried (its role, or plangate's data)
+        │   └── SourceForbidden          a source that may never be queried (the store, a privileged role)
         ├── ScopeError                   the data a question is about cannot be described (copilot/_scope.py)
         └── StoreError                   the store cannot be read or written
             ├── SchemaVersionError       the store was written by a newer plangate

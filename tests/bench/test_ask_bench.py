@@ -56,6 +56,13 @@ def test_a_wrong_query_is_scored_wrong_and_a_made_up_figure_is_counted(tmp_path:
         store.close()
     assert scored.status == "done" and not scored.correct and not scored.first_correct
     assert scored.invented == []  # 40 is what it read: wrong, but not made up
+    assert bench.figures("scripted", [scored]).confident_wrong == 1  # done, and wrong
+
+
+def test_the_line_that_says_which_definition_an_answer_used_states_no_figure() -> None:
+    answer = "Revenue was 12.50.\n\nDefinition used: revenue = sum(a.b * (1 - a.c)) (net revenue)."
+    assert bench.stated(answer) == "Revenue was 12.50."
+    assert bench.invented_figures(bench.stated(answer), "q?", [[12.5]]) == []
 
 
 def test_invented_figures_are_those_not_in_the_rows_as_written() -> None:

@@ -476,11 +476,51 @@ def test_a_constrained_retry_samples_its_query_and_its_answer_more_freely(tmp_pa
     )
     with SQLiteStore(tmp_path / "s.db") as store:
         turn = ask("How many customers per region in 2024?", SHOP, model=model, store=store)
-    assert turn.attempts[0].status != "done" and turn.attempts[1].status == "done"
+    assert turn.attempts[0].status != "done"
     assert "no_rows_in_range" in turn.attempts[0].review.kinds()
+    # The retry counts every customer, leaving the year out: its figure is not what was asked, and says so.
+    assert turn.attempts[1].status == "partial" and turn.attempts[1].review.kinds() == ["query_shape"]
+    assert "names 2024-01-01 to 2024-12-31, but no date bound" in turn.attempts[1].reason
     assert [(r.purpose, r.temperature) for r in model.requests] == [
         ("copilot", None),
         ("generate", None),
         ("copilot", 0.7),
         ("generate", 0.7),
     ]
+
+
+def test_the_grammar_offers_the_metric_a_question_names_when_it_agrees_with_its_definition() -> None:
+    shop = open_scope(SHOP, categories=True)
+    assert shop.semantic is not None
+
+    def offered(question: str) -> tuple[tuple[str, ...], str]:
+        hints = question_hints(question, shop.categories, shop.schema, shop.semantic)
+        return hints.metrics, json.dumps(op_lines_schema(shop.schema, hints, shop.semantic))
+
+    metrics, grammar = offered("What was our revenue in May 2026?")
+    assert metrics == ("revenue",) and '"metric": {"enum": ["revenue"]}' in grammar
+    assert '"times"' not in grammar  # the metric is the one measure offered
+    # It leaves cancelled orders out: a question that counts them in gets the columns instead.
+    metrics, grammar = offered("What was revenue in 2025, cancelled orders included?")
+    assert metrics == () and '"metric"' not in grammar
+    assert offered("Revenue in 2025, leaving cancelled orders aside")[0] == ("revenue",)
+    # Not named, or another figure (an average is not a sum): no metric.
+    assert offered("How many orders per channel?")[0] == ()
+    assert offered("What is the average revenue per order line?")[0] == ()
+
+
+def test_a_value_counted_in_is_no_filter_and_a_code_in_capitals_is_matched_as_written(
+    chinook_scope: Scope, shop_with_categories: Scope
+) -> None:
+    hints = question_hints(
+        "Total units in Q4 2025, counting cancelled orders too?", shop_with_categories.categories
+    )
+    assert hints.mentions == []
+    hints = question_hints("How many orders were cancelled?", shop_with_categories.categories)
+    assert hints.mentions == [("orders.status", "cancelled")]
+    chinook = open_scope(chinook_scope.source.describe(), categories=True)
+    spent = question_hints("How much have customers spent on Rock tracks?", chinook.categories)
+    assert ("Customer.State", "ON") not in spent.mentions and ("Genre.Name", "Rock") in spent.mentions
+    assert ("Customer.State", "ON") in question_hints(
+        "How many customers are in ON?", chinook.categories
+    ).mentions

@@ -132,7 +132,7 @@ def test_an_empty_answer_is_broken(shop_scope: Scope) -> None:
 
 
 def test_a_step_that_hit_the_row_limit_is_degraded(shop_scope: Scope) -> None:
-    read = Read("q", "db_query", {}, ["n"], [[10]], truncated=True)
+    read = Read("q", "db_query", {"sql": "SELECT order_id AS n FROM orders"}, ["n"], [[10]], truncated=True)
     assert _kinds(_signals(_outcome(reads=[read]), shop_scope)) == [("step_limit_hit", "degraded")]
 
 
@@ -150,7 +150,7 @@ def test_an_agent_that_ran_out_of_rounds_hit_a_step_limit(shop_scope: Scope) -> 
 
 
 def test_an_empty_query_result_is_degraded(shop_scope: Scope) -> None:
-    read = Read("q", "db_query", {}, ["n"], [])
+    read = Read("q", "db_query", {"sql": "SELECT count(*) AS n FROM orders WHERE 0"}, ["n"], [])
     signals = _signals(_outcome(reads=[read], answer="None found."), shop_scope)
     assert _kinds(signals) == [("empty_query_result", "degraded")]
 
@@ -159,7 +159,7 @@ def test_no_rows_in_the_asked_range_compares_the_question_with_the_tables_dates(
     read = Read(
         "q",
         "db_aggregate",
-        {"table": "orders", "period": {"column": "orders.order_date", "from": "2030"}},
+        {"table": "orders", "period": {"column": "orders.order_date", "from": "2030", "to": "2030"}},
         ["n"],
         [],
     )
@@ -180,9 +180,8 @@ def test_no_rows_in_range_reads_the_date_columns_a_query_names(shop_scope: Scope
 
 
 def test_a_period_the_data_covers_raises_no_range_signal(shop_scope: Scope) -> None:
-    read = Read(
-        "q", "db_aggregate", {"period": {"column": "orders.order_date", "from": "2025"}}, ["n"], [[3]]
-    )
+    period = {"column": "orders.order_date", "from": "2025", "to": "2025"}
+    read = Read("q", "db_aggregate", {"period": period}, ["n"], [[3]])
     assert _signals(_outcome(reads=[read], answer="3."), shop_scope, "orders in 2025") == []
 
 
@@ -276,3 +275,46 @@ def test_an_answer_that_only_sounds_negative_is_not_a_denial(shop_scope: Scope, 
 )
 def test_answers_that_deny_the_rows_are_caught(shop_scope: Scope, answer: str) -> None:
     assert _kinds(_signals(_outcome(answer=answer), shop_scope)) == [("answer_denies_rows", "broken")]
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "doubt"),
+    [
+        ("Order counts for each month?", "SELECT count(*) AS n FROM orders", "groups by no date bucket"),
+        ("How many orders were placed year by year?", "SELECT count(*) AS n FROM orders", "no date bucket"),
+        ("What share of orders were cancelled?", "SELECT count(*) AS n FROM orders", "divides nothing"),
+        ("What % of orders came by web?", "SELECT count(*) AS n FROM orders", "divides nothing"),
+    ],
+)
+def test_a_time_grain_or_a_ratio_the_query_does_not_compute_is_not_vouched_for(
+    shop_scope: Scope, question: str, sql: str, doubt: str
+) -> None:
+    read = Read("q", "db_query", {"source": "shop", "sql": sql}, ["n"], [[10]])
+    signals = _signals(_outcome(reads=[read], answer="10."), shop_scope, question)
+    assert ("query_shape", "degraded") in _kinds(signals)
+    assert any(doubt in s.detail for s in signals)
+
+
+@pytest.mark.parametrize(
+    ("question", "sql"),
+    [
+        (
+            "Order counts for each month?",
+            "SELECT strftime('%Y-%m', order_date) AS month, count(*) AS n FROM orders GROUP BY 1",
+        ),
+        (
+            "Orders month by month?",
+            "SELECT substr(order_date, 1, 7) AS m, count(*) AS n FROM orders GROUP BY m",
+        ),
+        (
+            "What share of orders were placed by web?",
+            "SELECT 1.0 * sum(channel = 'web') / count(*) AS share FROM orders",
+        ),
+    ],
+)
+def test_a_query_that_buckets_dates_or_divides_answers_those_questions(
+    shop_scope: Scope, question: str, sql: str
+) -> None:
+    read = Read("q", "db_query", {"source": "shop", "sql": sql}, ["k", "n"], [["2025-01", 10]])
+    signals = _signals(_outcome(reads=[read], answer="10."), shop_scope, question)
+    assert not any("date bucket" in s.detail or "divides" in s.detail for s in signals)

@@ -97,7 +97,8 @@ def test_the_strategy_is_chosen_once_per_turn(tmp_path: Path, monkeypatch: pytes
 
 def test_the_free_strategy_asks_for_free_ops_and_keeps_its_draft_and_answer(shop_scope: Scope) -> None:
     free = FreeStrategy()
-    assert (free.name, free.categories, free.step_tokens) == ("free", False, STEP_TOKENS)
+    # Both read the category values: the review checks a query filters on those its question names.
+    assert (free.name, free.categories, free.step_tokens) == ("free", True, STEP_TOKENS)
     assert [free.temperature(n) for n in (1, 2)] == [None, None]
     assert free.ops_format(QUESTION, shop_scope) == OpsFormat(None, MAX_TOKENS, ())
     system, user = free.messages(shop_scope, QUESTION, [HistoryItem("Before?", "Yes.")], None)

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from ask_helpers import ANSWER, CHINOOK_DB, QUESTION, CopilotScript
+from ask_helpers import ANSWER, CHINOOK_DB, QUESTION, REVENUE_OPS, CopilotScript
 from console_helpers import console_page, console_server, screenshot
 from playwright.sync_api import Page, expect
 
@@ -72,6 +72,27 @@ def test_a_question_in_the_chat_shows_the_workflow_the_answer_the_table_and_the_
         expect(page.locator("#chat li.turn")).to_have_count(2)
         expect(page.locator("#chat li.turn").nth(1)).to_have_attribute("data-status", "done")
         assert Conversations(store).get_conversation(conversation.id).turns == 2
+        log.assert_clean()
+
+
+def test_a_partial_turn_says_why_beside_the_number_not_below_it(tmp_path: Path) -> None:
+    # The query leaves out the year the question names: the figure is shown, and so is why it is not vouched.
+    ops = REVENUE_OPS.replace(', "period": {"column": "orders.order_date", "from": "2025", "to": "2025"}', "")
+    assert ops != REVENUE_OPS
+    script = CopilotScript(ops=ops, answer="East led, then West and South.")
+    with console_server(tmp_path, model=script.model) as (server, _), console_page(server) as (page, log):
+        page.goto(server.url + "/#/ask")
+        _ask(page, QUESTION)
+        turn = page.locator("#chat li.turn").first
+        expect(turn).to_have_attribute("data-status", "partial")
+        answer, reason = turn.locator(".answer-row .answer"), turn.locator(".answer-row .turn-reason")
+        expect(reason).to_contain_text("no date bound of the query falls in it")
+        expect(answer).to_have_attribute("aria-describedby", reason.get_attribute("id") or "")
+        first, second = answer.bounding_box(), reason.bounding_box()
+        assert first is not None and second is not None
+        assert second["x"] >= first["x"] + first["width"] - 1  # to its right
+        assert second["y"] < first["y"] + first["height"]  # on the same line, not under it
+        screenshot(page, "ask-turn-partial.png")
         log.assert_clean()
 
 

@@ -22,6 +22,7 @@ from plangate.tools.data import (
     parse_aggregate,
     source_parameters,
 )
+from plangate.tools.data.aggregate_schema import source_properties
 from plangate.tools.data.results import ColumnInfo, ForeignKey, TableInfo
 from plangate.tools.sql_guard import check_read_only
 
@@ -347,13 +348,35 @@ def test_the_grammar_form_offers_only_qualified_names_and_number_columns_to_sum(
     shop: tuple[DataSources, SchemaInfo],
 ) -> None:
     _, schema = shop
-    properties = source_parameters(schema, grammar=True)["properties"]
-    assert isinstance(properties, dict) and "table" not in properties
-    counting, summing = properties["measures"]["items"]["anyOf"]  # type: ignore[index]
-    assert "order_items.unit_price" in summing["properties"]["column"]["enum"]
-    assert "order_items.order_id" not in summing["properties"]["column"]["enum"]  # a key is no number to sum
-    assert "*" in counting["properties"]["column"]["enum"]
+    properties = source_properties(schema, grammar=True)
+    assert "table" not in properties
+    counting, *summing = properties["measures"]["items"]["anyOf"]  # type: ignore[index]
+    per_table = {option["properties"]["column"]["enum"][0].split(".")[0]: option for option in summing}
+    items = per_table["order_items"]["properties"]
+    assert "order_items.unit_price" in items["column"]["enum"]
+    assert "order_items.order_id" not in items["column"]["enum"]  # a key is no number to sum
+    # A product of two columns stays at one grain: an order line's price times its own quantity.
+    assert items["times"]["enum"] == items["column"]["enum"]
+    assert all(name.startswith("order_items.") for name in items["times"]["enum"])
+    # count of '*' names no table: the grammar counts a real column instead.
+    assert "*" not in counting["properties"]["column"]["enum"]
     assert all("." in name for name in properties["group_by"]["items"]["enum"])  # type: ignore[index]
+
+
+def test_the_grammar_form_ties_the_ordering_to_the_measure_written(
+    shop: tuple[DataSources, SchemaInfo],
+) -> None:
+    _, schema = shop
+    variants = source_parameters(schema, grammar=True)["anyOf"]
+    assert isinstance(variants, list)
+    for variant in variants:
+        fields = variant["properties"]  # type: ignore[index]
+        measure = fields["measures"]["items"]["properties"]
+        [named] = (measure.get("metric") or measure["agg"])["enum"]
+        assert fields["order_by"]["items"]["properties"]["column"]["enum"] == [named]
+        assert fields["measures"]["maxItems"] == 1
+    kinds = {v["properties"]["measures"]["items"]["properties"]["agg"]["enum"][0] for v in variants}  # type: ignore[index]
+    assert kinds == {"count", "count_distinct", "min", "max", "sum", "avg"}
 
 
 def _registry(shop_db: Path) -> ToolRegistry:

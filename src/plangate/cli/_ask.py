@@ -197,6 +197,7 @@ def _sources(
             target,
             schemas=declared.schemas,
             allow_privileged=declared.allow_privileged or allow_privileged,
+            semantic=config.semantic_of(declared),
         )
         return sources, declared.name
     if data is not None and allow_privileged and urlsplit(data.strip()).scheme in URL_SCHEMES:

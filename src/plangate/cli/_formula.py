@@ -1,4 +1,5 @@
-"""``plangate formula check | show | cook``: look at a formula before running it.
+"""``plangate formula check | show | cook``: look at a formula before running it (``check`` also checks a
+data source's semantic layer, ``<source>.semantic.toml``, against its database: ``cli/_semantic.py``).
 
 For: printing issues, the step DAG (a tree and a Mermaid graph) and the cooked plan, as rich text or JSON.
 Not for: running formulas (``plangate run``) or any formula logic (``plangate.formulas``).
@@ -21,6 +22,7 @@ from rich.tree import Tree
 from plangate.cli._console import fail, out, parse_vars, print_json
 from plangate.cli._loading import project_tool_specs
 from plangate.cli._options import ConfigOpt, ToolsOpt
+from plangate.cli._semantic import check_semantic_file, is_semantic_file
 from plangate.cli._session import Session, session
 from plangate.errors import ConfigError, FormulaError, FormulaNotFound
 from plangate.formulas import CookedStep, Formula, Issue, Plan, check_formula, cook, has_errors, load_formula
@@ -33,6 +35,10 @@ PathOpt = Annotated[
 ]
 VarOpt = Annotated[list[str] | None, typer.Option("--var", help="A var value, NAME=VALUE (repeatable).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+DataOpt = Annotated[
+    str | None,
+    typer.Option("--data", help="For a .semantic.toml: the database it describes (default: the one beside)."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -52,8 +58,10 @@ def _check(
     tools: ToolsOpt = None,
     json: JsonOpt = False,
     config: ConfigOpt = None,
+    data: DataOpt = None,
 ) -> None:
     """Check a formula: unknown steps, cycles, bad conditions, vars (give required ones with --var), tools.
+    Given a data source's semantic file (NAME.semantic.toml), check it against its database instead.
 
     With tools (--tools, $PLANGATE_TOOLS, or plangate.toml's tools and [[mcp]] servers, which are started
     to list theirs), tool names are checked too, and a write step that says nothing of consent is a
@@ -62,6 +70,9 @@ def _check(
 
     Exit codes: 0 no errors (warnings allowed); 1 error-level issues; 2 the formula cannot be read (not
     found, bad TOML, a schema error), an option is wrong, or a tool source cannot be loaded."""
+    if is_semantic_file(name):
+        check_semantic_file(name, data, json)
+        return
     s = session(ctx, config=config, tools=tools)
     try:
         formula = load_formula(name, path)

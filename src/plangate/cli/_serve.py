@@ -160,6 +160,7 @@ def declared_sources(config: Config, flags: Iterable[str]) -> list[DeclaredSourc
                 schemas=tuple(entry.schemas) if entry.schemas else None,
                 allow_privileged=entry.allow_privileged,
                 description=entry.description,
+                semantic=config.semantic_of(entry),
             )
         )
     names = [declared.name for declared in found]

@@ -16,7 +16,7 @@ from pydantic import JsonValue
 
 from plangate.copilot import _review as review_rules
 from plangate.copilot import policy
-from plangate.copilot._check import check_draft
+from plangate.copilot._check import REPAIRED_WARNINGS, check_draft, needs_repair
 from plangate.copilot._conversations import TurnStatus
 from plangate.copilot._generate import Generation, Generator
 from plangate.copilot._numbers import Known
@@ -72,7 +72,7 @@ class AttemptResult:
 
 
 def _issue_lines(issues: Sequence[Issue]) -> str:
-    errors = [issue for issue in issues if issue.level == "error"]
+    errors = [issue for issue in issues if issue.level == "error" or issue.code in REPAIRED_WARNINGS]
     return "; ".join(f"{i.path}: {i.message}" if i.path else i.message for i in errors[:5])
 
 
@@ -170,7 +170,7 @@ class AttemptRun:
             return policy.Terminal("reply" if generation.ended == "reply" else "ask", generation.text), None
         formula, plan, issues = self._check()
         rounds = 0
-        while any(issue.level == "error" for issue in issues) and rounds < policy.REPAIR_ROUNDS:
+        while needs_repair(issues) and rounds < policy.REPAIR_ROUNDS:
             rounds += 1
             self._status("check", "issues", _issue_lines(issues))
             convo += [
@@ -185,7 +185,7 @@ class AttemptRun:
                     "reply" if generation.ended == "reply" else "ask", generation.text
                 ), None
             formula, plan, issues = self._check()
-        if any(issue.level == "error" for issue in issues):
+        if needs_repair(issues):
             self._status("check", "issues", _issue_lines(issues))
         else:
             self._status("check", "passed", f"{len(plan.steps) if plan else 0} steps")
@@ -258,6 +258,7 @@ class AttemptRun:
         if review.signals and setup.review_model is not None and outcome.completed:
             answer, review = await self._model_review(setup.review_model, outcome, review, known)
         self._review(review)
+        answer = review_rules.definitions_note(answer, outcome.reads, setup.scope)
         status = policy.attempt_status(review, ran=outcome.completed)
         reason = self._reason(outcome, review)
         retry = None

@@ -3,18 +3,22 @@
 For: issues ``{level, code, path, message}`` on a draft built from ops: the ops that could not be applied,
 the formula's schema, the plan check (``plangate.formulas.check``), and the data checks: every SQL text is
 parsed with sqlglot in the source's dialect and each table and column resolved against the real schema
-(an unknown one named with the closest real one), the read-only guard, structured queries compiled against
-the schema, sources outside the turn's scope, and steps a turn cannot run unattended (people, manual
-steps, sub-formulas). Not for: repairing anything (the model does, in ``_generate``).
+(an unknown one named with the closest real one), the read-only guard, a ``SUM`` / ``AVG`` / ``COUNT`` of a
+parent table's column under a join to its children (the fan trap: the parent's rows are repeated once per
+child), structured queries compiled against the schema and its semantic layer, sources outside the turn's
+scope, and steps a turn cannot run unattended (people, manual steps, sub-formulas). Not for: repairing
+anything (the model does, in ``_generate``).
 
 Data issue codes: ``op`` (an op that could not be applied), ``no-steps``, ``unknown-table``,
-``unknown-column``, ``sql-refused``, ``sql-syntax``, ``invalid-query`` (a structured query),
-``missing-source``, ``out-of-scope-source``, ``not-automatic``.
+``unknown-column``, ``sql-refused``, ``sql-syntax``, ``fan-out`` (a warning the repair rounds still hand
+back; the review calls it ``fan_out``), ``invalid-query`` (a structured query), ``missing-source``,
+``out-of-scope-source``, ``not-automatic``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import sqlglot
 from pydantic import JsonValue
@@ -34,11 +38,20 @@ from plangate.formulas.plan import (
     ManualExecutor,
     ToolExecutor,
 )
-from plangate.tools.data import AggregateError, SchemaInfo, TableInfo, compile_aggregate, parse_aggregate
+from plangate.tools.data import (
+    AggregateError,
+    SchemaInfo,
+    SemanticLayer,
+    TableInfo,
+    compile_aggregate,
+    parse_aggregate,
+)
 from plangate.tools.registry import closest_name
 from plangate.tools.sql_guard import Dialect, check_read_only
 
 DATA_TOOLS = frozenset({"db_query", "db_schema", "db_aggregate"})
+REPAIRED_WARNINGS = frozenset({"fan-out"})
+"""Warning codes the repair rounds hand back like errors: the query runs, but its figure is wrong."""
 
 
 def _error(code: str, path: str, message: str) -> Issue:
@@ -121,21 +134,30 @@ def step_issues(step: CookedStep, index: int, scope: Scope) -> list[Issue]:
             return [_error("sql-syntax", f"{where}.sql", "expected the SQL text in 'sql'")]
         return sql_issues(sql, scope.schema, f"{where}.sql")
     if executor.name == "db_aggregate":
-        return aggregate_issues(args, scope.schema, where)
+        return aggregate_issues(args, scope.schema, where, scope.semantic)
     return []
 
 
-def aggregate_issues(args: Mapping[str, JsonValue], schema: SchemaInfo, where: str) -> list[Issue]:
-    """A structured query's issues: its shape, and every name resolved against the schema."""
+def needs_repair(issues: Iterable[Issue]) -> bool:
+    """Whether the check's issues go back to the model: an error, or a warning of ``REPAIRED_WARNINGS``."""
+    return any(issue.level == "error" or issue.code in REPAIRED_WARNINGS for issue in issues)
+
+
+def aggregate_issues(
+    args: Mapping[str, JsonValue], schema: SchemaInfo, where: str, semantic: SemanticLayer | None = None
+) -> list[Issue]:
+    """A structured query's issues: its shape, and every name resolved against the schema (and the
+    semantic layer's metrics and dimensions)."""
     if _templated(dict(args)):
         return []  # filled from earlier steps at run time; the tool checks it then
     try:
-        compile_aggregate(parse_aggregate(args), schema)
+        compile_aggregate(parse_aggregate(args), schema, semantic)
     except AggregateError as exc:
+        text = str(exc)
         code = (
             "unknown-table"
-            if "unknown table" in str(exc)
-            else ("unknown-column" if "unknown column" in str(exc) else "invalid-query")
+            if "unknown table" in text
+            else ("unknown-column" if "unknown column" in text else "invalid-query")
         )
         return [_error(code, f"{where}.{exc.path}", str(exc).split(": ", 1)[1])]
     return []
@@ -175,7 +197,132 @@ def sql_issues(sql: str, schema: SchemaInfo, path: str) -> list[Issue]:
     issues: list[Issue] = []
     for scope in scopes:
         issues += _scope_issues(scope, tables, path)
+    if not issues:
+        issues += [
+            Issue(level="warning", code="fan-out", path=path, message=fan.message())
+            for fan in _fan_outs(scopes, tables)
+        ]
     return list({issue.message: issue for issue in issues}.values())
+
+
+@dataclass(frozen=True)
+class FanOut:
+    """A measure of a parent table's column taken under a join to its children: ``aggregate`` (as written)
+    is repeated once per ``child`` row of each ``parent`` row."""
+
+    aggregate: str
+    parent: str
+    child: str
+
+    def message(self) -> str:
+        return (
+            f"{self.aggregate} is repeated once per {self.child} row: the join from {self.parent} to its "
+            f"{self.child} rows (one-to-many) multiplies it. Aggregate {self.parent} before joining (a "
+            f"subquery), measure the {self.child} rows instead, or use db_aggregate, which computes each "
+            "measure once per row of its own table"
+        )
+
+
+def sql_fan_outs(sql: str, schema: SchemaInfo) -> list[FanOut] | None:
+    """The fan-outs of one SQL text, or None when it cannot be read (templated, refused, not parsed)."""
+    if "{{" in sql:
+        return None
+    dialect: Dialect = "postgres" if schema.dialect == "postgres" else "sqlite"
+    try:
+        scopes = traverse_scope(sqlglot.parse_one(sql, read=dialect))
+    except (SqlglotError, RecursionError, ValueError):
+        return None
+    return _fan_outs(scopes, {table.name.lower(): table for table in schema.tables})
+
+
+def _fan_outs(scopes: list[SqlScope], tables: Mapping[str, TableInfo]) -> list[FanOut]:
+    found: list[FanOut] = []
+    for scope in scopes:
+        real = {
+            alias.lower(): tables[source.name.lower()]
+            for alias, source in scope.sources.items()
+            if isinstance(source, exp.Table) and source.name.lower() in tables
+        }
+        children = _children(scope, real)
+        if not children:
+            continue
+        for node in scope.expression.find_all(exp.Sum, exp.Avg, exp.Count):
+            if _scope_of(node) is not scope.expression or isinstance(node.this, exp.Distinct | exp.Star):
+                continue
+            for column in node.find_all(exp.Column):
+                table = _table_of(column, real)
+                if table is not None and table.name in children:
+                    found.append(FanOut(node.sql(), table.name, children[table.name]))
+                    break
+    return list({(f.aggregate, f.parent): f for f in found}.values())
+
+
+def _scope_of(node: exp.Expr) -> exp.Expr | None:
+    """The SELECT a node belongs to (the innermost one around it)."""
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        parent = parent.parent
+    return parent
+
+
+def _table_of(column: exp.Column, real: Mapping[str, TableInfo]) -> TableInfo | None:
+    if column.table:
+        return real.get(column.table.lower())
+    owners = [t for t in real.values() if any(c.name.lower() == column.name.lower() for c in t.columns)]
+    return owners[0] if len(owners) == 1 else None
+
+
+def _children(scope: SqlScope, real: Mapping[str, TableInfo]) -> dict[str, str]:
+    """The tables of the scope joined to rows of another table of it that refer to them: parent → child
+    (one invoice, its many lines), from the join conditions (``ON``, ``USING``, ``WHERE a.x = b.y``)."""
+    select = scope.expression
+    if not isinstance(select, exp.Select) or len(real) < 2:
+        return {}
+    pairs: list[tuple[TableInfo, str, TableInfo, str]] = []
+    conditions: list[exp.Expr] = []
+    for join in select.args.get("joins") or []:
+        if join.args.get("on") is not None:
+            conditions.append(join.args["on"])
+        joined = real.get(join.this.alias_or_name.lower()) if isinstance(join.this, exp.Table) else None
+        for name in join.args.get("using") or []:
+            others = [t for t in real.values() if t is not joined and _has(t, name.name)]
+            pairs += [(other, name.name, joined, name.name) for other in others if joined is not None]
+    if select.args.get("where") is not None:
+        conditions.append(select.args["where"])
+    for condition in conditions:
+        for equal in condition.find_all(exp.EQ):
+            left, right = equal.this, equal.expression
+            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+                a, b = _table_of(left, real), _table_of(right, real)
+                if a is not None and b is not None and a is not b:
+                    pairs.append((a, left.name, b, right.name))
+    children: dict[str, str] = {}
+    for a, a_column, b, b_column in pairs:
+        for parent, parent_column, child, child_column in (
+            (a, a_column, b, b_column),
+            (b, b_column, a, a_column),
+        ):
+            if _refers(child, child_column, parent, parent_column):
+                children.setdefault(parent.name, child.name)
+    return children
+
+
+def _has(table: TableInfo, column: str) -> bool:
+    return any(c.name.lower() == column.lower() for c in table.columns)
+
+
+def _refers(child: TableInfo, column: str, parent: TableInfo, parent_column: str) -> bool:
+    """Whether ``child.column`` is a foreign key to ``parent.parent_column`` that is not also the child's
+    whole key (a one-to-one link repeats nothing)."""
+    keys = [c.name.lower() for c in child.columns if c.primary_key]
+    if keys == [column.lower()]:
+        return False
+    return any(
+        key.column.lower() == column.lower()
+        and key.references_table.lower() == parent.name.lower()
+        and (not key.references_column or key.references_column.lower() == parent_column.lower())
+        for key in child.foreign_keys
+    )
 
 
 def _outputs(scope: SqlScope) -> set[str] | None:
@@ -303,4 +450,14 @@ def _hint(name: str, candidates: Iterable[str]) -> str:
     return f" (did you mean {lowered[found]!r}?)" if found is not None else ""
 
 
-__all__ = ["DATA_TOOLS", "aggregate_issues", "check_draft", "sql_issues", "step_issues"]
+__all__ = [
+    "DATA_TOOLS",
+    "REPAIRED_WARNINGS",
+    "FanOut",
+    "aggregate_issues",
+    "check_draft",
+    "needs_repair",
+    "sql_fan_outs",
+    "sql_issues",
+    "step_issues",
+]

@@ -204,7 +204,7 @@ class Generator:
         except (DataSourceError, QueryRefused) as exc:
             return look_text(table, self.scope, None, str(exc))
         for row in sample.rows:
-            self.known.add_values([value for value in row if not isinstance(value, bytes)])
+            self.known.add_cells([value for value in row if not isinstance(value, bytes)])
         return look_text(table, self.scope, sample, None)
 
 

@@ -4,8 +4,10 @@ formula.
 For: turning streamed text into ops tolerantly (blank lines, code fences, prose, lines without ``op``
 are skipped; an object written over several lines is read whole; an array of ops counts as its ops) and
 building an ordinary ``Formula`` from them (``add_step``, ``update_step`` with a field merge where ``null``
-deletes, ``remove_step``). Not for: deciding what the ops mean for the turn (``_generate``, ``policy``) or
-checking the formula (``_check``).
+deletes, ``remove_step``). In a repair round a model very often sends its whole corrected workflow again:
+there, an ``add_step`` of an id that exists replaces that step, and a ``plan`` op starts the workflow over.
+Not for: deciding what the ops mean for the turn (``_generate``, ``policy``) or checking the formula
+(``_check``).
 """
 
 from __future__ import annotations
@@ -174,6 +176,7 @@ class Draft:
         summary: the ``plan`` op's summary.
         explanation: the ``done`` op's explanation.
         run: the ``done`` op's ``run``.
+        repairing: a repair round is under way (``start_repair``).
     """
 
     name: str
@@ -183,11 +186,19 @@ class Draft:
     summary: str = ""
     explanation: str = ""
     run: bool = True
+    repairing: bool = False
 
     def reset(self) -> None:
         """Forget every step (a rebuilt workflow starts from nothing)."""
         self.steps.clear()
         self.problems.clear()
+
+    def start_repair(self) -> None:
+        """A repair round begins: the ops that could not be applied were reported (they are forgotten, or
+        the check would report them for ever), an ``add_step`` of an existing id now replaces that step and
+        a ``plan`` op starts the workflow over."""
+        self.problems.clear()
+        self.repairing = True
 
     def apply(self, op: Op) -> str | None:
         """Apply a building op (``plan``, ``add_step``, ``update_step``, ``remove_step``, ``done``); returns
@@ -195,6 +206,8 @@ class Draft:
         fields = op.fields
         if op.name == "plan":
             self.summary = _text(fields.get("summary"))
+            if self.repairing:
+                self.steps.clear()  # the corrected workflow follows, whole
             return None
         if op.name == "done":
             self.explanation = _text(fields.get("explanation"))
@@ -222,7 +235,11 @@ class Draft:
         step_id = step.get("id")
         if not isinstance(step_id, str) or not step_id.strip():
             return "add_step: the step has no 'id'"
-        if self._index(step_id) is not None:
+        index = self._index(step_id)
+        if index is not None and self.repairing:
+            self.steps[index] = json.loads(json.dumps(step))  # the corrected step, sent whole
+            return None
+        if index is not None:
             return f"add_step: a step {step_id!r} exists already; change it with update_step"
         self.steps.append(json.loads(json.dumps(step)))
         return None

@@ -1,5 +1,6 @@
-"""What the copilot model reads: the op protocol, the data source described, the question, its history, and
-the messages that answer a ``look``, report the check's issues, or hand a retry back.
+"""What the copilot model reads: the op protocol, the data source described (with its semantic layer's
+metrics and dimensions), the question, its history, and the messages that answer a ``look``, report the
+check's issues, or hand a retry back.
 
 For: text only, built from plain values: the full op protocol of the models that write ops freely, and the
 schema text and ``look`` answers every model reads. Not for: calling the model (``_generate``), or the short
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import JsonValue
 
+from plangate.copilot._check import REPAIRED_WARNINGS
 from plangate.copilot._scope import Scope
 from plangate.copilot.policy import HistoryItem, history_items
 from plangate.formulas import Issue
@@ -24,7 +26,7 @@ from plangate.tools.data.results import TableInfo
 SCHEMA_CHARS = 9_000
 """The longest schema description in the full prompt; beyond it, tables are listed by name only."""
 
-_PROTOCOL = """You build a workflow that answers a question about data. Write it as operations: one JSON
+PROTOCOL = """You build a workflow that answers a question about data. Write it as operations: one JSON
 object per line, nothing else on the line, no code fences. The operations:
 {"op":"plan","summary":"..."}                  what you will do, in one sentence
 {"op":"look","table":"T"}                       see the columns, types and 5 sample rows of table T
@@ -45,12 +47,17 @@ steps it needs. Never write a number yourself: every number in the answer must b
 
 db_aggregate args: {"source":"S","table":"T",
   "measures":[{"agg":"count|count_distinct|sum|avg|min|max","column":"table.column or *",
-               "times":"table.column (optional: sums column x times)","as":"result name"}],
+               "times":"table.column (optional: sums column x times)","as":"result name"}
+              or {"metric":"a metric of the source, by name"}],
   "group_by":["table.column"],
   "filters":[{"column":"table.column","op":"= != < <= > >= in|not in|like|is null","value":...}],
   "period":{"column":"table.date_column","from":"2025","to":"2025-06"},
   "order_by":[{"column":"a group_by column or a measure's as","desc":true}], "limit":10}
-Columns of other tables are joined along foreign keys. A period bound is a year, a month or a day.
+Columns of other tables are joined along foreign keys; each measure is computed once per row of its own
+table, whatever a join repeats. A period bound is a year, a month or a day. When the source defines a metric
+for what the question asks (revenue, say), use the metric: it is the source's own definition.
+In db_query SQL, never SUM or AVG a column of a table joined to its child rows (an invoice's total joined to
+its lines counts it once per line): sum the child rows, or aggregate the parent first in a subquery.
 
 Example, on another database:
 """
@@ -92,7 +99,7 @@ _EXAMPLE_OPS: list[dict[str, JsonValue]] = [
     },
     {"op": "done", "explanation": "Sums sales per city for 2024 and keeps the top 2", "run": True},
 ]
-_PROTOCOL += "\n".join(json.dumps(op, separators=(",", ":")) for op in _EXAMPLE_OPS) + "\n"
+PROTOCOL += "\n".join(json.dumps(op, separators=(",", ":")) for op in _EXAMPLE_OPS) + "\n"
 
 
 def _column_text(table: TableInfo, scope: Scope) -> str:
@@ -149,12 +156,30 @@ def _history_text(history: Sequence[HistoryItem]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def metrics_text(scope: Scope) -> str:
+    """The source's metrics and dimensions as the prompt lists them, or "" without a semantic layer."""
+    layer = scope.semantic
+    if layer is None or not (layer.metrics or layer.dimensions):
+        return ""
+    lines = []
+    if layer.metrics:
+        lines.append('Metrics of this source (in db_aggregate: {"metric":"name"}):')
+        for metric in layer.metrics.values():
+            also = f" (also: {', '.join(metric.synonyms)})" if metric.synonyms else ""
+            about = f": {metric.description}" if metric.description else ""
+            lines.append(f"- {metric.name} = {metric.definition}{about}{also}")
+    if layer.dimensions:
+        named = [f"{d.name} = {d.column.name}" for d in layer.dimensions.values()]
+        lines.append("Dimensions (group_by or filter by name): " + "; ".join(named))
+    return "\n".join(lines) + "\n"
+
+
 def messages(
     scope: Scope, question: str, history: Sequence[HistoryItem], instruction: str | None
 ) -> list[Message]:
-    """The opening messages of a generation: the protocol and the schema, then the conversation's earlier
-    turns and the question (or the retry's instruction)."""
-    system = _PROTOCOL + "\n" + schema_text(scope)
+    """The opening messages of a generation: the protocol, the schema and the semantic layer, then the
+    conversation's earlier turns and the question (or the retry's instruction)."""
+    system = PROTOCOL + "\n" + schema_text(scope) + "\n" + metrics_text(scope)
     body = instruction if instruction is not None else f"Question: {question}"
     return [Message("system", system), Message("user", _history_text(history) + body)]
 
@@ -173,11 +198,12 @@ def look_text(table: TableInfo, scope: Scope, sample: QueryResult | None, proble
 
 
 def issue_list(issues: Sequence[Issue]) -> str:
-    """The check's errors as ``- path: message`` lines."""
+    """The check's errors (and the warnings the repair rounds hand back, a fan-out) as ``- path: message``
+    lines."""
     return "\n".join(
         f"- {issue.path}: {issue.message}" if issue.path else f"- {issue.message}"
         for issue in issues
-        if issue.level == "error"
+        if issue.level == "error" or issue.code in REPAIRED_WARNINGS
     )
 
 
@@ -185,8 +211,19 @@ def repair_text(issues: Sequence[Issue]) -> str:
     """The message that hands the check's errors back to the model, to fix with ops."""
     return (
         f"The check of your workflow found these errors:\n{issue_list(issues)}\n"
-        "Fix them with update_step, remove_step or add_step ops (one per line), then done."
+        "Fix them with update_step, remove_step or add_step ops (one per line; an add_step of a step that "
+        "exists replaces it), then done."
     )
 
 
-__all__ = ["SCHEMA_CHARS", "issue_list", "look_text", "messages", "repair_text", "schema_text", "table_line"]
+__all__ = [
+    "PROTOCOL",
+    "SCHEMA_CHARS",
+    "issue_list",
+    "look_text",
+    "messages",
+    "metrics_text",
+    "repair_text",
+    "schema_text",
+    "table_line",
+]

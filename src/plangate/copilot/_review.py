@@ -1,8 +1,10 @@
 """Review: rules first, read from the run's events and output; a model only when the rules found something.
 
 For: the signals of an attempt (``tool_error``, ``step_failed``, ``empty_output``, ``step_limit_hit``,
-``empty_query_result``, ``no_rows_in_range``, ``leaked_markup``, ``invented_number``,
-``answer_denies_rows``), what counts as the data a run read (for the number guard), and the optional model
+``empty_query_result``, ``no_rows_in_range``, ``leaked_markup`` (markup, or text of the run's own prompts:
+an answer step that echoes its instructions), ``invented_number``, ``answer_denies_rows``, and
+``_shape``'s ``fan_out`` and ``query_shape``), what counts as the data a run read (for the number guard),
+and the optional model
 review (purpose ``review``), which may annotate the answer, rewrite it (a rewrite that adds a number the data
 does not hold is reverted) and veto a retry, but never force one. Every model's answers go through these
 rules. Not for: deciding whether to retry (``policy.retry_after_review``), or what replaces a small model's
@@ -19,13 +21,15 @@ from pydantic import JsonValue
 
 from plangate.copilot._numbers import Known, invented
 from plangate.copilot._periods import asked_period
+from plangate.copilot._prompt import PROTOCOL
 from plangate.copilot._run import Read, RunOutcome
 from plangate.copilot._scope import Scope
+from plangate.copilot._shape import fan_out_signals, shape_signals
 from plangate.copilot.results import Review, Signal
 from plangate.errors import PlangateError
 from plangate.formulas import Plan
 from plangate.formulas._executors import parse_json_answer
-from plangate.formulas.plan import AgentExecutor, ToolExecutor
+from plangate.formulas.plan import AgentExecutor, LlmExecutor, ToolExecutor
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete
 from plangate.tools.data.periods import DateRange
 
@@ -56,7 +60,7 @@ def known_data(question: str, plan: Plan | None, outcome: RunOutcome | None, kno
             known.add_values([len(read.rows)])
             known.add_values(list(read.columns))
             for row in read.rows:
-                known.add_values(row)
+                known.add_cells(row)
         for result in outcome.agent_results:
             known.add_value(result.observation)
     return known
@@ -181,11 +185,61 @@ def no_rows_in_range(question: str, reads: list[Read], scope: Scope) -> Signal |
     )
 
 
-def answer_signals(answer: str, known: Known) -> list[Signal]:
-    """The signals of the answer's text: leaked markup, and numbers the data does not hold."""
+_PLACEHOLDER = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_PIECES = re.compile(r"(?<=[.!?:])\s+|\n+")
+_ECHO_WORDS = 5
+"""Words a piece of a prompt has at least to count as echoed when an answer repeats it."""
+
+
+def prompt_pieces(plan: Plan | None) -> list[str]:
+    """The sentences of plangate's own prompts an answer must never repeat: the run's ``llm`` and agent
+    step prompts (their ``{{…}}`` left out) and the copilot's protocol."""
+    texts = [PROTOCOL]
+    if plan is not None:
+        for step in plan.steps:
+            if isinstance(step.executor, LlmExecutor | AgentExecutor):
+                texts.append(step.executor.prompt)
+    pieces: list[str] = []
+    for text in texts:
+        for piece in _PIECES.split(_PLACEHOLDER.sub("\n", text)):
+            plain = " ".join(piece.lower().split())
+            if len(plain.split()) >= _ECHO_WORDS:
+                pieces.append(plain)
+    return list(dict.fromkeys(pieces))
+
+
+def echoed_prompt(answer: str, pieces: list[str]) -> str | None:
+    """The piece of a prompt ``answer`` repeats, whole or cut short at its end (``… from these rows
+    only. Co…``), or None."""
+    plain = " ".join(answer.lower().split())
+    tail = " ".join(plain.rstrip("…. ").split()[-_ECHO_WORDS * 2 :])
+    for piece in pieces:
+        if piece in plain:
+            return piece
+        words = tail.split()
+        # The answer's last words start the piece: an echo the token limit (or a clip) cut short.
+        for start in range(len(words) - _ECHO_WORDS + 1):
+            if piece.startswith(" ".join(words[start:])):
+                return piece
+    return None
+
+
+def answer_signals(answer: str, known: Known, prompts: list[str] | None = None) -> list[Signal]:
+    """The signals of the answer's text: leaked markup (or text of the run's own prompts: ``prompts``, as
+    ``prompt_pieces`` gives them), and numbers the data does not hold."""
     signals: list[Signal] = []
+    echo = echoed_prompt(answer, prompts) if prompts else None
+    if echo is not None:
+        shown = echo if len(echo) <= 60 else echo[:59] + "…"
+        signals.append(
+            Signal(
+                kind="leaked_markup",
+                detail=f"the answer repeats the workflow's own instructions: {shown!r}",
+                severity="broken",
+            )
+        )
     markup = _MARKUP.search(answer)
-    if markup is not None:
+    if markup is not None and echo is None:
         signals.append(
             Signal(
                 kind="leaked_markup", detail=f"the answer contains {markup.group(0)!r}", severity="degraded"
@@ -204,6 +258,26 @@ def answer_signals(answer: str, known: Known) -> list[Signal]:
     return signals
 
 
+DEFINITIONS_PREFIX = "Definition used: "
+"""How the line that says which metric definitions an answer used begins."""
+
+
+def definitions_note(answer: str, reads: list[Read], scope: Scope) -> str:
+    """``answer`` followed by the semantic layer's definitions its queries used, one line each
+    (``Definition used: revenue = sum(…) where …``), so that a reader knows which figure it is."""
+    used: dict[str, str] = {}
+    for read in reads:
+        used |= read.definitions
+    if not used or not answer.strip():
+        return answer
+    lines = []
+    for name, definition in used.items():
+        metric = scope.semantic.metric(name) if scope.semantic is not None else None
+        about = f" ({metric.description})" if metric is not None and metric.description else ""
+        lines.append(f"{DEFINITIONS_PREFIX}{name} = {definition}{about}.")
+    return answer.rstrip() + "\n\n" + "\n".join(lines)
+
+
 def review_run(question: str, outcome: RunOutcome, scope: Scope, known: Known) -> list[Signal]:
     """Every rule's signals for an attempt that ran (or tried to)."""
     signals = _tool_errors(outcome) + _step_signals(outcome) + _read_signals(outcome.reads)
@@ -218,8 +292,9 @@ def review_run(question: str, outcome: RunOutcome, scope: Scope, known: Known) -
     ranged = no_rows_in_range(question, outcome.reads, scope)
     if ranged is not None:
         signals.append(ranged)
+    signals += fan_out_signals(outcome.reads, scope)
     if outcome.answer.strip():
-        signals += answer_signals(outcome.answer, known)
+        signals += answer_signals(outcome.answer, known, prompt_pieces(outcome.plan))
         denial = _DENIES.search(outcome.answer)
         if denial is not None and outcome.result.rows:
             rows = len(outcome.result.rows)
@@ -233,7 +308,7 @@ def review_run(question: str, outcome: RunOutcome, scope: Scope, known: Known) -
                     ),
                 )
             )
-    return signals
+    return signals + shape_signals(question, outcome, scope)
 
 
 # -- the model review -------------------------------------------------------------------------------------
@@ -335,11 +410,15 @@ def apply_model_review(
 
 
 __all__ = [
+    "DEFINITIONS_PREFIX",
     "ModelVerdict",
     "answer_signals",
     "apply_model_review",
+    "definitions_note",
+    "echoed_prompt",
     "known_data",
     "model_review",
     "no_rows_in_range",
+    "prompt_pieces",
     "review_run",
 ]

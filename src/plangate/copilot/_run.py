@@ -71,6 +71,8 @@ class Read:
         rows: the rows (as the step's output holds them).
         truncated: the query had more rows than the row limit.
         clipped: the size limit cut the rows short.
+        definitions: the semantic layer's metrics a structured query used, with their definitions.
+        grains: the measures a structured query computed at their own grain, with why.
     """
 
     step_id: str
@@ -80,6 +82,8 @@ class Read:
     rows: list[list[JsonValue]]
     truncated: bool = False
     clipped: bool = False
+    definitions: dict[str, str] = field(default_factory=dict)
+    grains: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -169,7 +173,13 @@ def _read(step_id: str, executor: ToolExecutor, output: dict[str, JsonValue], ar
         [list(row) for row in rows if isinstance(row, list)],
         bool(output.get("truncated")),
         bool(output.get("clipped")),
+        _texts(output.get("definitions")),
+        _texts(output.get("grains")),
     )
+
+
+def _texts(value: JsonValue) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 class PlanRunner:

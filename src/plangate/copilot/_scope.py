@@ -1,4 +1,5 @@
-"""A turn's scope: the data source a question is about, its schema and date ranges, and the tools over it.
+"""A turn's scope: the data source a question is about, its schema, date ranges and semantic layer, and the
+tools over it.
 
 For: turning ``data`` (a file path, a ``sqlite:///`` or ``postgresql://`` URL, or the name of a registered
 source) into an open, described source, and saying in words why one cannot be opened. A file is registered
@@ -24,8 +25,11 @@ from plangate.tools.data import (
     QueryLimits,
     QueryTimeout,
     SchemaInfo,
+    SemanticError,
+    SemanticLayer,
     data_tools,
     date_ranges,
+    load_semantic,
     shop_db_path,
 )
 from plangate.tools.data.postgres import URL_SCHEMES, mask_password
@@ -58,8 +62,11 @@ class Scope:
         dates: the first and last date of each date column (empty when they could not be read).
         registry: ``db_schema``, ``db_query`` and ``db_aggregate`` over ``sources``.
         limits: the row, size and time limits of every query.
-        categories: the source's category columns and their values (read only when the turn's generation
-            strategy asks for them: a grammar that allows filters on them alone).
+        categories: the source's category columns and their values (read when the turn's generation
+            strategy asks for them: a grammar that allows filters on them alone, a review that checks a
+            query filters on the values its question names).
+        semantic: the source's semantic layer (named metrics, dimensions, relationships), or None; its
+            relationships are in ``schema`` already.
     """
 
     sources: DataSources
@@ -69,6 +76,7 @@ class Scope:
     dates: list[DateRange] = field(default_factory=list)
     registry: ToolRegistry = field(default_factory=ToolRegistry)
     categories: list[CategoryColumn] = field(default_factory=list)
+    semantic: SemanticLayer | None = None
 
     @property
     def name(self) -> str:
@@ -167,15 +175,23 @@ def open_scope(
     if not any(table.kind == "table" or table.columns for table in schema.tables):
         raise ScopeError(f"{source_label(data)} holds no tables: there is nothing to ask about")
     try:
+        declared = registry.semantic_of(source.name)
+        semantic = load_semantic(declared[0], schema, declared[1]) if declared is not None else None
+    except SemanticError as exc:
+        raise ScopeError(f"the semantic layer of {source_label(data)} cannot be used: {exc}") from None
+    if semantic is not None:
+        schema = semantic.applied(schema)
+    try:
         dates = date_ranges(source, schema.tables, bounds)
     except DataSourceError:
         dates = []  # without dates, only the no-rows-in-range review is lost
     # The turn's tools see the asked source alone: any other is outside its scope (and its schema unread).
     scoped = DataSources()
     scoped.add(source)
-    tools = ToolRegistry(data_tools(scoped, bounds, schemas={source.name: schema}))
+    layers = {source.name: semantic} if semantic is not None else None
+    tools = ToolRegistry(data_tools(scoped, bounds, schemas={source.name: schema}, semantics=layers))
     found = category_columns(source, schema.tables, bounds) if categories else []
-    return Scope(scoped, source, schema, bounds, dates, tools, found)
+    return Scope(scoped, source, schema, bounds, dates, tools, found, semantic)
 
 
 __all__ = ["Scope", "ScopeError", "open_scope", "source_label"]

@@ -72,11 +72,12 @@ class GenerationStrategy(Protocol):
 
 
 class FreeStrategy:
-    """Any model that reads the op protocol: it writes ops freely, edits its draft to repair it, samples
-    its retries as it samples anything, and its answer stands or falls by the review."""
+    """Any model that reads the op protocol: it writes ops freely, edits its draft to repair it (or sends it
+    again whole), samples its retries as it samples anything, and its answer stands or falls by the review."""
 
     name = "free"
-    categories = False
+    categories = True
+    """The review checks that a query filters on the category values its question names."""
     step_tokens = STEP_TOKENS
 
     def temperature(self, attempt: int) -> float | None:
@@ -91,6 +92,7 @@ class FreeStrategy:
         return OpsFormat()
 
     def repair(self, draft: Draft, issues: Sequence[Issue]) -> str:
+        draft.start_repair()
         return repair_text(issues)
 
     def answer_instead(self, review: Review, outcome: RunOutcome, known: Known) -> tuple[str, Review] | None:

@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -77,6 +77,7 @@ class DeclaredSource:
         schemas: the PostgreSQL schemas questions read (None: every schema its role may use).
         allow_privileged: query it even though its role can do more than read.
         description: what the data is, shown when sources are listed.
+        semantic: its semantic layer (a table, or a file's path), when ``plangate.toml`` gives one.
     """
 
     name: str
@@ -84,6 +85,7 @@ class DeclaredSource:
     schemas: tuple[str, ...] | None = None
     allow_privileged: bool = False
     description: str = ""
+    semantic: Mapping[str, object] | Path | None = field(default=None, repr=False)
 
     @property
     def kind(self) -> Literal["sqlite", "postgresql"]:
@@ -295,6 +297,9 @@ class SourceRegistry:
         entry = self.get(owner, name)
         sources = DataSources()
         sources.add(self._open(entry.name, entry.kind, entry.target))
+        declared = self.declared.get(entry.name) if entry.declared else None
+        if declared is not None and declared.semantic is not None:
+            sources.set_semantic(entry.name, declared.semantic)
         return sources
 
     # -- writing ---------------------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ small model writes worst, and sampling fixed text token by token under a grammar
 it), and ``done``.
 
 The grammar also holds what the question states plainly, so the model cannot contradict it: the period it
-names (else no period), the numbers it names as the possible limits (else 100), and as filters only the
-values of the data's category columns that it mentions (``cancelled`` for ``orders.status``). Every stream
-the model can write is a formula that passes the check's shape rules.
+names (else no period), the numbers it names as the possible limits (else 100), as filters only the values
+of the data's category columns that it mentions (``cancelled`` for ``orders.status``), and the semantic
+layer's metric it names ("revenue", or a synonym) when what it asks to compute agrees with the metric's
+definition (a sum for a sum; its condition's values not asked for the other way). Every stream the model
+can write is a formula that passes the check (``tests/copilot/test_grammar_streams.py`` samples them).
 
 For: the schema and the question's hints. Not for: the prompt (``_prompt``), or telling whether a model
 samples under grammars (``plangate.copilot._strategy.samples_under_grammar``).
@@ -25,13 +27,16 @@ from datetime import timedelta
 
 from pydantic import JsonValue
 
+from plangate.copilot._mentions import Mention
+from plangate.copilot._mentions import mentions as mentions_in
 from plangate.copilot._periods import asked_period
 from plangate.copilot.small._asked import NUMBER_WORDS, Asked, asked
 from plangate.models._grammar import LINES, NOT_BLANK
-from plangate.tools.data import SchemaInfo, TableInfo
-from plangate.tools.data.aggregate import parameters_schema, source_properties
+from plangate.tools.data import SchemaInfo, SemanticLayer, TableInfo
+from plangate.tools.data.aggregate_schema import parameters_schema, source_properties
 from plangate.tools.data.periods import Period, maybe_date_column
 from plangate.tools.data.profile import CategoryColumn
+from plangate.tools.data.semantic import Metric
 
 QUERY_STEP = "query"
 ANSWER_STEP = "answer"
@@ -53,13 +58,6 @@ DONE_OP: dict[str, JsonValue] = {
 DEFAULT_LIMIT = 10
 """The limit when the question names no number: a small model reads a few rows better than many."""
 _INTEGER = re.compile(r"(?<![\d.,-])(\d{1,4})(?![\d.,])")
-_NOT_BEFORE = re.compile(
-    r"\b(not|no|non|excluding|exclude|without|except|but|leaving|ignoring|other than|don't|do not)\b"
-    r"(?:\W+\w+){0,3}\W+$"
-)
-_NOT_AFTER = re.compile(
-    r"^\W*(?:\w+\W+){0,3}?(aside|excluded|left out|don't count|do not count|not counted)\b"
-)
 NO_GROUP_LIMIT = 100
 """The limit of a grouped question that names no number: every group (up to this many)."""
 
@@ -77,6 +75,8 @@ class Hints:
         negated: the mentioned values it leaves out ("leaving cancelled orders aside"): filtered with
             ``!=``.
         asked: what it asks to compute (``_asked``), or None when unknown.
+        metrics: the semantic layer's metrics it names (by name or synonym) that agree with what it asks
+            to compute: the measure it is offered, alone, when there is one.
     """
 
     period: tuple[str, str] | None = None
@@ -85,6 +85,7 @@ class Hints:
     linked: list[str] = field(default_factory=list)
     negated: frozenset[str] = frozenset()
     asked: Asked | None = None
+    metrics: tuple[str, ...] = ()
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -123,10 +124,11 @@ def _display_columns(table: TableInfo) -> list[str]:
     return [f"{table.name}.{column.name}" for column in chosen]
 
 
-def linked_columns(question: str, schema: SchemaInfo) -> list[str]:
-    """The columns a question names, directly (``channel``), or through their table (``regions``: the
-    columns that name its rows): schema linking, by words (plurals folded), so a small model groups by
-    what the question is about."""
+def linked_columns(question: str, schema: SchemaInfo, semantic: SemanticLayer | None = None) -> list[str]:
+    """The columns a question names, directly (``channel``), through their table (``regions``: the columns
+    that name its rows), or through a semantic layer's dimension or one of its synonyms ("area" for
+    ``regions.name``): schema linking, by words (plurals folded), so a small model groups by what the
+    question is about."""
     asked = {form for word in _WORD.findall(question.lower()) for form in _forms(word)}
     found: list[str] = []
     for table in schema.tables:
@@ -136,6 +138,12 @@ def linked_columns(question: str, schema: SchemaInfo) -> list[str]:
                 found.append(f"{table.name}.{column.name}")
         if _words(table.name) & asked:
             found += [name for name in _display_columns(table) if name not in found]
+    if semantic is not None:
+        lowered = question.lower()
+        for dimension in semantic.dimensions.values():
+            phrases = [dimension.name.replace("_", " "), *dimension.synonyms]
+            if dimension.column.name not in found and any(_says(lowered, p) for p in phrases):
+                found.append(dimension.column.name)
     return found
 
 
@@ -153,40 +161,86 @@ def period_bounds(period: Period) -> tuple[str, str] | None:
 
 
 def question_hints(
-    question: str, categories: list[CategoryColumn], schema: SchemaInfo | None = None
+    question: str,
+    categories: list[CategoryColumn],
+    schema: SchemaInfo | None = None,
+    semantic: SemanticLayer | None = None,
 ) -> Hints:
-    """The period, the limits, the category values and the columns ``question`` names."""
+    """The period, the limits, the category values, the columns and the metrics ``question`` names."""
     period = asked_period(question)
     lowered = question.lower()
     limits = [int(match.group(1)) for match in _INTEGER.finditer(question) if 0 < int(match.group(1)) <= 1000]
     limits += [number for word, number in NUMBER_WORDS.items() if re.search(rf"\b{word}\b", lowered)]
-    mentions: list[tuple[str, str]] = []
-    negated: set[str] = set()
-    for column in categories:
-        for value in column.values:
-            found = re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", lowered)
-            if len(value) > 1 and found:
-                mentions.append((column.name, value))
-                if _NOT_BEFORE.search(lowered[: found.start()]) or _NOT_AFTER.search(lowered[found.end() :]):
-                    negated.add(value)
-    linked = linked_columns(question, schema) if schema is not None else []
+    named = mentions_in(question, categories)
+    # A value counted in with the others ("cancelled ones too") is no filter; its words are still data.
+    mentions = [(m.column, m.value) for m in named if m.filters]
+    negated = {m.value for m in named if m.negated}
+    linked = linked_columns(question, schema, semantic) if schema is not None else []
+    what = asked(question, schema, ignore=tuple(m.value for m in named)) if schema is not None else None
+    metrics = named_metrics(question, semantic, what, named)
     return Hints(
         period_bounds(period) if period else None,
         sorted(set(limits)),
         mentions[:8],
         linked,
         frozenset(negated),
-        asked(question, schema, ignore=tuple(value for _, value in mentions)) if schema is not None else None,
+        what,
+        tuple(metric.name for metric in metrics),
     )
+
+
+def _says(text: str, phrase: str) -> bool:
+    """Whether ``text`` (lower case) holds ``phrase`` as whole words, a plural folded."""
+    words = r"\s+".join(re.escape(word) for word in phrase.lower().split())
+    return re.search(rf"(?<!\w){words}(?:s|es)?(?!\w)", text) is not None
+
+
+def _agrees(metric: Metric, what: Asked | None) -> bool:
+    """Whether what a question asks to compute is what ``metric`` computes: a sum for a sum, a count for a
+    count (an average or a maximum is another figure)."""
+    if what is None or not what.aggs:
+        return False
+    counts = {"count", "count_distinct"}
+    if metric.agg in counts:
+        return set(what.aggs) <= counts
+    return metric.agg in what.aggs
+
+
+def named_metrics(
+    question: str, semantic: SemanticLayer | None, what: Asked | None, named: list[Mention]
+) -> list[Metric]:
+    """The metrics ``question`` names (by name or synonym) whose definition it agrees with: the aggregate
+    it asks for, and no value of the metric's condition that the question asks for the other way ("cancelled
+    ones too" for a metric that leaves cancelled orders out)."""
+    if semantic is None:
+        return []
+    lowered = question.lower()
+    mentioned = {m.value.lower(): m.negated for m in named}
+    found: list[Metric] = []
+    for metric in semantic.metrics.values():
+        phrases = [metric.name.replace("_", " "), *metric.synonyms]
+        if not any(_says(lowered, phrase) for phrase in phrases) or not _agrees(metric, what):
+            continue
+        conflicts = [
+            value
+            for value, left_out in metric.condition_values()
+            if value.lower() in mentioned and mentioned[value.lower()] != left_out
+        ]
+        if not conflicts:
+            found.append(metric)
+    return found
 
 
 def _text(limit: int) -> dict[str, JsonValue]:
     return {"type": "string", "minLength": 1, "maxLength": limit, "pattern": NOT_BLANK}
 
 
-def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
+def query_arguments(
+    schema: SchemaInfo, hints: Hints, semantic: SemanticLayer | None = None
+) -> dict[str, JsonValue]:
     """``db_aggregate``'s grammar form on ``schema``, with the question's hints as its only choices."""
-    properties = source_properties(schema, grammar=True)
+    properties = source_properties(schema, grammar=True, semantic=semantic)
+    _keep_metrics(properties, hints.metrics)
     period = properties["period"]
     options_of = period.get("anyOf") if isinstance(period, dict) else None
     span = options_of[0] if isinstance(options_of, list) and options_of else None
@@ -234,21 +288,51 @@ def query_arguments(schema: SchemaInfo, hints: Hints) -> dict[str, JsonValue]:
         fewest = min(cap, len(hints.linked)) if isinstance(cap, int) else len(hints.linked)
         properties["group_by"] = {**groups, "items": {"enum": list(hints.linked)}, "maxItems": fewest}
     if hints.asked is not None:
-        _apply_asked(properties, hints.asked, schema)
+        _apply_asked(
+            properties,
+            hints.asked,
+            schema,
+            semantic.metric(hints.metrics[0]) if semantic and hints.metrics else None,
+        )
     return parameters_schema(properties, grammar=True)
 
 
-def _apply_asked(properties: dict[str, JsonValue], what: Asked, schema: SchemaInfo) -> None:
+def _options(properties: dict[str, JsonValue]) -> list[dict[str, JsonValue]]:
+    measures = properties.get("measures")
+    item = measures.get("items") if isinstance(measures, dict) else None
+    options = item.get("anyOf", [item]) if isinstance(item, dict) else []
+    return [option for option in options if isinstance(option, dict)] if isinstance(options, list) else []
+
+
+def _set_options(properties: dict[str, JsonValue], options: list[dict[str, JsonValue]]) -> None:
+    measures = properties["measures"]
+    if not isinstance(measures, dict):
+        return
+    item: JsonValue = options[0] if len(options) == 1 else {"anyOf": list(options)}
+    properties["measures"] = {**measures, "items": item}
+
+
+def _keep_metrics(properties: dict[str, JsonValue], named: tuple[str, ...]) -> None:
+    """Offer only the metrics the question names, and when it names one, that metric alone."""
+    options = _options(properties)
+    metrics = [o for o in options if "metric" in _fields(o)]
+    if not metrics:
+        return
+    if named:
+        _set_options(properties, [{**metrics[0], "properties": {"metric": {"enum": [named[0]]}}}])
+    else:
+        _set_options(properties, [o for o in options if "metric" not in _fields(o)])
+
+
+def _apply_asked(
+    properties: dict[str, JsonValue], what: Asked, schema: SchemaInfo, metric: Metric | None = None
+) -> None:
     """Narrow the measure, the groups, the order and the limit to what the question asks to compute."""
-    if what.aggs:
-        properties["measures"] = {
-            "type": "array",
-            "items": _measure(what, properties["measures"]),
-            "minItems": 1,
-            "maxItems": 1,
-        }
-    base = next(iter(what.counted or what.measured), None)
-    dates = dates_near(schema, base.rpartition(".")[0]) if base else []
+    if what.aggs and metric is None:
+        _set_options(properties, _measure(what, _options(properties)))
+    measured = next(iter(what.counted or what.measured), None)
+    base = metric.tables[0] if metric is not None else measured.rpartition(".")[0] if measured else None
+    dates = dates_near(schema, base) if base else []
     period = properties["period"]
     span = _fields(period) if isinstance(period, dict) else {}
     if dates and "column" in span and isinstance(period, dict):
@@ -267,8 +351,6 @@ def _apply_asked(properties: dict[str, JsonValue], what: Asked, schema: SchemaIn
     item = order.get("items") if isinstance(order, dict) else None
     if isinstance(item, dict) and isinstance(item.get("properties"), dict):
         fields = dict(_fields(item))
-        if what.aggs:
-            fields["column"] = {"enum": list(what.aggs)}
         if what.desc is not None:
             fields["desc"] = {"enum": [what.desc]}
         ranked = what.desc is not None or what.limit is not None
@@ -310,43 +392,52 @@ def _fields(shape: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return fields if isinstance(fields, dict) else {}
 
 
-def _measure(what: Asked, measures: JsonValue) -> JsonValue:
-    """The one measure the question asks for, its aggregate and its columns narrowed."""
-    item = measures.get("items") if isinstance(measures, dict) else None
-    options = item.get("anyOf") if isinstance(item, dict) else None
-    shapes = [o for o in (options if isinstance(options, list) else [item]) if isinstance(o, dict)]
-    counting = next((o for o in shapes if "times" not in _fields(o)), None)
-    summing = next((o for o in shapes if "times" in _fields(o)), None)
-    if set(what.aggs) <= {"count", "count_distinct"} and isinstance(counting, dict):
+def _measure(what: Asked, options: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
+    """The measures the question asks for, their aggregate and their columns narrowed (each table's
+    ``sum`` / ``avg`` option keeps its own columns: a product is summed at one grain)."""
+    counting = next((o for o in options if "agg" in _fields(o) and "times" not in _fields(o)), None)
+    summing = [o for o in options if "times" in _fields(o)]
+    if set(what.aggs) <= {"count", "count_distinct"} and counting is not None:
         fields = dict(_fields(counting))
         fields["agg"] = {"enum": list(what.aggs)}
         if what.counted:
             fields["column"] = {"enum": list(what.counted)}
-        return {**counting, "properties": fields}
-    if isinstance(summing, dict):
-        fields = dict(_fields(summing))
+        return [{**counting, "properties": fields}]
+    chosen: list[dict[str, JsonValue]] = []
+    for option in summing:
+        fields = dict(_fields(option))
+        own = _enum_of(fields.get("column"))
+        columns = [c for c in own if not what.measured or c in what.measured]
+        if not columns:
+            continue
         fields["agg"] = {"enum": list(what.aggs)}
         fields.pop("times", None)
-        if what.measured:
-            fields["column"] = {"enum": list(what.measured)}
         if not (what.times and what.aggs == ("sum",)):
-            return {**summing, "properties": fields}
-        # Revenue: a line's price always times the line's quantity; a total alone.
-        choices: list[JsonValue] = []
-        for column in what.measured:
+            named: list[JsonValue] = list(columns)
+            chosen.append({**option, "properties": {**fields, "column": {"enum": named}}})
+            continue
+        # Revenue: a line's price always times the line's own quantity; a total alone.
+        for column in columns:
             table = column.rpartition(".")[0]
-            times: list[JsonValue] = [q for q in what.times if q.rpartition(".")[0] == table]
-            option: dict[str, JsonValue] = {**fields, "column": {"enum": [column]}}
+            times: list[JsonValue] = [q for q in what.times if q.rpartition(".")[0] == table and q in own]
+            shape: dict[str, JsonValue] = {**fields, "column": {"enum": [column]}}
             if times:
-                option["times"] = {"enum": times}
+                shape["times"] = {"enum": times}
             required: list[JsonValue] = ["agg", "column", "times"] if times else ["agg", "column"]
-            choices.append({**summing, "properties": option, "required": required})
-        return {"anyOf": choices}
-    return item
+            chosen.append({**option, "properties": shape, "required": required})
+    return chosen or options
 
 
-def op_lines_schema(schema: SchemaInfo, hints: Hints | None = None) -> dict[str, JsonValue]:
-    """The lines a constrained model writes for a question on the source ``schema`` describes."""
+def _enum_of(node: JsonValue) -> list[str]:
+    values = node.get("enum") if isinstance(node, dict) else None
+    return [str(value) for value in values] if isinstance(values, list) else []
+
+
+def op_lines_schema(
+    schema: SchemaInfo, hints: Hints | None = None, semantic: SemanticLayer | None = None
+) -> dict[str, JsonValue]:
+    """The lines a constrained model writes for a question on the source ``schema`` describes (and its
+    semantic layer's metrics, when the question names one)."""
     query: JsonValue = {
         "type": "object",
         "properties": {
@@ -360,7 +451,7 @@ def op_lines_schema(schema: SchemaInfo, hints: Hints | None = None) -> dict[str,
                         "type": "object",
                         "properties": {
                             "name": {"enum": ["db_aggregate"]},
-                            "args": query_arguments(schema, hints or Hints()),
+                            "args": query_arguments(schema, hints or Hints(), semantic),
                         },
                         "required": ["name", "args"],
                         "additionalProperties": False,
@@ -390,6 +481,7 @@ __all__ = [
     "Hints",
     "closing_ops",
     "linked_columns",
+    "named_metrics",
     "op_lines_schema",
     "period_bounds",
     "question_hints",

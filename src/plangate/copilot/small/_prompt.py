@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plangate.copilot._prompt import issue_list, schema_text
+from plangate.copilot._prompt import issue_list, metrics_text, schema_text
 from plangate.copilot._scope import Scope
 from plangate.formulas import Issue
 from plangate.models import Message
@@ -21,8 +21,8 @@ short."""
 
 _CONSTRAINED = """You answer questions about the data source {source} with one structured query.
 Fill it in from the question:
-- measures: what to compute. count of * for "how many"; sum of a price column times a quantity column for
-  revenue or sales; avg for "average".
+- measures: what to compute. count of a table's key for "how many"; sum of a price column times a quantity
+  column of the same table for revenue or sales; avg for "average"; or a metric by name when one is offered.
 - group_by: the column of "per X", "by X", "which X".
 - period: the date column of the time the question names (its bounds are given).
 - filters: a value the question names (a status, a category), when one is offered.
@@ -36,7 +36,7 @@ Question: How many orders per channel in March 2024?
 {example_count}
 
 {schema}
-"""
+{metrics}"""
 _EXAMPLE_SALES = (
     '{"op": "add_step", "step": {"id": "query", "title": "Sales per city in 2023", "tool": {"name": '
     '"db_aggregate", "args": {"source": "demo", "measures": [{"agg": "sum", "column": "sales.price", '
@@ -46,9 +46,9 @@ _EXAMPLE_SALES = (
 )
 _EXAMPLE_COUNT = (
     '{"op": "add_step", "step": {"id": "query", "title": "Orders per channel", "tool": {"name": '
-    '"db_aggregate", "args": {"source": "demo", "measures": [{"agg": "count", "column": "*"}], "group_by": '
-    '["sales.channel"], "period": {"column": "sales.sold_on", "from": "2024-03", "to": "2024-03"}, '
-    '"filters": [], "order_by": [{"column": "count", "desc": true}], "limit": 100}}}}'
+    '"db_aggregate", "args": {"source": "demo", "measures": [{"agg": "count", "column": "sales.sale_id"}], '
+    '"group_by": ["sales.channel"], "period": {"column": "sales.sold_on", "from": "2024-03", "to": '
+    '"2024-03"}, "filters": [], "order_by": [{"column": "count", "desc": true}], "limit": 100}}}}'
 )
 
 
@@ -60,6 +60,7 @@ def messages(scope: Scope, question: str, instruction: str | None) -> list[Messa
         schema=schema_text(scope, SCHEMA_CHARS_SMALL),
         example_sales=_EXAMPLE_SALES,
         example_count=_EXAMPLE_COUNT,
+        metrics=metrics_text(scope),
     )
     ask = instruction or question
     return [Message("system", system), Message("user", f"Question: {ask}")]

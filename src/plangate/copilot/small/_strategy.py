@@ -51,8 +51,8 @@ class GrammarStrategy:
         return _prompt.messages(scope, question, instruction)
 
     def ops_format(self, question: str, scope: Scope) -> OpsFormat:
-        hints = question_hints(question, scope.categories, scope.schema)
-        schema = ResponseSchema("copilot_ops", op_lines_schema(scope.schema, hints))
+        hints = question_hints(question, scope.categories, scope.schema, scope.semantic)
+        schema = ResponseSchema("copilot_ops", op_lines_schema(scope.schema, hints, scope.semantic))
         return OpsFormat(schema, MAX_TOKENS, tuple(closing_ops()))
 
     def repair(self, draft: Draft, issues: Sequence[Issue]) -> str:

@@ -142,10 +142,17 @@ class TurnCard {
     this.progress.textContent = "";
     const result = turn.result || { columns: [], rows: [] };
     const chartBox = turn.chart ? h("div", { class: "ask-chart" }) : null;
+    // How sure the turn is sits beside the figure it qualifies, not under it: a reader who stops at the
+    // number still sees that it is partial, and why.
+    const doubt = turn.status !== "done" && turn.reason
+      ? h("p", { class: `turn-reason status-${turn.status}`, id: `reason-${turn.id}`, role: "note", text: turn.reason })
+      : null;
+    const answer = turn.answer
+      ? h("div", { class: "answer", text: turn.answer, ...(doubt ? { "aria-describedby": `reason-${turn.id}` } : {}) })
+      : null;
     replace(
       this.body,
-      turn.answer ? h("div", { class: "answer", text: turn.answer }) : null,
-      turn.status !== "done" && turn.reason ? h("p", { class: `turn-reason status-${turn.status}`, text: turn.reason }) : null,
+      answer || doubt ? h("div", { class: "answer-row" }, answer, doubt) : null,
       signalList(turn.attempts),
       chartBox ? h("section", { class: "turn-chart", "aria-label": "Chart" }, chartBox) : null,
       result.columns && result.columns.length ? h("section", { class: "turn-result", "aria-label": "Result rows" }, resultTable(result)) : null,

@@ -1,5 +1,5 @@
-"""The built-in ``data`` toolkit: named data sources, read-only SQL, structured queries and the
-``db_schema`` / ``db_query`` / ``db_aggregate`` tools.
+"""The built-in ``data`` toolkit: named data sources, read-only SQL, structured queries, semantic layers
+(named metrics and dimensions) and the ``db_schema`` / ``db_query`` / ``db_aggregate`` tools.
 
 Example::
 
@@ -15,11 +15,10 @@ from plangate.tools.data.aggregate import (
     AggregateError,
     AggregateQuery,
     CompiledQuery,
-    aggregate_parameters,
     compile_aggregate,
     parse_aggregate,
-    source_parameters,
 )
+from plangate.tools.data.aggregate_schema import aggregate_parameters, source_parameters
 from plangate.tools.data.periods import DateRange, Period, date_ranges, period_between
 from plangate.tools.data.results import (
     ColumnInfo,
@@ -33,6 +32,7 @@ from plangate.tools.data.results import (
     SourceForbidden,
     TableInfo,
 )
+from plangate.tools.data.semantic import SemanticError, SemanticLayer, load_semantic
 from plangate.tools.data.sources import DataSource, DataSources, register_shop, shop_db_path
 from plangate.tools.data.toolkit import aggregate_tool, data_tools
 
@@ -52,6 +52,8 @@ __all__ = [
     "QueryResult",
     "QueryTimeout",
     "SchemaInfo",
+    "SemanticError",
+    "SemanticLayer",
     "SourceForbidden",
     "TableInfo",
     "aggregate_parameters",
@@ -59,6 +61,7 @@ __all__ = [
     "compile_aggregate",
     "data_tools",
     "date_ranges",
+    "load_semantic",
     "parse_aggregate",
     "period_between",
     "register_shop",

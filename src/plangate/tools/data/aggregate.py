@@ -1,14 +1,19 @@
 """Structured queries: ``db_aggregate``'s arguments, checked against a source's real schema, compiled to SQL.
 
-A structured query names a table, measures (``{agg, column}``), group-by columns, filters, a period, an
-order and a limit; nothing else. Every name is resolved against the schema the source reports (an unknown
-one is an error that names the closest real one), the tables a query reaches are joined along foreign keys
-(the shortest path, found here, never guessed by a model), and the SQL is built node by node with sqlglot's
-expression builder in the source's dialect, so it is valid SQL by construction and passes the read-only guard.
+A structured query names a table, measures (``{agg, column}``, or a semantic layer's ``{metric}``), group-by
+columns (or dimensions), filters, a period, an order and a limit; nothing else. Every name is resolved
+against the schema the source reports (an unknown one is an error that names the closest real one), the
+tables a query reaches are joined along foreign keys and the semantic layer's relationships (the shortest
+path, found here, never guessed by a model), and the SQL is built node by node with sqlglot's expression
+builder in the source's dialect, so it is valid SQL by construction and passes the read-only guard.
 
-For: ``AggregateQuery`` (the arguments), ``compile_aggregate`` and ``aggregate_parameters`` (the JSON schema,
-with tables and columns as enums, that a grammar turns into a constraint). Not for: running the SQL (the
-sources) or the tool itself (``toolkit.py``).
+A measure is computed at its own grain: when the query also crosses a one-to-many join that repeats the rows
+of the measure's table (invoices joined to their lines), it is taken over each row of that table once per
+group (``_grain``), never multiplied by the join.
+
+For: ``AggregateQuery`` (the arguments) and ``compile_aggregate``; the JSON schema of the arguments is
+``aggregate_schema``'s. Not for: running the SQL (the sources) or the tool itself
+(``toolkit.py``).
 """
 
 from __future__ import annotations
@@ -18,12 +23,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from sqlglot import exp
 
 from plangate.errors import ConfigError
-from plangate.tools.data.periods import BOUND_PATTERN, maybe_date_column, period_between
+from plangate.tools.data._grain import (
+    REPEATABLE,
+    Edge,
+    JoinTree,
+    MeasurePart,
+    Rows,
+    aggregate_node,
+    fan_safe_select,
+)
+from plangate.tools.data.periods import period_between
 from plangate.tools.data.results import ColumnInfo, SchemaInfo, TableInfo
+from plangate.tools.data.semantic import Metric, SemanticLayer
 from plangate.tools.registry import closest_name
 
 Aggregate = Literal["count", "count_distinct", "sum", "avg", "min", "max"]
@@ -60,7 +75,6 @@ _COMPARISONS: dict[str, type[exp.Binary]] = {
     ">=": exp.GTE,
     "like": exp.Like,
 }
-_FUNCTIONS: dict[str, type[exp.AggFunc]] = {"sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}
 
 
 class _Args(BaseModel):
@@ -68,16 +82,27 @@ class _Args(BaseModel):
 
 
 class Measure(_Args):
-    """``{agg, column}``: what to compute; ``times`` multiplies the column by another first (price x qty).
+    """``{agg, column}``: what to compute; ``times`` multiplies the column by another first (price x qty);
+    or ``{metric}``: a metric of the source's semantic layer, by name.
 
     ``column`` is ``*`` only for ``count``. ``as`` names the result column (default ``<agg>_<column>``, or
-    ``count`` for ``count *``).
+    ``count`` for ``count *``, or the metric's name).
     """
 
-    agg: Aggregate
-    column: str
+    agg: Aggregate | None = None
+    column: str | None = None
     times: str | None = None
+    metric: str | None = None
     as_: str | None = Field(default=None, alias="as")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Measure:
+        if self.metric is not None:
+            if self.agg is not None or self.column is not None or self.times is not None:
+                raise ValueError("a metric measure is {metric} alone: leave out agg, column and times")
+        elif self.agg is None or self.column is None:
+            raise ValueError("a measure needs agg and column (or a metric of the semantic layer)")
+        return self
 
 
 class Filter(_Args):
@@ -100,7 +125,7 @@ class PeriodSpec(_Args):
 
 class OrderBy(_Args):
     """``{column, desc}``: sort by a group-by column or a measure (its ``as`` name, or its ``agg`` when only
-    one measure uses it)."""
+    one measure uses it, or its metric's name)."""
 
     column: str
     desc: bool = False
@@ -108,7 +133,8 @@ class OrderBy(_Args):
 
 class AggregateQuery(_Args):
     """The arguments of ``db_aggregate``; without ``table``, the base table is the first one a name says:
-    a measure's, else a group-by column's, a filter's, the period's or an ordering's."""
+    a measure's, else a group-by column's, a filter's, the period's or an ordering's. ``metric`` is short for
+    a first measure ``{"metric": …}``."""
 
     source: str
     table: str | None = None
@@ -118,6 +144,17 @@ class AggregateQuery(_Args):
     period: PeriodSpec | None = None
     order_by: list[OrderBy] = Field(default_factory=list, max_length=MAX_ORDER)
     limit: int | None = Field(default=None, ge=1, le=MAX_LIMIT)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metric_shorthand(cls, data: object) -> object:
+        if isinstance(data, dict) and "metric" in data:
+            data = dict(data)
+            metric = data.pop("metric")
+            if metric is not None:
+                measures = data.get("measures") or []
+                data["measures"] = [{"metric": metric}, *(measures if isinstance(measures, list) else [])]
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +166,17 @@ class CompiledQuery:
         tables: every table it reads (the base table first, then the joined ones).
         columns: the result's column names, in order.
         period_column: ``table.column`` of the period filter, when there is one.
+        definitions: the semantic layer's metrics it used, each with its definition as a person reads it.
+        grains: the measures computed at their own grain, each with why (``Invoice: its join to
+            InvoiceLine repeats its rows``).
     """
 
     sql: str
     tables: list[str]
     columns: list[str]
     period_column: str | None = None
+    definitions: dict[str, str] = field(default_factory=dict)
+    grains: dict[str, str] = field(default_factory=dict)
 
 
 class AggregateError(ConfigError):
@@ -149,12 +191,10 @@ class AggregateError(ConfigError):
         super().__init__(f"{path}: {message}")
 
 
-@dataclass(frozen=True, slots=True)
-class _Edge:
-    table: str
-    column: str
-    other: str
-    other_column: str
+def _unique_key(table: TableInfo, column: str | None) -> bool:
+    """Whether ``column`` of ``table`` is its whole primary key (what one row of it is found by)."""
+    keys = [c.name for c in table.columns if c.primary_key]
+    return column is not None and keys == [column]
 
 
 @dataclass
@@ -163,7 +203,7 @@ class _Schema:
 
     info: SchemaInfo
     tables: dict[str, TableInfo] = field(default_factory=dict)
-    edges: dict[str, list[_Edge]] = field(default_factory=dict)
+    edges: dict[str, list[Edge]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, info: SchemaInfo) -> _Schema:
@@ -178,11 +218,15 @@ class _Schema:
                 target = key.references_column or _primary_key(other)
                 if target is None:
                     continue
+                # A key that refers to the other table's primary key is many-to-one; one that refers to any
+                # other column may match several rows, so both ways are taken to repeat rows.
+                many_to_one = _unique_key(other, target)
+                one_to_one = many_to_one and _unique_key(table, key.column)
                 schema.edges.setdefault(table.name, []).append(
-                    _Edge(table.name, key.column, other.name, target)
+                    Edge(table.name, key.column, other.name, target, not many_to_one, not one_to_one)
                 )
                 schema.edges.setdefault(other.name, []).append(
-                    _Edge(other.name, target, table.name, key.column)
+                    Edge(other.name, target, table.name, key.column, not one_to_one, not many_to_one)
                 )
         return schema
 
@@ -219,11 +263,11 @@ class _Schema:
         names = [c.name for c in base.columns] + self.qualified()
         raise AggregateError(path, f"unknown column {text!r}{_hint(text, names)}")
 
-    def path_to(self, start: str, goal: str) -> list[_Edge] | None:
+    def path_to(self, start: str, goal: str) -> list[Edge] | None:
         """The shortest chain of foreign keys from ``start`` to ``goal`` (ties: by table name)."""
         if start == goal:
             return []
-        previous: dict[str, _Edge] = {}
+        previous: dict[str, Edge] = {}
         queue = deque([start])
         seen = {start}
         while queue:
@@ -271,27 +315,67 @@ def is_numeric(column: ColumnInfo) -> bool:
     return kind == "" or any(word in kind for word in _NUMERIC_WORDS)
 
 
+@dataclass
+class _Measure:
+    """One measure, resolved: its aggregate, the value it takes per row of the join, the tables that value
+    reads (its grain is one of them), a metric's condition, and where it came from."""
+
+    path: str
+    alias: str
+    agg: str
+    value: exp.Expr | None
+    tables: list[str]
+    condition: exp.Expr | None = None
+    metric: Metric | None = None
+
+
 class _Compiler:
     """Builds the SQL of one query; each name is resolved once and every table it reaches is joined."""
 
-    def __init__(self, query: AggregateQuery, schema: SchemaInfo) -> None:
+    def __init__(self, query: AggregateQuery, schema: SchemaInfo, semantic: SemanticLayer | None) -> None:
         self.query = query
-        self.schema = _Schema.of(schema)
+        self.semantic = semantic
+        self.schema = _Schema.of(semantic.applied(schema) if semantic is not None else schema)
         self.base = self.schema.table(query.table, "table") if query.table else self._implied_base()
         self.joined: list[str] = [self.base.name]
-        self.joins: list[_Edge] = []
+        self.joins: list[Edge] = []
+
+    def _metric(self, name: str, path: str) -> Metric:
+        found = self.semantic.metric(name) if self.semantic is not None else None
+        if found is None:
+            names = list(self.semantic.metrics) if self.semantic is not None else []
+            if not names:
+                raise AggregateError(path, f"unknown metric {name!r}: this source has no semantic layer")
+            raise AggregateError(path, f"unknown metric {name!r}{_hint(name, names)}")
+        return found
+
+    def _dimension_column(self, ref: str) -> str:
+        """``ref``, or the column of the dimension it names (``region`` → ``regions.name``)."""
+        if self.semantic is not None and "." not in ref:
+            dimension = self.semantic.dimension(ref.strip())
+            if dimension is not None:
+                return dimension.column.name
+        return ref
 
     def _implied_base(self) -> TableInfo:
         # The first name that says its table: a measure's, else a group's, a filter's, the period's or an
         # ordering's (``count(*)`` of the orders in a period names its table only in the period).
         query = self.query
-        refs = [(f"measures[{i}].column", m.column) for i, m in enumerate(query.measures)]
-        refs += [(f"group_by[{i}]", ref) for i, ref in enumerate(query.group_by)]
-        refs += [(f"filters[{i}].column", f.column) for i, f in enumerate(query.filters)]
+        refs: list[tuple[str, str]] = []
+        for i, m in enumerate(query.measures):
+            if m.metric is not None:
+                metric = self._metric(m.metric, f"measures[{i}].metric")
+                refs.append((f"measures[{i}].metric", metric.columns[0].name))
+            else:
+                refs.append((f"measures[{i}].column", m.column or ""))
+        refs += [(f"group_by[{i}]", self._dimension_column(ref)) for i, ref in enumerate(query.group_by)]
+        refs += [
+            (f"filters[{i}].column", self._dimension_column(f.column)) for i, f in enumerate(query.filters)
+        ]
         refs += [("period.column", query.period.column)] if query.period is not None else []
         refs += [(f"order_by[{i}].column", o.column) for i, o in enumerate(query.order_by)]
         for path, ref in refs:
-            if ref.strip() == "*":
+            if ref.strip() in ("*", ""):
                 continue
             table, _, _ = ref.strip().rpartition(".")
             if table:
@@ -299,10 +383,14 @@ class _Compiler:
             matches = [t for t in self.schema.info.tables if _find_column(t, ref.strip()) is not None]
             if len(matches) == 1:
                 return matches[0]
+        return self._fail_base()
+
+    @staticmethod
+    def _fail_base() -> TableInfo:
         raise AggregateError("table", "name the table (or use table.column names in the measures)")
 
     def column(self, ref: str, path: str) -> exp.Column:
-        table, column = self.schema.column(ref, self.base, path)
+        table, column = self.schema.column(self._dimension_column(ref), self.base, path)
         self._reach(table.name, path)
         return _column(table.name, column.name)
 
@@ -321,24 +409,39 @@ class _Compiler:
                 self.joined.append(edge.other)
                 self.joins.append(edge)
 
-    def measure(self, index: int, measure: Measure) -> tuple[exp.Expr, str]:
+    def _resolved(self, tree: exp.Expr, path: str) -> exp.Expr:
+        """A metric's expression with its columns quoted and their tables joined."""
+        copy = tree.copy()
+        for node in list(copy.find_all(exp.Column)):
+            parts = [part.name for part in (node.args.get("db"), node.args.get("table")) if part is not None]
+            table = ".".join(parts)
+            self._reach(table, path)
+            node.replace(_column(table, node.name))
+        return copy
+
+    def measure(self, index: int, measure: Measure) -> _Measure:
         path = f"measures[{index}]"
-        if measure.column.strip() == "*":
-            if measure.agg != "count":
-                raise AggregateError(
-                    f"{path}.column", f"'*' counts rows: it needs agg 'count', not {measure.agg!r}"
-                )
-            return exp.Count(this=exp.Star()), measure.as_ or "count"
-        table, column = self.schema.column(measure.column, self.base, f"{path}.column")
+        if measure.metric is not None:
+            metric = self._metric(measure.metric, f"{path}.metric")
+            argument = self._resolved(metric.argument, f"{path}.metric")
+            condition = self._resolved(metric.condition, f"{path}.metric") if metric.condition else None
+            tables = list(dict.fromkeys(ref.table for ref in metric.columns))
+            return _Measure(path, measure.as_ or metric.name, metric.agg, argument, tables, condition, metric)
+        agg, ref = str(measure.agg), str(measure.column)
+        if ref.strip() == "*":
+            if agg != "count":
+                raise AggregateError(f"{path}.column", f"'*' counts rows: it needs agg 'count', not {agg!r}")
+            return _Measure(path, measure.as_ or "count", "count", None, [self.base.name])
+        table, column = self.schema.column(self._dimension_column(ref), self.base, f"{path}.column")
         self._reach(table.name, f"{path}.column")
         value: exp.Expr = _column(table.name, column.name)
-        if measure.agg in NUMERIC_AGGREGATES and not is_numeric(column):
+        if agg in NUMERIC_AGGREGATES and not is_numeric(column):
             raise AggregateError(
                 f"{path}.column",
-                f"{measure.agg} needs a number column; "
-                f"{table.name}.{column.name} is {column.type or 'untyped'}",
+                f"{agg} needs a number column; {table.name}.{column.name} is {column.type or 'untyped'}",
             )
-        name = f"{measure.agg}_{column.name}"
+        name = f"{agg}_{column.name}"
+        tables = [table.name]
         if measure.times is not None:
             other_table, other = self.schema.column(measure.times, self.base, f"{path}.times")
             if not is_numeric(other) or not is_numeric(column):
@@ -346,13 +449,8 @@ class _Compiler:
             self._reach(other_table.name, f"{path}.times")
             value = exp.Paren(this=exp.Mul(this=value, expression=_column(other_table.name, other.name)))
             name = f"{name}_x_{other.name}"
-        if measure.agg == "count":
-            node: exp.Expr = exp.Count(this=value)
-        elif measure.agg == "count_distinct":
-            node = exp.Count(this=exp.Distinct(expressions=[value]))
-        else:
-            node = _FUNCTIONS[measure.agg](this=value)
-        return node, measure.as_ or name
+            tables.append(other_table.name)
+        return _Measure(path, measure.as_ or name, agg, value, list(dict.fromkeys(tables)))
 
     def condition(self, index: int, item: Filter) -> exp.Expr:
         path = f"filters[{index}]"
@@ -385,78 +483,174 @@ class _Compiler:
             conditions.append(exp.LT(this=node.copy(), expression=exp.Literal.string(period.end.isoformat())))
         return conditions, f"{table.name}.{column.name}"
 
-    def order(self, index: int, item: OrderBy, aliases: Mapping[str, str]) -> exp.Ordered:
+    def order(
+        self, index: int, item: OrderBy, aliases: Mapping[str, str], groups: Sequence[exp.Column]
+    ) -> tuple[str | None, exp.Expr]:
+        """What to order by: ``(a measure's alias, its identifier)``, or ``(None, a column)``."""
         path = f"order_by[{index}].column"
         named = aliases.get(item.column) or aliases.get(item.column.lower())
-        node: exp.Expr
         if named is None and item.column.lower() in AGGREGATES:
             measures = ", ".join(sorted(set(aliases.values()))) or "none"
             message = f"no measure uses {item.column!r}; order by a measure ({measures}) or a column"
             raise AggregateError(path, message)
         if named is not None:
-            node = exp.to_identifier(named, quoted=True)
-        else:
-            try:
-                node = self.column(item.column, path)
-            except AggregateError as exc:
+            return named, exp.to_identifier(named, quoted=True)
+        try:
+            return None, self.column(item.column, path)
+        except AggregateError as exc:
+            raise AggregateError(
+                path,
+                f"{exc.args[0].split(': ', 1)[1]}; or name a measure "
+                f"({', '.join(sorted(set(aliases.values()))) or 'none'})",
+            ) from None
+
+    def _groups(self) -> tuple[list[exp.Column], list[str]]:
+        groups: list[exp.Column] = []
+        names: list[str] = []
+        for index, ref in enumerate(self.query.group_by):
+            groups.append(self.column(ref, f"group_by[{index}]"))
+            dimension = self.semantic.dimension(ref) if self.semantic is not None and "." not in ref else None
+            names.append(dimension.name if dimension is not None else groups[-1].name)
+        return groups, names
+
+    def _measures(self, names: list[str]) -> tuple[list[_Measure], dict[str, str]]:
+        measures: list[_Measure] = []
+        aliases: dict[str, str] = {}
+        used_aggs: dict[str, int] = {}
+        for index, item in enumerate(self.query.measures):
+            measure = self.measure(index, item)
+            if measure.alias in names or measure.alias in aliases.values():
                 raise AggregateError(
-                    path,
-                    f"{exc.args[0].split(': ', 1)[1]}; or name a measure "
-                    f"({', '.join(sorted(set(aliases.values()))) or 'none'})",
-                ) from None
-        return exp.Ordered(this=node, desc=item.desc)
+                    f"measures[{index}]", f"two result columns are called {measure.alias!r}: set 'as'"
+                )
+            measures.append(measure)
+            aliases[measure.alias] = aliases[measure.alias.lower()] = measure.alias
+            key = measure.metric.name if measure.metric is not None else str(item.agg)
+            used_aggs[key] = used_aggs.get(key, 0) + 1
+            aliases.setdefault(key, measure.alias)
+        for agg, count in used_aggs.items():
+            if count > 1 and aliases.get(agg) is not None and agg not in names:
+                del aliases[agg]  # ambiguous: two measures share the agg
+        return measures, aliases
+
+    def _fold_conditions(self, measures: list[_Measure], conditions: list[exp.Expr]) -> None:
+        """A metric's condition: the query's WHERE when it is the only measure, else inside its value
+        (``CASE WHEN condition THEN value END``), so that the other measures keep every row."""
+        for measure in measures:
+            if measure.condition is None:
+                continue
+            if len(measures) == 1:
+                conditions.append(measure.condition)
+                continue
+            then = measure.value if measure.value is not None else exp.Literal.number(1)
+            measure.value = exp.Case(ifs=[exp.If(this=measure.condition, true=then)])
+
+    def _grain_parts(self, measures: list[_Measure]) -> tuple[list[MeasurePart], dict[str, str]]:
+        tree = JoinTree(self.base.name, self.joins)
+        parts: list[MeasurePart] = []
+        grains: dict[str, str] = {}
+        for measure in measures:
+            if measure.agg not in REPEATABLE:
+                parts.append(MeasurePart(measure.alias, measure.agg, measure.value))
+                continue
+            grain = tree.grain(measure.tables)
+            if grain is None:
+                first, second = measure.tables[:2]
+                raise AggregateError(
+                    measure.path,
+                    f"{first} and {second} are joined one-to-many, so their product has no grain: multiply "
+                    "columns of one table (or of a table it refers to)",
+                )
+            repeated = tree.repeats(grain)
+            if repeated is None:
+                parts.append(MeasurePart(measure.alias, measure.agg, measure.value))
+                continue
+            table = self.schema.table(grain, measure.path)
+            keys = tuple(_column(table.name, c.name) for c in table.columns if c.primary_key)
+            if not keys:
+                raise AggregateError(
+                    measure.path,
+                    f"the join to {repeated[1]} repeats the rows of {grain}, which has no primary key to "
+                    f"count each once: query {grain} alone, or write the query with db_query",
+                )
+            parts.append(MeasurePart(measure.alias, measure.agg, measure.value, grain, keys))
+            grains[measure.alias] = f"once per {grain} row: the join to {repeated[1]} repeats its rows"
+        return parts, grains
 
     def build(self, dialect: str) -> CompiledQuery:
         query = self.query
         if not query.measures and not query.group_by:
             raise AggregateError("measures", "give at least one measure (or group_by columns to list)")
-        projections: list[exp.Expr] = []
-        names: list[str] = []
-        groups: list[exp.Expr] = []
-        for index, ref in enumerate(query.group_by):
-            column = self.column(ref, f"group_by[{index}]")
-            groups.append(column)
-            projections.append(column.copy())
-            names.append(column.name)
-        aliases: dict[str, str] = {}
-        used_aggs: dict[str, int] = {}
-        for index, measure in enumerate(query.measures):
-            node, alias = self.measure(index, measure)
-            if alias in names:
-                raise AggregateError(
-                    f"measures[{index}]", f"two result columns are called {alias!r}: set 'as'"
-                )
-            projections.append(exp.alias_(node, alias, quoted=True))
-            names.append(alias)
-            aliases[alias] = aliases[alias.lower()] = alias
-            used_aggs[measure.agg] = used_aggs.get(measure.agg, 0) + 1
-            aliases.setdefault(measure.agg, alias)
-        for agg, count in used_aggs.items():
-            if count > 1 and aliases.get(agg) is not None and agg not in names:
-                del aliases[agg]  # ambiguous: two measures share the agg
+        groups, names = self._groups()
+        measures, aliases = self._measures(names)
         conditions = [self.condition(index, item) for index, item in enumerate(query.filters)]
         period_column = None
         if query.period is not None:
             bounds, period_column = self.period(query.period)
             conditions.extend(bounds)
-        ordering = [self.order(index, item, aliases) for index, item in enumerate(query.order_by)]
-        select = exp.Select(expressions=projections).from_(_table(self.base.name), copy=False)
+        self._fold_conditions(measures, conditions)
+        ordering = [self.order(index, item, aliases, groups) for index, item in enumerate(query.order_by)]
+        parts, grains = self._grain_parts(measures)
+        rows = exp.Select().from_(_table(self.base.name), copy=False)
         for edge in self.joins:
             on = exp.EQ(
                 this=_column(edge.table, edge.column), expression=_column(edge.other, edge.other_column)
             )
-            select = select.join(_table(edge.other), on=on, copy=False)
+            rows = rows.join(_table(edge.other), on=on, copy=False)
         if conditions:
-            select = select.where(exp.and_(*conditions), copy=False)
-        if groups and query.measures:
+            rows = rows.where(exp.and_(*conditions), copy=False)
+        if grains:
+            select = self._fan_safe(Rows(rows, groups, names), parts, ordering)
+        else:
+            select = self._plain(rows, groups, parts, ordering)
+        if query.limit is not None:
+            select = select.limit(query.limit, copy=False)
+        definitions = {m.metric.name: m.metric.definition for m in measures if m.metric is not None}
+        return CompiledQuery(
+            select.sql(dialect=dialect),
+            list(self.joined),
+            [*names, *(m.alias for m in measures)],
+            period_column,
+            definitions,
+            grains,
+        )
+
+    def _plain(
+        self,
+        rows: exp.Select,
+        groups: list[exp.Column],
+        parts: list[MeasurePart],
+        ordering: list[tuple[str | None, exp.Expr]],
+    ) -> exp.Select:
+        projections: list[exp.Expr] = [column.copy() for column in groups]
+        projections += [exp.alias_(aggregate_node(p.agg, p.value), p.alias, quoted=True) for p in parts]
+        select = rows.select(*projections, copy=False)
+        if groups and parts:
             select = select.group_by(*groups, copy=False)
         elif groups:
             select = select.distinct(copy=False)
-        if ordering:
-            select = select.order_by(*ordering, copy=False)
-        if query.limit is not None:
-            select = select.limit(query.limit, copy=False)
-        return CompiledQuery(select.sql(dialect=dialect), list(self.joined), names, period_column)
+        pairs = zip(ordering, self.query.order_by, strict=True)
+        terms = [exp.Ordered(this=node, desc=item.desc) for (_, node), item in pairs]
+        return select.order_by(*terms, copy=False) if terms else select
+
+    def _fan_safe(
+        self, rows: Rows, parts: list[MeasurePart], ordering: list[tuple[str | None, exp.Expr]]
+    ) -> exp.Select:
+        select, order = fan_safe_select(rows, parts)
+        terms: list[exp.Ordered] = []
+        for index, ((alias, node), item) in enumerate(zip(ordering, self.query.order_by, strict=True)):
+            if alias is not None:
+                terms.append(exp.Ordered(this=order[alias], desc=item.desc))
+                continue
+            position = next((i for i, g in enumerate(rows.groups) if g == node), None)
+            if position is None:
+                raise AggregateError(
+                    f"order_by[{index}].column",
+                    f"order by a group_by column or a measure: {item.column!r} is neither, and the measures "
+                    "are computed at their own grain",
+                )
+            terms.append(exp.Ordered(this=order[f"_g{position}"], desc=item.desc))
+        return select.order_by(*terms, copy=False) if terms else select
 
 
 def _table(name: str) -> exp.Table:
@@ -475,14 +669,22 @@ def _column(table: str, column: str) -> exp.Column:
     return exp.Column(this=exp.to_identifier(column, quoted=True), table=qualifier, db=db)
 
 
-def compile_aggregate(query: AggregateQuery, schema: SchemaInfo) -> CompiledQuery:
+def compile_aggregate(
+    query: AggregateQuery, schema: SchemaInfo, semantic: SemanticLayer | None = None
+) -> CompiledQuery:
     """The SQL of a structured query on the source ``schema`` describes, in its dialect.
 
+    Args:
+        query: the arguments.
+        schema: the source's schema.
+        semantic: the source's semantic layer (its metrics, dimensions and relationships), if it has one.
+
     Raises:
-        AggregateError: a table, column or measure that does not fit the schema (with the closest real
-            name), tables that no foreign key joins, or a malformed period or filter.
+        AggregateError: a table, column, metric or measure that does not fit the schema (with the closest
+            real name), tables that no foreign key joins, a measure with no grain, or a malformed period or
+            filter.
     """
-    return _Compiler(query, schema).build(schema.dialect)
+    return _Compiler(query, schema, semantic).build(schema.dialect)
 
 
 def parse_aggregate(arguments: Mapping[str, object]) -> AggregateQuery:
@@ -498,150 +700,15 @@ def parse_aggregate(arguments: Mapping[str, object]) -> AggregateQuery:
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "arguments"
-        raise AggregateError(where, f"{first['msg']} (got {first.get('input')!r})") from None
-
-
-# -- the JSON schema ----------------------------------------------------------------------------------------
-
-
-def _columns(info: SchemaInfo, *, grammar: bool) -> tuple[list[str], list[str], list[str], list[str]]:
-    """All column names, the number ones, the date ones and the groupable ones.
-
-    Names are qualified, plus (outside a grammar) the bare names no two tables share. In a grammar, keys are
-    no numbers to sum and primary keys no groups.
-    """
-    every: list[str] = []
-    numbers: list[str] = []
-    dates: list[str] = []
-    groups: list[str] = []
-    seen: dict[str, int] = {}
-    for table in info.tables:
-        keys = {key.column for key in table.foreign_keys}
-        for column in table.columns:
-            name = f"{table.name}.{column.name}"
-            every.append(name)
-            is_key = column.primary_key or column.name in keys
-            if is_numeric(column) and column.type and not (grammar and is_key):
-                numbers.append(name)
-            if maybe_date_column(column):
-                dates.append(name)
-            if not (grammar and column.primary_key):
-                groups.append(name)
-            seen[column.name] = seen.get(column.name, 0) + 1
-    if not grammar:
-        bare = [name for name, count in seen.items() if count == 1]
-        every += bare
-        groups += bare
-    return every, numbers, dates, groups
-
-
-def _object(properties: dict[str, JsonValue], required: list[str]) -> dict[str, JsonValue]:
-    names: list[JsonValue] = list(required)
-    return {"type": "object", "properties": properties, "required": names, "additionalProperties": False}
-
-
-def _enum(values: Iterable[JsonValue]) -> dict[str, JsonValue]:
-    return {"enum": list(values)}
-
-
-def _array(items: JsonValue, most: int, least: int = 0) -> dict[str, JsonValue]:
-    array: dict[str, JsonValue] = {"type": "array", "items": items, "maxItems": most}
-    if least:
-        array["minItems"] = least
-    return array
-
-
-def source_parameters(info: SchemaInfo, *, grammar: bool = False) -> dict[str, JsonValue]:
-    """The JSON schema of ``db_aggregate`` arguments on one source: its tables and columns as enums.
-
-    Args:
-        info: the source's schema.
-        grammar: the tighter form a grammar enforces on a small model: ``table.column`` names only,
-            ``sum``/``avg`` only over number columns, no ``table`` (the first table a name says is the base),
-            ordering only by a real column or an aggregate's name, no ``as``, scalar filter values, the
-            period's bounds given, and every field written, in the order a question is read.
-    """
-    return parameters_schema(source_properties(info, grammar=grammar), grammar=grammar)
-
-
-def parameters_schema(properties: dict[str, JsonValue], *, grammar: bool = False) -> dict[str, JsonValue]:
-    """The arguments object of ``properties``: every one required in the grammar form, else ``source`` and
-    ``measures``."""
-    return _object(properties, list(properties) if grammar else ["source", "measures"])
-
-
-def source_properties(info: SchemaInfo, *, grammar: bool = False) -> dict[str, JsonValue]:
-    """The ``properties`` of :func:`source_parameters`' schema, one per argument of ``db_aggregate``."""
-    columns, numbers, dates, groups = _columns(info, grammar=grammar)
-    stars: list[JsonValue] = [*columns, "*"]
-    if grammar:
-        counting = _object(
-            {"agg": _enum(["count", "count_distinct", "min", "max"]), "column": _enum(stars)},
-            ["agg", "column"],
-        )
-        summing = _object(
-            {"agg": _enum(NUMERIC_AGGREGATES), "column": _enum(numbers), "times": _enum(numbers)},
-            ["agg", "column"],
-        )
-        measure: dict[str, JsonValue] = {"anyOf": [counting, summing]} if numbers else counting
-        value: dict[str, JsonValue] = {"type": ["string", "number"], "maxLength": 40}
-    else:
-        times: JsonValue = {"anyOf": [_enum(numbers), {"type": "null"}]}
-        measure = _object(
-            {"agg": _enum(AGGREGATES), "column": _enum(stars), "times": times, "as": {"type": "string"}},
-            ["agg", "column"],
-        )
-        value = {"type": ["string", "number", "boolean", "array", "null"]}
-    filters = _object(
-        {"column": _enum(columns), "op": _enum(FILTER_OPS), "value": value},
-        ["column", "op", "value"] if grammar else ["column", "op"],
-    )
-    bound: JsonValue = {"type": "string", "pattern": BOUND_PATTERN}
-    span = _object(
-        {"column": _enum(dates), "from": bound, "to": bound},
-        ["column", "from", "to"] if grammar else ["column"],
-    )
-    period: JsonValue = {"anyOf": [span, {"type": "null"}]} if dates else {"type": "null"}
-    order = _object(
-        {
-            "column": _enum([*columns, *AGGREGATES]) if grammar else {"type": "string"},
-            "desc": {"type": "boolean"},
-        },
-        ["column", "desc"] if grammar else ["column"],
-    )
-    limit: JsonValue = (
-        _enum([*range(1, 26), 50, 100, 500, MAX_LIMIT])
-        if grammar
-        else {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-    )
-    properties: dict[str, JsonValue] = {"source": _enum([info.source])}
-    if not grammar:
-        properties["table"] = _enum(table.name for table in info.tables)
-    properties |= {
-        "measures": _array(measure, MAX_MEASURES, 1 if grammar else 0),
-        "group_by": _array(_enum(groups), MAX_GROUPS),
-        "period": period,
-        "filters": _array(filters, 2 if grammar else MAX_FILTERS),
-        "order_by": _array(order, MAX_ORDER),
-        "limit": limit,
-    }
-    return properties
-
-
-def aggregate_parameters(schemas: Sequence[SchemaInfo]) -> dict[str, JsonValue]:
-    """The JSON schema of ``db_aggregate`` over several sources: one alternative per source."""
-    if not schemas:
-        return {"type": "object", "properties": {"source": {"enum": []}}, "required": ["source"]}
-    if len(schemas) == 1:
-        return source_parameters(schemas[0])
-    variants: list[JsonValue] = [source_parameters(info) for info in schemas]
-    return {"anyOf": variants}
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise AggregateError(where, f"{message} (got {first.get('input')!r})") from None
 
 
 __all__ = [
     "AGGREGATES",
     "FILTER_OPS",
     "MAX_LIMIT",
+    "NUMERIC_AGGREGATES",
     "AggregateError",
     "AggregateQuery",
     "CompiledQuery",
@@ -649,11 +716,7 @@ __all__ = [
     "Measure",
     "OrderBy",
     "PeriodSpec",
-    "aggregate_parameters",
     "compile_aggregate",
     "is_numeric",
-    "parameters_schema",
     "parse_aggregate",
-    "source_parameters",
-    "source_properties",
 ]

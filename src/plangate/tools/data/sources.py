@@ -1,4 +1,5 @@
-"""The registry of data sources (name → SQLite file or PostgreSQL URL) and the bundled example database.
+"""The registry of data sources (name → SQLite file or PostgreSQL URL, and the semantic layer a source
+declares) and the bundled example database.
 
 This module only maps names to backends; querying is the backends' job (``sqlite.py``, ``postgres.py``) and
 turning results into observations is the toolkit's (``toolkit.py``).
@@ -7,7 +8,7 @@ turning results into observations is the toolkit's (``toolkit.py``).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 from plangate.errors import ConfigError
 from plangate.tools.data.postgres import URL_SCHEMES, PostgresSource
 from plangate.tools.data.results import QueryLimits, QueryResult, SchemaInfo
+from plangate.tools.data.semantic import read_semantic_file, semantic_path_for
 from plangate.tools.data.sqlite import SqliteSource
 from plangate.tools.registry import closest_name
 from plangate.tools.sql_guard import Dialect
@@ -63,6 +65,7 @@ class DataSources:
 
     def __init__(self) -> None:
         self._sources: dict[str, DataSource] = {}
+        self._semantic: dict[str, tuple[Mapping[str, object], str]] = {}
 
     def register(
         self,
@@ -71,12 +74,15 @@ class DataSources:
         *,
         schemas: Sequence[str] | None = None,
         allow_privileged: bool = False,
+        semantic: Mapping[str, object] | str | os.PathLike[str] | None = None,
     ) -> DataSource:
         """Register a SQLite file (a path or ``sqlite:///path``) or a ``postgresql://`` URL under ``name``.
 
         A PostgreSQL source is vetted when it is first opened: a role that can do more than read is refused
         unless ``allow_privileged`` (see :class:`~plangate.tools.data.postgres.PostgresSource`); ``schemas``
-        are the schemas its questions read.
+        are the schemas its questions read. ``semantic`` is its semantic layer: a table as a semantic file
+        holds it, or the path of one; without it, a SQLite file's ``<stem>.semantic.toml`` beside it is its
+        layer when there is one (read when a turn opens the source, in ``semantic_of``).
 
         Raises:
             ConfigError: the name is taken or empty, the SQLite file does not exist, or the URL is a
@@ -88,7 +94,37 @@ class DataSources:
             raise ConfigError(f"a data source named {name!r} is already registered")
         source = _open(name, target, schemas, allow_privileged)
         self._sources[name] = source
+        if semantic is not None:
+            self.set_semantic(name, semantic)
         return source
+
+    def set_semantic(self, name: str, semantic: Mapping[str, object] | str | os.PathLike[str]) -> None:
+        """Give the source ``name`` a semantic layer: a semantic file's table, or the file's path.
+
+        Raises:
+            SemanticError: the file cannot be read or is not TOML.
+        """
+        if isinstance(semantic, Mapping):
+            self._semantic[name] = (semantic, f"the semantic layer of {name!r}")
+        else:
+            path = Path(semantic).expanduser()
+            self._semantic[name] = (read_semantic_file(path), str(path))
+
+    def semantic_of(self, name: str) -> tuple[Mapping[str, object], str] | None:
+        """The semantic layer of ``name`` as declared (its table and where it came from), or the
+        ``<stem>.semantic.toml`` beside its SQLite file, or None.
+
+        Raises:
+            SemanticError: the file beside it cannot be read or is not TOML.
+        """
+        if name in self._semantic:
+            return self._semantic[name]
+        path = getattr(self._sources.get(name), "path", None)
+        if isinstance(path, Path):
+            beside = semantic_path_for(path)
+            if beside.is_file():
+                return read_semantic_file(beside), str(beside)
+        return None
 
     def add(self, source: DataSource) -> DataSource:
         """Register a source built elsewhere (another backend, a test double).

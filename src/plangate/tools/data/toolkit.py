@@ -2,7 +2,8 @@
 :class:`DataSources` registry.
 
 All three are read tools of the ``data`` domain; ``db_aggregate``'s parameter schema is built from the
-sources' real schemas (tables and columns as enums), read when the tools are built. They turn every outcome
+sources' real schemas (tables and columns as enums, and the metrics of a source's semantic layer), read when
+the tools are built. They turn every outcome
 (refused by the guard, rejected by the database, stopped by a limit) into a ``ToolResult`` the model can act
 on; they never raise into the loop.
 """
@@ -15,13 +16,10 @@ from dataclasses import replace
 from pydantic import JsonValue, TypeAdapter
 
 from plangate.tools.data._format import human_bytes, render_rows, render_schema, rows_summary, shown_table
-from plangate.tools.data.aggregate import (
-    AggregateError,
-    aggregate_parameters,
-    compile_aggregate,
-    parse_aggregate,
-)
+from plangate.tools.data.aggregate import AggregateError, compile_aggregate, parse_aggregate
+from plangate.tools.data.aggregate_schema import aggregate_parameters
 from plangate.tools.data.results import DataSourceError, QueryLimits, QueryRefused, QueryTimeout, SchemaInfo
+from plangate.tools.data.semantic import SemanticLayer
 from plangate.tools.data.sources import DataSources
 from plangate.tools.result import ToolResult
 from plangate.tools.tool import Tool, tool
@@ -37,6 +35,7 @@ def data_tools(
     limits: QueryLimits | None = None,
     *,
     schemas: Mapping[str, SchemaInfo] | None = None,
+    semantics: Mapping[str, SemanticLayer] | None = None,
 ) -> list[Tool]:
     """Build ``db_schema``, ``db_query`` and ``db_aggregate`` bound to ``sources``.
 
@@ -45,6 +44,8 @@ def data_tools(
         limits: row, size and time limits per call; the defaults are 1,000 rows, 1 MB and 30 s.
         schemas: the sources' schemas, when the caller has read them already; the others are read here
             (a source that cannot be read is left out of ``db_aggregate``'s enums, and said so).
+        semantics: the semantic layers of the sources that have one, by source name (``db_aggregate``
+            takes their metrics by name).
 
     Returns:
         The three tools, domain ``data``, pack ``sql``, all ``read``.
@@ -115,7 +116,7 @@ def data_tools(
     return [
         _with_description(db_schema, f" Sources: {known}."),
         _with_description(db_query, limits_note),
-        aggregate_tool(sources, bounds, schemas=schemas),
+        aggregate_tool(sources, bounds, schemas=schemas, semantics=semantics),
     ]
 
 
@@ -140,17 +141,22 @@ def aggregate_tool(
     limits: QueryLimits | None = None,
     *,
     schemas: Mapping[str, SchemaInfo] | None = None,
+    semantics: Mapping[str, SemanticLayer] | None = None,
 ) -> Tool:
-    """``db_aggregate``: a structured query (measures, groups, filters, a period, an order, a limit) compiled
-    to SQL against the source's real schema; its parameters list the tables and columns as enums.
+    """``db_aggregate``: a structured query (measures or metrics, groups, filters, a period, an order, a
+    limit) compiled to SQL against the source's real schema; its parameters list the tables, columns and
+    metrics as enums. Its output holds the rows, the SQL, the rows as shown, the metrics' definitions it
+    used (``definitions``) and the measures it computed at their own grain (``grains``).
 
     Args:
         sources: the data sources it may read.
         limits: row, size and time limits per call.
         schemas: schemas already read, by source name; the others are read now.
+        semantics: semantic layers by source name.
     """
     bounds = limits or QueryLimits()
     known, unread = _read_schemas(sources, bounds, schemas)
+    layers = {name: layer for name, layer in (semantics or {}).items() if name in known}
 
     def db_aggregate(**arguments: JsonValue) -> ToolResult:
         source = arguments.get("source")
@@ -161,7 +167,7 @@ def aggregate_tool(
             )
             return ToolResult.blocked("unknown_source", message, observation=message)
         try:
-            compiled = compile_aggregate(parse_aggregate(arguments), known[source])
+            compiled = compile_aggregate(parse_aggregate(arguments), known[source], layers.get(source))
         except AggregateError as exc:
             return ToolResult.blocked("invalid_query", str(exc), observation=f"the query was not run: {exc}")
         try:
@@ -176,6 +182,10 @@ def aggregate_tool(
         rendered = render_rows(result, bounds)
         data = dict(rendered.data)
         data["sql"] = compiled.sql
+        if compiled.definitions:
+            data["definitions"] = dict(compiled.definitions)
+        if compiled.grains:
+            data["grains"] = dict(compiled.grains)
         # The rows as a person reads them, for a prompt that asks for an answer to be written from them:
         # a small model copies "1,328,137.93" where it garbles the float 1328137.929999979.
         columns, rows = rendered.data["columns"], rendered.data["rows"]
@@ -184,6 +194,12 @@ def aggregate_tool(
         return ToolResult.done(rendered.text, summary=rows_summary(rendered), data=data)
 
     note = f" Sources: {', '.join(known) or 'none'}."
+    for name, layer in layers.items():
+        if layer.metrics:
+            note += f" Metrics of {name} ({{\"metric\": name}}): " + "; ".join(
+                f"{m.name} = {m.definition}" for m in layer.metrics.values()
+            )
+            note += "."
     if unread:
         note += f" Not readable now: {'; '.join(unread)}."
     return Tool(
@@ -192,9 +208,10 @@ def aggregate_tool(
             "Compute measures (count, count_distinct, sum, avg, min, max of a column; sum of a column times "
             "another) over a table, grouped by columns, filtered, within a period (from/to: a year 2025, a "
             "month 2025-03 or a day), ordered and limited. Columns of other tables are joined along foreign "
-            "keys. Names are table.column; the SQL is built for you." + note
+            "keys; each measure is computed once per row of its own table, whatever the joins repeat. Names "
+            "are table.column; the SQL is built for you." + note
         ),
-        parameters=aggregate_parameters(list(known.values())),
+        parameters=aggregate_parameters(list(known.values()), layers),
         function=db_aggregate,
         domain=DOMAIN,
         pack=PACK,
