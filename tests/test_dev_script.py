@@ -79,3 +79,20 @@ def test_dev_plangate_runs_the_cli_and_names_itself_for_the_commands_it_prints(p
     assert done.returncode == 0, done.stderr
     # setup's own output never mixes into the command's stdout (run=$(./dev plangate run ... -q) works)
     assert done.stdout.splitlines() == ["plangate ran: status run_x", "PLANGATE_PROG=./dev plangate"]
+
+
+def test_the_tests_setup_installs_the_tooling_groups_and_a_later_reinstall_keeps_them(project: Path) -> None:
+    # ./dev test-local sets up what the tests need (its pytest then finds no tests in this copy)
+    _dev(project, "test-local", PLANGATE_TEST_EXTRAS="dev")
+    first = _installs(project)
+    assert len(first) == 1, first
+    assert "--group bench --group llama-server -e .[" in first[0]
+    extras = first[0].split("-e .[", 1)[1].rstrip("]").split(",")
+    assert "dev" in extras and "bench" not in extras and "llama-server" not in extras  # groups, not extras
+
+    # the requirements change: everything is brought up to date, the groups installed before included
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as handle:
+        handle.write("\n# changed\n")
+    assert _dev(project, "plangate", "--version", PLANGATE_DEMO_EXTRAS="server").returncode == 0
+    installs = _installs(project)
+    assert len(installs) == 2 and "--group bench --group llama-server -e .[" in installs[1]

@@ -1,5 +1,5 @@
 """The ``openai`` provider against a real OpenAI-compatible peer: llama-cpp-python's server (the
-``llama-server`` extra) running the packaged SmolLM2 model on a loopback port.
+``llama-server`` dependency group) running the packaged SmolLM2 model on a loopback port.
 
 That server refuses ``response_format: json_schema`` with HTTP 500 and takes ``json_object`` with a
 ``schema`` instead; before the provider negotiated, no agent round through it could make one valid call.
