@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from server_helpers import EXAMPLES
 from typer.testing import CliRunner
 
+import plangate
 from plangate.cli.app import app
 from plangate.server.tokens import PEPPER_ENV, TOKEN_PREFIX, Tokens, hash_token
 from plangate.store import SQLiteStore
@@ -164,4 +165,67 @@ def test_serve_with_tools_that_cannot_load_fails_in_one_line(cli: CliRunner, ser
 
     assert result.exit_code == 2
     assert "cannot import 'no_such_module'" in result.stderr
+    assert served.calls == []
+
+
+def test_serve_starts_when_its_model_cannot_run_here_and_says_which_it_is(
+    cli: CliRunner, served: _Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    seen: dict[str, Any] = {}
+
+    def probe(client: TestClient) -> None:
+        seen["info"] = client.get("/v1/info").json()
+        seen["formulas"] = client.get("/v1/formulas").status_code
+        refused = client.post("/v1/runs", json={"kind": "agent", "prompt": "hello"})
+        seen["agent"] = (refused.status_code, refused.json()["detail"])
+
+    served.probe = probe
+    result = cli.invoke(app, ["serve", "--no-auth", "--path", str(EXAMPLES), "--model", "openai:gpt-4o-mini"])
+
+    assert result.exit_code == 0, result.output
+    assert "model of agent runs: openai:gpt-4o-mini (--model) cannot run here: " in result.stderr
+    hint = "openai:gpt-4o-mini needs an API key: set OPENAI_API_KEY or pass api_key="
+    assert seen["info"] == {
+        "version": plangate.__version__,
+        "model": {
+            "spec": "openai:gpt-4o-mini",
+            "description": "openai:gpt-4o-mini",
+            "origin": "--model",
+            "available": False,
+            "problem": hint,
+        },
+    }
+    assert seen["formulas"] == 200  # everything that needs no model is served
+    # a run that needs the model is refused with what is missing, and nothing is stored
+    assert seen["agent"] == (422, f"Agent model: {hint}")
+
+
+def test_serve_names_the_model_it_runs_with(cli: CliRunner, served: _Served, tmp_path: Path) -> None:
+    script = tmp_path / "responses.json"
+    script.write_text('["hello"]', encoding="utf-8")
+    infos: list[Any] = []
+    served.probe = lambda client: infos.append(client.get("/v1/info").json()["model"])
+
+    result = cli.invoke(app, ["serve", "--no-auth", "--model", f"scripted:{script}"])
+
+    assert result.exit_code == 0, result.output
+    assert "model of agent runs: scripted:" in result.stderr and "cannot run here" not in result.stderr
+    # the path of the file is not shown to clients, as in every response
+    assert infos == [
+        {
+            "spec": "scripted:…/responses.json",
+            "description": "scripted:…/responses.json",
+            "origin": "--model",
+            "available": True,
+            "problem": None,
+        }
+    ]
+
+
+def test_serve_with_an_unknown_model_provider_fails_in_one_line(cli: CliRunner, served: _Served) -> None:
+    result = cli.invoke(app, ["serve", "--no-auth", "--model", "nosuch:model"])
+
+    assert result.exit_code == 2
+    assert "unknown model provider 'nosuch'" in result.stderr
     assert served.calls == []

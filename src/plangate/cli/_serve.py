@@ -22,10 +22,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, print_json
+from plangate.cli._loading import model_spec
 from plangate.cli._options import ConfigOpt, JsonOpt, StoreOpt, ToolsOpt
 from plangate.cli._session import session
 from plangate.config import Config
 from plangate.errors import ConfigError, UserError
+from plangate.models import PROVIDERS, Model, resolve_model
+from plangate.models.registry import describe_model
 from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
 if TYPE_CHECKING:
@@ -111,13 +114,15 @@ def serve_command(
         # The tools (and the file's MCP servers) and the store live as long as the server: the session
         # closes them when the command ends.
         registry = s.tools()
+        chosen, origin = server_model(s.config, model)
         application = create_app(
             s.store,
             registry,
             auth=not no_auth,
             search_paths=path or (),
             tool_specs=s.tool_specs,
-            model=s.model(model, of="model of agent runs"),
+            model=chosen,
+            model_origin=origin,
             broker=broker_url(broker) if broker is not None else None,
             data_dirs=dirs,
             sources=declared,
@@ -129,6 +134,29 @@ def serve_command(
         uvicorn.run(application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level))
     except UserError as exc:
         fail(str(exc))
+
+
+def server_model(config: Config, flag: str | None) -> tuple[Model | str, str]:
+    """The model of the server's runs that name none, and where it came from, said on stderr: the model
+    when it can run here, else its spec. A server starts without any model installed or configured; only
+    the runs that need one fail, with the install hint, and ``GET /v1/info`` tells clients which it is.
+
+    Raises:
+        ConfigError: the spec names no known provider (a typo is not put off until a run needs it).
+    """
+    spec, origin = model_spec(config, flag)
+    try:
+        found = resolve_model(spec)
+    except ConfigError as exc:
+        if spec.strip().partition(":")[0].strip().lower() not in PROVIDERS:
+            raise ConfigError(f"{origin}: {exc}") from None
+        err.print(
+            f"[bold yellow]warning:[/] model of agent runs: {escape(spec)} [dim]({escape(origin)})[/] cannot "
+            f"run here: {escape(str(exc))}; the server starts, and runs that need a model fail until it can"
+        )
+        return spec, origin
+    err.print(f"model of agent runs: {escape(describe_model(found))} [dim]({escape(origin)})[/]")
+    return found, origin
 
 
 def _warn_no_auth(host: str) -> None:

@@ -22,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from plangate.engines import ProcessEngines
 from plangate.runs import Runs
 from plangate.server._asks import AskJobs
+from plangate.server._model_info import ModelInfo
 from plangate.server._problems import Problem
 from plangate.server._sources import SourceRegistry
 from plangate.server.broadcast import Broadcaster
@@ -46,6 +47,7 @@ class Services:
         search_paths: where formulas are looked for (before the default places).
         sources: the data sources owners registered (what copilot turns may ask about).
         asks: starts and shows copilot turns.
+        model: the model runs use when they name none, as ``GET /v1/info`` tells of it.
     """
 
     store: Store
@@ -58,6 +60,7 @@ class Services:
     auth: bool = True
     pepper: bytes | None = None
     search_paths: list[Path] = field(default_factory=list)
+    model: ModelInfo = field(default_factory=lambda: ModelInfo(None))
 
 
 async def services(request: Request) -> Services:

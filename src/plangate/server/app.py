@@ -32,6 +32,7 @@ from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
 from plangate.server._limits import MAX_BODY, BodyLimit
+from plangate.server._model_info import ModelInfo
 from plangate.server._problems import install
 from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
@@ -66,6 +67,7 @@ def create_app(
     search_paths: Iterable[str | Path] = (),
     tool_specs: Iterable[str] = (),
     model: Model | str | None = None,
+    model_origin: str = "",
     root: Path | None = None,
     pepper: bytes | None = None,
     heartbeat: float = 5.0,
@@ -85,7 +87,10 @@ def create_app(
         auth: require a bearer token on every request (``False``: every request is the owner ``local``).
         search_paths: directories searched for formulas before the default places.
         tool_specs: where ``tools`` came from (``module:attr``), kept with runs for other processes.
-        model: the model of agent runs, agent steps and llm steps that name none (None: the default).
+        model: the model of agent runs, agent steps and llm steps that name none (None: the default). A
+            spec is resolved when a run needs it: a server whose model is not installed starts, and only
+            the runs that need it fail, with the install hint (``GET /v1/info`` says which it is).
+        model_origin: where ``model`` came from (``--model``, ``PLANGATE_MODEL``, …), for ``/v1/info``.
         root: the directory formula conditions resolve ``file.exists`` against (default: the cwd).
         pepper: the key of the token hash (default: ``$PLANGATE_TOKEN_PEPPER``).
         heartbeat: seconds between two ``heartbeat`` messages on every event stream.
@@ -125,6 +130,7 @@ def create_app(
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,
+        model=ModelInfo(model, model_origin),
     )
 
     lifespan = _lifespan(services, recover=recover, sweep=recover and queue is not None, vet=bool(sources))

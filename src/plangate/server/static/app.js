@@ -55,6 +55,23 @@ function showAuthState() {
   $("auth-state").textContent = getToken() ? "token set" : "";
 }
 
+// -- the model runs use --------------------------------------------------------------------------------
+
+/** Say which model the server's runs use when they name none, and why none can run when it is missing. */
+async function showModel() {
+  try {
+    const { model } = await api("GET", "/v1/info");
+    const shown = $("model-state");
+    shown.textContent = model.available
+      ? `model: ${model.description}`
+      : `model: ${model.spec}, not available here: ${model.problem}`;
+    shown.title = model.origin ? `chosen by ${model.origin}` : "";
+    shown.classList.toggle("model-missing", !model.available);
+  } catch (error) {
+    if (error.status !== 401) showError(error);
+  }
+}
+
 // -- the runs list ----------------------------------------------------------------------------------------
 
 const runsList = {
@@ -255,6 +272,7 @@ function init() {
   $("token-button").addEventListener("click", async () => {
     if (await askForToken("")) {
       clearError();
+      showModel();
       loadFormulas();
       loadTools();
       refreshRuns();
@@ -281,6 +299,7 @@ function init() {
     pollRuns();
   });
   loadFormulas();
+  showModel();
 }
 
 init();
