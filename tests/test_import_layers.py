@@ -14,7 +14,7 @@ README = ROOT.parents[1] / "README.md"
 
 TIERS: list[list[str]] = [
     ["errors"],
-    ["config", "interactions", "vocab", "_json", "_models", "_offloop"],
+    ["config", "interactions", "vocab", "_json", "_models", "_offloop", "bundled"],
     ["conditions", "events", "decisions"],
     ["store", "models"],
     ["tools"],

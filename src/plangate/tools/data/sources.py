@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from plangate.bundled import example_path
 from plangate.errors import ConfigError
 from plangate.tools.data.postgres import URL_SCHEMES, PostgresSource
 from plangate.tools.data.results import QueryLimits, QueryResult, SchemaInfo
@@ -22,8 +23,7 @@ from plangate.tools.registry import closest_name
 from plangate.tools.sql_guard import Dialect
 
 SHOP_DB_ENV = "PLANGATE_SHOP_DB"
-"""Environment variable that points at the example database when plangate is installed without the repo."""
-_REPO_SHOP_DB = Path(__file__).resolve().parents[4] / "examples" / "data" / "shop.db"
+"""Environment variable that points at another example database than the bundled one."""
 
 
 class DataSource(Protocol):
@@ -180,17 +180,19 @@ def _open(
 
 
 def shop_db_path() -> Path:
-    """The bundled example database, ``examples/data/shop.db`` (or ``$PLANGATE_SHOP_DB``).
+    """The bundled example database, ``data/shop.db`` of the bundled examples (``plangate.bundled``: in the
+    installed package, or ``examples/`` of a source checkout), or ``$PLANGATE_SHOP_DB``.
 
     Raises:
-        ConfigError: the file is not there (plangate installed from a wheel, without the repository).
+        ConfigError: the file is not there (a ``$PLANGATE_SHOP_DB`` that names no file, a broken install).
     """
     override = os.environ.get(SHOP_DB_ENV)
-    path = Path(override) if override else _REPO_SHOP_DB
+    path = Path(override) if override else example_path("data", "shop.db")
     if not path.is_file():
+        where = f"${SHOP_DB_ENV}" if override else "the bundled examples"
         raise ConfigError(
-            f"the example database is not at {str(path)!r}: run examples/data/make_shop_db.py from the "
-            f"repository, or set {SHOP_DB_ENV} to its path"
+            f"the example database is not at {str(path)!r} ({where}): set {SHOP_DB_ENV} to the path of a "
+            "shop database (make one with make_shop_db.py, beside the bundled one), or reinstall plangate"
         )
     return path
 
