@@ -266,6 +266,11 @@ def test_serve_starts_with_no_model_and_serves_the_console(served: tuple[str, Pa
     assert 'pip install "plangate[local]"' in model["problem"]
     assert "cannot run here" in log.read_text()
 
+    # the server's bundled shop source is there for questions, from the installed package
+    status, _, body = _get(url + "/v1/sources")
+    (shop,) = [item for item in json.loads(body)["items"] if item["name"] == "shop"]
+    assert status == 200 and shop["builtin"] is True and shop["tables"], shop
+
 
 def test_a_run_that_needs_the_missing_model_fails_with_the_install_hint(served: tuple[str, Path]) -> None:
     url, _ = served
