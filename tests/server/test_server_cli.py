@@ -169,16 +169,23 @@ def test_serve_with_tools_that_cannot_load_fails_in_one_line(cli: CliRunner, ser
 
 
 def test_serve_starts_when_its_model_cannot_run_here_and_says_which_it_is(
-    cli: CliRunner, served: _Served, monkeypatch: pytest.MonkeyPatch
+    cli: CliRunner, served: _Served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    script = tmp_path / "responses.json"
+    script.write_text(json.dumps([json.dumps({"action": "done", "speak": "Hello."})]), encoding="utf-8")
     seen: dict[str, Any] = {}
 
     def probe(client: TestClient) -> None:
         seen["info"] = client.get("/v1/info").json()
         seen["formulas"] = client.get("/v1/formulas").status_code
         refused = client.post("/v1/runs", json={"kind": "agent", "prompt": "hello"})
-        seen["agent"] = (refused.status_code, refused.json()["detail"])
+        seen["agent"] = (refused.status_code, refused.json()["type"], refused.json()["detail"])
+        asked = client.post("/v1/ask", json={"question": "Which region sold most?"})
+        seen["ask"] = (asked.status_code, asked.json()["detail"])
+        seen["runs"] = client.get("/v1/runs").json()["items"]
+        own = {"kind": "agent", "prompt": "hello", "model": f"scripted:{script}"}
+        seen["own model"] = client.post("/v1/runs", json=own).status_code
 
     served.probe = probe
     result = cli.invoke(app, ["serve", "--no-auth", "--path", str(EXAMPLES), "--model", "openai:gpt-4o-mini"])
@@ -197,8 +204,12 @@ def test_serve_starts_when_its_model_cannot_run_here_and_says_which_it_is(
         },
     }
     assert seen["formulas"] == 200  # everything that needs no model is served
-    # a run that needs the model is refused with what is missing, and nothing is stored
-    assert seen["agent"] == (422, f"Agent model: {hint}")
+    # a run or a question that needs the model is refused with what is missing, and nothing is stored
+    refusal = f"this server's model cannot run here: {hint}"
+    assert seen["agent"] == (503, "urn:plangate:problem:model-unavailable", refusal)
+    assert seen["ask"] == (503, refusal)
+    assert seen["runs"] == []
+    assert seen["own model"] == 201  # a request that names a model of its own runs with it
 
 
 def test_serve_names_the_model_it_runs_with(cli: CliRunner, served: _Served, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pydantic import JsonValue
 from plangate.errors import ConfigError
 from plangate.models import Model, resolve_model
 from plangate.models.registry import default_model_spec, describe_model
+from plangate.server._problems import Problem
 from plangate.server._public import public_text
 
 
@@ -51,6 +52,22 @@ class ModelInfo:
         except ConfigError as exc:
             return self._shown(spec, spec, self.origin or origin, str(exc))
         return self._shown(spec, describe_model(model), self.origin or origin, None)
+
+    def require(self, named: str | None) -> None:
+        """Refuse a request that needs the server's model when it cannot run here (nothing is stored).
+
+        Args:
+            named: the model the request names itself (then it is the request's to get right: its spec
+                is checked where it is used, and a bad one is a 422).
+
+        Raises:
+            Problem: 503 ``model-unavailable``, with what to install or set.
+        """
+        if named is not None:
+            return
+        problem = self.view()["problem"]
+        if isinstance(problem, str):
+            raise Problem(503, "model-unavailable", f"this server's model cannot run here: {problem}")
 
     @staticmethod
     def _shown(spec: str, description: str, origin: str, problem: str | None) -> dict[str, JsonValue]:

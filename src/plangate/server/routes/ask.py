@@ -16,6 +16,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 from pydantic import JsonValue
+from starlette.concurrency import run_in_threadpool
 
 from plangate.errors import ConfigError
 from plangate.server._deps import OwnerDep, ServicesDep
@@ -35,6 +36,7 @@ _TURN_ID = r"^turn_[A-Za-z0-9_-]{1,64}$"
     responses={
         404: {"description": "The source or the conversation is not the caller's."},
         422: {"description": "An empty or too long question, an unknown field, an unusable model."},
+        503: {"description": "The request names no model and the server's cannot run here."},
     },
 )
 async def ask(
@@ -43,6 +45,7 @@ async def ask(
     """Start a turn: the question becomes a checked, run and reviewed formula, retried once if the review
     says so. Answers at once with ``turn_id``, ``run_id`` and ``conversation_id``; follow the run's events
     (``events``), then read the turn (``turn``)."""
+    await run_in_threadpool(services.model.require, body.model)
     try:
         started = await services.asks.start(
             owner, body.question, body.source, body.conversation_id, body.model

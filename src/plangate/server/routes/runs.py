@@ -162,6 +162,7 @@ def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
 async def _start_agent(services: ServicesDep, body: AgentRunRequest, owner: str) -> str:
     if body.done_when is not None:
         _check_done_when(body.done_when)
+    await run_in_threadpool(services.model.require, body.model)
     agents = services.engines.agents
     try:
         return await run_in_threadpool(
