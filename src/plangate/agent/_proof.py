@@ -55,6 +55,7 @@ def receipts_of(batch: Batch, *, planned: bool) -> list[Held]:
             summary=spec.summary,
             output=spec.output,
             planned=planned,
+            digest=spec.arguments_digest,
         )
         for spec in batch.receipts
     ]
@@ -69,6 +70,7 @@ def receipts_of(batch: Batch, *, planned: bool) -> list[Held]:
                 summary=done.summary,
                 output=done.output,
                 planned=planned,
+                digest=done.digest,
             )
         )
     return found

@@ -179,6 +179,8 @@ class AgentState(BaseModel):
         outcome: how the run ended (set when it enters ``deliver``).
         answer: the closing message, once delivered (or a route's direct reply).
         memory: what compaction folded out of the prompt, once the prompt first outgrew its budget.
+        repeats: the failed writes (``tool:digest``) the model was told not to repeat; asking for one again
+            ends the run ``stalled``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -195,6 +197,7 @@ class AgentState(BaseModel):
     outcome: Outcome | None = None
     answer: str | None = None
     memory: Memory | None = Field(default=None, exclude_if=lambda value: value is None)
+    repeats: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
 
     def to_snapshot(self) -> JsonObject:
         """The JSON form written to the store (defaults included, so the format is explicit)."""
