@@ -1,10 +1,10 @@
 """Benchmark: how the offline default model (SmolLM2-135M on llama.cpp) does as an agent on the week planner.
 
-50 small, self-checking tasks on the built-in ``schedule`` toolkit ("place t9 on Tuesday at 10:00", "what is
-free on Wednesday", "move t8 to Friday 11:00", ...). Each runs as a ReAct agent (``mode="react"``, at most 6
-rounds) on a fresh copy of the example week, with the toolkit's tools active from the first round (as an
-agent step of a formula has the tools it names), and with its goal stated the way a user states it to the
-runtime: a ``done_when`` condition naming the tool whose success finishes the task
+50 small, self-checking tasks (and 16 of new kinds, below) on the built-in ``schedule`` toolkit ("place t9 on
+Tuesday at 10:00", "what is free on Wednesday", "move t8 to Friday 11:00", ...). Each runs as a ReAct agent
+(``mode="react"``, at most 6 rounds) on a fresh copy of the example week, with the toolkit's tools active from
+the first round (as an agent step of a formula has the tools it names), and with its goal stated the way a
+user states it to the runtime: a ``done_when`` condition naming the tool whose success finishes the task
 (``receipts.any(tool == 'place' and success)``; ``--no-done-when`` leaves it out, so the model must declare
 ``done`` itself). Every consent request is approved and every question answered with "go ahead", as a
 cooperative person would. Reported, honestly, per the issue:
@@ -32,9 +32,19 @@ The held-out set (27 tasks) has tasks of the same kinds with other task ids, day
 the grammar were not tuned on it, so it says what a user's own tasks would get. It is run and reported
 apart from the 50 (``--set bench`` or ``--set held-out`` runs one of them).
 
-Run:  .venv/bin/python bench/local_model.py                 (the 50 and the held-out 27, greedy: the default)
+New kinds (issue 23): the bench adds 16 requests put as users put them, with no ``done_when`` (so the
+runtime must infer the goal: a question answered by a read, N changes proven by N writes): questions,
+moves, swaps and two-step requests; 66 tasks in all. The second held-out set, ``held-out-kinds`` (21 tasks
+in ``bench/local_model_held_out.py``, committed alone before any tuning for these kinds and never to be
+used for it), has the same four kinds in other wording (its questions without ``done_when``, its writes
+with the ``done_when`` a user would state). A question is correct only if no write ran. Every report says
+how many of each kind were right. ``--model test`` runs the harness on ``TestModel``, with no model: a dry
+run that checks the sets and the harness, whose figures mean nothing.
+
+Run:  .venv/bin/python bench/local_model.py                 (all three sets, greedy: the default)
       .venv/bin/python bench/local_model.py --repeat 3      (every figure, with pass^1 and pass^3, sampled)
       .venv/bin/python bench/local_model.py --every 5       (a quicker look: every 5th task of each set)
+      .venv/bin/python bench/local_model.py --model test    (a dry run of the harness, no model: seconds)
 On a machine busy with other work, set PLANGATE_LOCAL_THREADS=1 (see ``plangate.models.local``); the model's
 thread count and the load average are printed with the figures.
 """
@@ -48,6 +58,7 @@ import math
 import os
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -55,9 +66,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from local_model_held_out import HELD_OUT_KINDS
 from plangate.agent import Agent
 from plangate.events import CorrectionEvent, RoundEvent
 from plangate.interactions import Answer, Approve
+from plangate.models import Model, TestModel
 from plangate.models.local import LocalModel
 from plangate.store import Store, open_store
 from plangate.tools import ToolRegistry
@@ -72,12 +87,20 @@ class Task:
     prompt: str
     check: Check
     writes: bool
-    goal: str
-    """The tool whose successful call finishes the task, as the task's ``done_when`` names it."""
+    goal: str | None
+    """The tool whose successful call finishes the task, as the task's ``done_when`` names it; None: the
+    request is put as a user puts it, with no ``done_when`` (the runtime infers its goal, or the model must
+    declare ``done``)."""
+    kind: str = ""
+    """``place``, ``move``, ``unplace``, ``question``, ``swap``, ``two_step``, ... (reported apart)."""
+    condition: str | None = None
+    """A ``done_when`` of its own (a two-step request's), instead of the one ``goal`` names."""
 
     @property
-    def done_when(self) -> str:
-        return f"receipts.any(tool == '{self.goal}' and success)"
+    def done_when(self) -> str | None:
+        if self.condition is not None:
+            return self.condition
+        return None if self.goal is None else f"receipts.any(tool == '{self.goal}' and success)"
 
 
 def _placed(task_id: str, day: int, slot: int) -> Check:
@@ -106,6 +129,16 @@ def _mentions(*patterns: str) -> Check:
     return check
 
 
+def _swapped(first: str, second: str, at_first: tuple[int, int], at_second: tuple[int, int]) -> Check:
+    """Both tasks moved: ``first`` to ``at_first`` and ``second`` to ``at_second``."""
+    one, two = _placed(first, *at_first), _placed(second, *at_second)
+    return lambda store, answer: one(store, answer) and two(store, answer)
+
+
+def _all(*checks: Check) -> Check:
+    return lambda store, answer: all(check(store, answer) for check in checks)
+
+
 def _day(day: int) -> str:
     name = DAYS[day]
     return f"({name[:3]}|{name})"
@@ -129,8 +162,14 @@ def tasks() -> list[Task]:
         found.append(
             Task(f"Place task t9 on {DAYS[day].title()} at {hhmm}.", _placed("t9", day, slot), True, "place")
         )
-        found.append(Task(f"Put the expense report (t4) on {DAYS[day].title()} at {hhmm}.",
-                          _placed("t4", day, slot), True, "place"))
+        found.append(
+            Task(
+                f"Put the expense report (t4) on {DAYS[day].title()} at {hhmm}.",
+                _placed("t4", day, slot),
+                True,
+                "place",
+            )
+        )
     for day, slot in free[:6]:
         hhmm = f"{8 + slot:02d}:00"
         found.append(
@@ -139,18 +178,78 @@ def tasks() -> list[Task]:
     for task_id in ("t2", "t5", "t6", "t8"):
         found.append(Task(f"Unplace task {task_id}.", _unplaced(task_id), True, "unplace"))
     for day in range(5):
-        found.append(Task(f"What is free on {DAYS[day].title()}?", _mentions(_day(day), _TIME), False,
-                          "query_available_slots"))
+        found.append(
+            Task(
+                f"What is free on {DAYS[day].title()}?",
+                _mentions(_day(day), _TIME),
+                False,
+                "query_available_slots",
+            )
+        )
     for _ in range(3):
         found.append(Task("How many tasks are not placed yet?", _mentions(_FOUR), False, _TARGETS))
     found.append(Task("Is my week feasible? Check its health.", _mentions("free"), False, _HEALTH))
     found.append(Task("Which tasks have deadlines?", _mentions("due", *_DEADLINES), False, _TARGETS))
-    found.append(Task("Show me the week overview.", _mentions("(mon|monday)", "(sun|sunday)"), False,
-                      "get_overview"))
+    found.append(
+        Task("Show me the week overview.", _mentions("(mon|monday)", "(sun|sunday)"), False, "get_overview")
+    )
     while len(found) < 50:
         # an unplaced task by its id: t3, t4, t7 or t9
         found.append(Task("What should I do next with my week?", _mentions("t[3479]"), False, _HEALTH))
-    return found[:50]
+    return [_kind_of(task) for task in found[:50]] + new_kinds()
+
+
+def _kind_of(task: Task) -> Task:
+    kind = task.goal if task.goal in ("place", "move", "unplace") else "read (done_when)"
+    return dataclasses.replace(task, kind=kind)
+
+
+def new_kinds() -> list[Task]:
+    """Sixteen requests as users put them, with no ``done_when``: questions, moves, swaps, two-step requests
+    (the issue's "Which slots are open on Thursday?" and "Shift t8 to Tuesday 13:00." among them)."""
+    q, m, s, two = "question", "move", "swap", "two_step"
+    return [
+        Task("Which slots are open on Thursday?", _mentions(_day(3), _TIME), False, None, q),
+        Task("Count the tasks that still need a slot.", _mentions(_FOUR), False, None, q),
+        Task("Give me an overview of this week.", _mentions("(mon|monday)", "(sun|sunday)"), False, None, q),
+        Task("What is free on Monday?", _mentions(_day(0), _TIME), False, None, q),
+        Task("Which tasks are unplaced?", _mentions(*_UNPLACED), False, None, q),
+        Task("How does my week look?", _mentions("(mon|monday)", "(sun|sunday)"), False, None, q),
+        Task("Shift t8 to Tuesday 13:00.", _placed("t8", 1, 5), True, None, m),
+        Task("Move t5 to Thursday 12:00.", _placed("t5", 3, 4), True, None, m),
+        Task("Move t6 to Saturday 09:00.", _placed("t6", 5, 1), True, None, m),
+        Task("Swap t8 and t5.", _swapped("t8", "t5", (2, 3), (4, 0)), True, None, s),
+        Task("Swap t6 and t2.", _swapped("t6", "t2", (1, 0), (1, 9)), True, None, s),
+        Task("Swap t1 with t10.", _swapped("t1", "t10", (3, 1), (0, 1)), True, None, s),
+        Task(
+            "Unplace t8 and place t4 on Friday at 08:00.",
+            _all(_unplaced("t8"), _placed("t4", 4, 0)),
+            True,
+            None,
+            two,
+        ),
+        Task(
+            "Place t9 on Saturday 10:00 and t4 on Saturday 11:00.",
+            _all(_placed("t9", 5, 2), _placed("t4", 5, 3)),
+            True,
+            None,
+            two,
+        ),
+        Task(
+            "Move t5 to Monday 12:00 and unplace t6.",
+            _all(_placed("t5", 0, 4), _unplaced("t6")),
+            True,
+            None,
+            two,
+        ),
+        Task(
+            "Take t2 off the calendar, then put t7 on Tuesday at 08:00.",
+            _all(_unplaced("t2"), _placed("t7", 1, 0)),
+            True,
+            None,
+            two,
+        ),
+    ]
 
 
 def held_out_tasks() -> list[Task]:
@@ -161,8 +260,16 @@ def held_out_tasks() -> list[Task]:
     """
     found: list[Task] = []
     places = [  # (task, day, slot), each free for the task's duration
-        ("t9", 0, 7), ("t9", 5, 2), ("t9", 6, 3), ("t4", 1, 6), ("t4", 3, 5), ("t4", 2, 8),
-        ("t7", 1, 3), ("t7", 0, 8), ("t3", 2, 8), ("t3", 3, 4),
+        ("t9", 0, 7),
+        ("t9", 5, 2),
+        ("t9", 6, 3),
+        ("t4", 1, 6),
+        ("t4", 3, 5),
+        ("t4", 2, 8),
+        ("t7", 1, 3),
+        ("t7", 0, 8),
+        ("t3", 2, 8),
+        ("t3", 3, 4),
     ]
     wordings = [
         "Schedule task {t} for {d} at {h}.",
@@ -174,31 +281,71 @@ def held_out_tasks() -> list[Task]:
     for i, (task_id, day, slot) in enumerate(places):
         text = wordings[i % len(wordings)].format(t=task_id, d=DAYS[day].title(), h=f"{8 + slot:02d}:00")
         found.append(Task(text, _placed(task_id, day, slot), True, "place"))
-    moves = [("t5", 0, 4, "Shift task {t} to {d} at {h}."), ("t2", 4, 7, "Reschedule {t} to {d} {h}."),
-             ("t6", 6, 9, "Move {t} over to {d} at {h}, please."), ("t10", 4, 1, "Move task {t} to {d} {h}."),
-             ("t1", 1, 5, "Could you move {t} to {d} at {h}?")]
+    moves = [
+        ("t5", 0, 4, "Shift task {t} to {d} at {h}."),
+        ("t2", 4, 7, "Reschedule {t} to {d} {h}."),
+        ("t6", 6, 9, "Move {t} over to {d} at {h}, please."),
+        ("t10", 4, 1, "Move task {t} to {d} {h}."),
+        ("t1", 1, 5, "Could you move {t} to {d} at {h}?"),
+    ]
     for task_id, day, slot, wording in moves:
         text = wording.format(t=task_id, d=DAYS[day].title(), h=f"{8 + slot:02d}:00")
         found.append(Task(text, _placed(task_id, day, slot), True, "move"))
-    for task_id, wording in (("t10", "Take task {t} off the calendar."), ("t1", "Unplace {t}, please."),
-                             ("t6", "Clear {t} from the calendar (unplace it).")):
+    for task_id, wording in (
+        ("t10", "Take task {t} off the calendar."),
+        ("t1", "Unplace {t}, please."),
+        ("t6", "Clear {t} from the calendar (unplace it)."),
+    ):
         found.append(Task(wording.format(t=task_id), _unplaced(task_id), True, "unplace"))
-    for day, wording in ((5, "Which slots are open on {d}?"), (3, "When am I free on {d}?"),
-                         (6, "Show the free time on {d}.")):
-        found.append(Task(wording.format(d=DAYS[day].title()), _mentions(_day(day), _TIME), False,
-                          "query_available_slots"))
+    for day, wording in (
+        (5, "Which slots are open on {d}?"),
+        (3, "When am I free on {d}?"),
+        (6, "Show the free time on {d}."),
+    ):
+        found.append(
+            Task(
+                wording.format(d=DAYS[day].title()),
+                _mentions(_day(day), _TIME),
+                False,
+                "query_available_slots",
+            )
+        )
     found.append(Task("List the tasks that still need a slot.", _mentions(*_UNPLACED), False, _TARGETS))
     found.append(Task("Which of my tasks are unplaced?", _mentions(*_UNPLACED), False, _TARGETS))
-    found.append(Task("Give me an overview of my week.", _mentions("(mon|monday)", "(sun|sunday)"), False,
-                      "get_overview"))
+    found.append(
+        Task(
+            "Give me an overview of my week.",
+            _mentions("(mon|monday)", "(sun|sunday)"),
+            False,
+            "get_overview",
+        )
+    )
     found.append(Task("Are there any deadline risks this week?", _mentions("risks?"), False, _HEALTH))
     found.append(Task("What is the best next move for my week?", _mentions("t[3479]"), False, _HEALTH))
     found.append(Task("Does my week still fit? Run a health check.", _mentions("free"), False, _HEALTH))
+    return [_kind_of(task) for task in found]
+
+
+def held_out_kinds() -> list[Task]:
+    """The second held-out set (``bench/local_model_held_out.py``): questions, moves, swaps and two-step
+    requests, written before any tuning for these kinds."""
+    found: list[Task] = []
+    for kind, prompt, done_when, expected in HELD_OUT_KINDS:
+        checks: list[Check] = []
+        for item in expected:
+            if item[0] == "placed":
+                checks.append(_placed(str(item[1]), int(item[2]), int(item[3])))
+            elif item[0] == "unplaced":
+                checks.append(_unplaced(str(item[1])))
+            else:
+                checks.append(_mentions(*(str(pattern) for pattern in item[1:])))
+        found.append(Task(prompt, _all(*checks), kind != "question", None, kind, done_when))
     return found
 
 
 @dataclass
 class Outcome:
+    kind: str
     status: str
     rounds: int
     parsed: int
@@ -220,7 +367,7 @@ ROUNDS = 6
 """Execute rounds per task."""
 
 
-async def run_task(model: LocalModel, task: Task, workdir: Path, *, goal: bool) -> Outcome:
+async def run_task(model: Model, task: Task, workdir: Path, *, goal: bool) -> Outcome:
     store = open_store(str(workdir / "bench.db"))
     seed_week(store)
     # Active from the first round, as a formula's agent step makes the tools it names.
@@ -267,11 +414,15 @@ async def run_task(model: LocalModel, task: Task, workdir: Path, *, goal: bool) 
         else:
             unused.remove(match)
     outcome = Outcome(
+        kind=task.kind,
         status=result.outcome.status if result.outcome else result.status,
         rounds=rounds,
         parsed=rounds - malformed,
-        # a task is done right only by a run that completed (an answer in an abort message does not count)
-        correct=result.status == "completed" and task.check(store, result.answer or ""),
+        # a task is done right only by a run that completed (an answer in an abort message does not count),
+        # and a question only by one that changed nothing
+        correct=result.status == "completed"
+        and (task.writes or not executed)
+        and task.check(store, result.answer or ""),
         writes=len(executed),
         consents=len(approved),
         unconsented=unconsented,
@@ -309,8 +460,10 @@ def _prompt_lines(results: list[Outcome]) -> None:
         if rows:
             total, again = statistics.median(t for t, _ in rows), statistics.median(e for _, e in rows)
             share = sum(e for _, e in rows) / sum(t for t, _ in rows)
-            print(f"prompt tokens, {name:<18} median {total:.0f} a round, re-evaluated median "
-                  f"{again:.0f} a round ({share:.1%} of all)")
+            print(
+                f"prompt tokens, {name:<18} median {total:.0f} a round, re-evaluated median "
+                f"{again:.0f} a round ({share:.1%} of all)"
+            )
     generated = [g for r in results for g in r.generated]
     if generated:
         print(f"tokens generated per decision median {statistics.median(generated):.0f}")
@@ -328,17 +481,29 @@ def _report(results: list[Outcome], label: str) -> None:
     print(f"-- {label}")
     print(f"decisions that parsed         {parsed}/{rounds} = {parsed / max(rounds, 1):.1%}   target 100%")
     print(f"rounds per task (mean)        {rounds / len(results):.2f}")
-    print(f"tasks completed correctly     {correct}/{len(results)} = {correct / len(results):.0%}"
-          "   target >= 50%")
-    print(f"consent requests raised       {consents} (all approved); writes that ran {writes}, "
-          f"without their own approval {unconsented}   target 0")
+    print(
+        f"tasks completed correctly     {correct}/{len(results)} = {correct / len(results):.0%}"
+        "   target >= 50%"
+    )
+    print(
+        f"consent requests raised       {consents} (all approved); writes that ran {writes}, "
+        f"without their own approval {unconsented}   target 0"
+    )
     if per_round:
-        print(f"seconds per round             median {statistics.median(per_round):.2f}, "
-              f"p90 {_percentile(per_round, 0.9):.2f}   target median <= 2")
+        print(
+            f"seconds per round             median {statistics.median(per_round):.2f}, "
+            f"p90 {_percentile(per_round, 0.9):.2f}   target median <= 2"
+        )
         # On a machine shared with other work, wall time measures the machine; CPU time measures the model.
-        print(f"CPU seconds per round         median {statistics.median(cpu_per_round):.2f}, "
-              f"p90 {_percentile(cpu_per_round, 0.9):.2f}   (one thread: ~ wall time, idle core)")
+        print(
+            f"CPU seconds per round         median {statistics.median(cpu_per_round):.2f}, "
+            f"p90 {_percentile(cpu_per_round, 0.9):.2f}   (one thread: ~ wall time, idle core)"
+        )
     print(f"how runs ended                {dict(Counter(r.status for r in results))}")
+    by_kind = Counter(r.kind for r in results)
+    right = Counter(r.kind for r in results if r.correct)
+    shares = ", ".join(f"{kind} {right[kind]}/{count}" for kind, count in sorted(by_kind.items()))
+    print(f"correct by kind               {shares}")
     _prompt_lines(results)
 
 
@@ -351,12 +516,28 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--set", choices=("all", "bench", "held-out"), default="all",
-                        help="which tasks: the 50, the held-out 30, or both (default), reported apart")
+    parser.add_argument(
+        "--set",
+        choices=("all", "bench", "held-out", "held-out-kinds"),
+        default="all",
+        help="which tasks: the bench's 66, the held-out 27, the held-out kinds' 21, or all "
+        "three (default), reported apart",
+    )
+    parser.add_argument(
+        "--model",
+        choices=("local", "test"),
+        default="local",
+        help="local: the bundled model (the figures); test: TestModel, a dry run of the "
+        "harness with no model (its figures mean nothing)",
+    )
     parser.add_argument("--every", type=int, default=1, help="every Nth task (a quick look at all kinds)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each task, for pass^k (k <= repeat)")
-    parser.add_argument("--temperature", type=float, default=None,
-                        help="sampling temperature (default 0, greedy; 0.3 when --repeat > 1)")
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="sampling temperature (default 0, greedy; 0.3 when --repeat > 1)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="the first repeat's sampling seed")
     parser.add_argument("--no-done-when", action="store_true", help="no goal: the model must declare done")
     parser.add_argument("--verbose", action="store_true", help="print every task of every repeat")
@@ -368,21 +549,35 @@ def main() -> None:
     temperature = args.temperature if args.temperature is not None else (0.3 if args.repeat > 1 else 0.0)
     if args.repeat > 1 and temperature == 0:
         print("note: greedy decoding repeats the same run; pass^k then equals pass^1")
-    sets = {"bench": tasks()[:: args.every], "held-out": held_out_tasks()[:: args.every]}
+    sets = {
+        "bench": tasks()[:: args.every],
+        "held-out": held_out_tasks()[:: args.every],
+        "held-out-kinds": held_out_kinds()[:: args.every],
+    }
     chosen = {name: found for name, found in sets.items() if args.set in ("all", name)}
     began = time.perf_counter()
     print(f"load average before: {load()}")
-    print(f"tasks: {', '.join(f'{name} {len(found)}' for name, found in chosen.items())}; "
-          f"goal: {'none' if args.no_done_when else 'done_when'}; repeats {args.repeat}, "
-          f"temperature {temperature}, seeds {args.seed}..{args.seed + args.repeat - 1}")
-    model = LocalModel(temperature=temperature)
-    loaded = time.perf_counter()
-    model.load()
-    print(f"model: {model.description}, {model.n_threads} threads, "
-          f"loaded in {time.perf_counter() - loaded:.2f} s")
+    print(
+        f"tasks: {', '.join(f'{name} {len(found)}' for name, found in chosen.items())}; "
+        f"goal: {'none' if args.no_done_when else 'done_when'}; repeats {args.repeat}, "
+        f"temperature {temperature}, seeds {args.seed}..{args.seed + args.repeat - 1}"
+    )
+    model: Model
+    if args.model == "test":
+        model = TestModel()
+        print("model: TestModel (a dry run of the harness: no figure below is the local model's)")
+    else:
+        local = model = LocalModel(temperature=temperature)
+        loaded = time.perf_counter()
+        local.load()
+        print(
+            f"model: {local.description}, {local.n_threads} threads, "
+            f"loaded in {time.perf_counter() - loaded:.2f} s"
+        )
     runs: dict[str, list[list[Outcome]]] = {name: [] for name in chosen}
     for repeat in range(args.repeat):
-        model.seed = args.seed + repeat
+        if isinstance(model, LocalModel):
+            model.seed = args.seed + repeat
         for name, found in chosen.items():
             results: list[Outcome] = []
             for i, task in enumerate(found):
@@ -390,16 +585,22 @@ def main() -> None:
                     results.append(asyncio.run(run_task(model, task, Path(tmp), goal=not args.no_done_when)))
                 r = results[-1]
                 if args.verbose or args.repeat == 1:
-                    print(f"{name} {i + 1:>3}. {r.status:<10} rounds={r.rounds} parsed={r.parsed} "
-                          f"writes={r.writes} consents={r.consents} unconsented={r.unconsented} "
-                          f"correct={'yes' if r.correct else 'no'}  {task.prompt}")
+                    print(
+                        f"{name} {i + 1:>3}. {r.status:<10} rounds={r.rounds} parsed={r.parsed} "
+                        f"writes={r.writes} consents={r.consents} unconsented={r.unconsented} "
+                        f"correct={'yes' if r.correct else 'no'}  {task.prompt}"
+                    )
             runs[name].append(results)
-            print(f"{name}, run {repeat + 1} of {args.repeat} (seed {model.seed}): "
-                  f"{sum(r.correct for r in results)}/{len(results)} correct; load {load()}")
+            print(
+                f"{name}, run {repeat + 1} of {args.repeat} (seed {args.seed + repeat}): "
+                f"{sum(r.correct for r in results)}/{len(results)} correct; load {load()}"
+            )
     for name, repeats in runs.items():
         print()
-        _report([r for results in repeats for r in results],
-                f"{name} tasks, {len(repeats[0])} x {len(repeats)} run(s)")
+        _report(
+            [r for results in repeats for r in results],
+            f"{name} tasks, {len(repeats[0])} x {len(repeats)} run(s)",
+        )
         print(f"reliability                   {_reliability(repeats)}")
     print()
     print(f"load average after: {load()}")

@@ -1,6 +1,7 @@
 """The agent runtime: route → plan → (plan consent) → execute ↺ → deliver, durable and resumable.
 
-What it is for: ``Agent`` (run, stream, resume, cancel), its ``AgentResult`` and ``Outcome``. The model
+What it is for: ``Agent`` (run, stream, resume, cancel), its ``AgentResult`` and ``Outcome``, and the
+``RunContext`` its tools may take (the ``deps`` of a run). The model
 declares one decision per round; the runtime judges it (flow, evidence, safety), asks a person before any
 write, advances a plan step only on evidence bound to that step, stops runaway loops with a round budget,
 and commits every round in one transaction so a run can be resumed from another process with only its id,
@@ -45,7 +46,8 @@ from __future__ import annotations
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, Mode
 from plangate.agent._stream import AgentStream
 from plangate.agent.agent import Agent
-from plangate.agent.result import AgentResult, Outcome, OutcomeStatus
+from plangate.agent.result import AgentResult, Outcome, OutcomeStatus, OutputT
+from plangate.tools.context import DepsT, RunContext
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -53,8 +55,11 @@ __all__ = [
     "AgentConfig",
     "AgentResult",
     "AgentStream",
+    "DepsT",
     "Mode",
     "Outcome",
     "OutcomeStatus",
+    "OutputT",
+    "RunContext",
 ]
 

@@ -54,6 +54,8 @@ class WriteDone:
     result: JsonObject | None = None
     tool: str = ""
     output: JsonValue = None
+    digest: str = ""
+    """The digest of the arguments the write ran with."""
 
 
 @dataclass

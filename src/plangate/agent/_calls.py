@@ -98,6 +98,7 @@ async def call(
     tool_names: Sequence[str] | None = None,
     tool_parameters: Mapping[str, Mapping[str, JsonValue]] | None = None,
     argument_sources: Sequence[str] = (),
+    output_schema: Mapping[str, JsonValue] | None = None,
 ) -> Answer:
     """Run one model call; any exception of the provider is returned in ``failure``.
 
@@ -111,6 +112,7 @@ async def call(
         tool_names=tool_names,
         tool_parameters=tool_parameters,
         argument_sources=argument_sources,
+        output_schema=output_schema,
     )
     text: list[str] = []
     reasoning: list[str] = []

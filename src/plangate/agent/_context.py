@@ -112,7 +112,7 @@ class FullStyle:
 
     name = "full"
 
-    def catalogue(self, entries: Sequence[Entry], goal: Condition | None) -> str:
+    def catalogue(self, entries: Sequence[Entry], goal: Condition | None, hint: Sequence[str] = ()) -> str:
         return catalogue_text(entries)
 
     def execute_context(self, view: View) -> Context:
@@ -364,7 +364,7 @@ def execute_context(view: View) -> Context:
 
 
 def _full_execute_context(view: View) -> Context:
-    system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.system_prompt)
+    system = _system(_EXECUTE_RULES, view.wire, view.catalogue, view.config.instructions)
     pinned = [plan_section(view.plan, view.step_index), step_section(view)]
     changing = [execution_section(view), *correction_sections(view.transcript)]
     if view.plan:
@@ -376,19 +376,19 @@ def _full_execute_context(view: View) -> Context:
 
 def plan_context(view: View) -> Context:
     """The prompt of one planning call."""
-    system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.system_prompt)
+    system = _system(_PLAN_RULES, view.wire, view.catalogue, view.config.instructions)
     return Context(system, history(view), tuple(correction_sections(view.transcript)))
 
 
 def route_context(view: View) -> Context:
     """The prompt of the routing call."""
-    system = _system(_ROUTE_RULES, view.wire, "", view.config.system_prompt)
+    system = _system(_ROUTE_RULES, view.wire, "", view.config.instructions)
     return Context(system, history(view), ())
 
 
 def deliver_context(view: View, outcome_note: str) -> Context:
     """The prompt of the closing message, after the run completed."""
-    system = _system(_DELIVER_RULES, None, "", view.config.system_prompt)
+    system = _system(_DELIVER_RULES, None, "", view.config.instructions)
     sections = []
     if view.plan:
         sections.append(Section("current_plan", plan_checklist(view.plan, view.step_index + 1), True))

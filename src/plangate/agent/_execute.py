@@ -24,10 +24,11 @@ from plangate.agent._calls import call, decision_schema, read_decision, token_us
 from plangate.agent._compact import fit_context
 from plangate.agent._context import argument_sources
 from plangate.agent._outcomes import model_failed, stalled
+from plangate.agent._output import INVALID_OUTPUT
 from plangate.agent._proof import offered, step_condition
 from plangate.agent._state import InflightWrite, Stall, short_digest
 from plangate.agent._transcript import receipt_states
-from plangate.agent._validate import Call, Facts, Verdict, judge, malformed
+from plangate.agent._validate import REPEATED_FAILURE, Call, Facts, Verdict, judge, malformed
 from plangate.agent.result import Outcome
 from plangate.conditions import Condition, ConditionContext
 from plangate.decisions import ACTIONS, Decision, DecisionParseError, RoundValidation
@@ -117,6 +118,7 @@ async def run_round(loop: RunContext) -> None:
         tool_names=names,
         tool_parameters={item.name: item.parameters for item in offered},
         argument_sources=argument_sources(view),
+        output_schema=loop.config.output_schema,
     )
     state = loop.state
     batch = Batch([*compacted, *([ThinkingEvent(text=answer.reasoning)] if answer.reasoning else [])])
@@ -162,10 +164,26 @@ async def run_round(loop: RunContext) -> None:
         waiting=state.waiting is not None,
         step_condition=unmet_step,
         goal=unmet_goal,
+        failed=loop.evidence.failed_writes(),
+        repeats=frozenset(state.repeats),
     )
     verdict = judge(decision, facts)
     speak = "\n\n".join(part for part in (decision.speak, visible) if part)
+    if verdict.act == "finish" and loop.output is not None:
+        verdict, speak = _typed_answer(loop, verdict, speak)
     await _act(current, decision, verdict, speak)
+
+
+def _typed_answer(loop: RunContext, verdict: Verdict, speak: str) -> tuple[Verdict, str]:
+    """A ``done`` of a run with a typed output: its answer, as canonical JSON, becomes the run's answer; one
+    that does not fit the output type is a correction instead."""
+    assert loop.output is not None
+    answer, problem = loop.output.check(speak)
+    if answer is None:
+        validation = verdict.validation.model_copy(update={"flow_passed": False, "flow_reason": problem})
+        return Verdict(validation, "correct", INVALID_OUTPUT, problem), speak
+    loop.state.answer = answer
+    return verdict, answer
 
 
 async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str) -> None:
@@ -176,12 +194,14 @@ async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str
         stall = loop.state.stall
         if verdict.code == "stalled" and stall is not None:
             loop.state.stall = stall.model_copy(update={"warned": True})
+        if verdict.code == REPEATED_FAILURE and verdict.call is not None:
+            loop.state.repeats = [*loop.state.repeats, verdict.call.key]
         loop.correct(batch, verdict.code, verdict.message, "execute")
         await loop.commit(batch)
         return
     if verdict.act == "stalled":
         current.record(record, verdict.validation, {"action": "abort", "code": "stalled"})
-        loop.end(stalled(verdict.message))
+        loop.end(stalled(verdict.message, _repeated_failure(verdict)))
         await loop.commit(batch)
         return
     loop.state.corrections = 0
@@ -192,6 +212,13 @@ async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str
         return
     current.record(record, verdict.validation, _plain_act(current, decision, verdict, speak))
     await loop.commit(batch)
+
+
+def _repeated_failure(verdict: Verdict) -> str | None:
+    """What a person reads when the run stopped on a write that already failed (None: another stall)."""
+    if verdict.code != REPEATED_FAILURE or verdict.call is None:
+        return None
+    return f"I stopped: I kept asking for {verdict.call.tool.name} again after it failed. {verdict.message}"
 
 
 def _plain_act(current: _Round, decision: Decision, verdict: Verdict, speak: str) -> JsonObject:

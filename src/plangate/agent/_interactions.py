@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from plangate.agent import _writes
 from plangate.agent._batch import Batch, ReceiptSpec, WriteDone, result_event
 from plangate.agent._state import InflightWrite, Waiting
+from plangate.agent._transcript import UNKNOWN_OUTCOME
 from plangate.decisions import digest_arguments
 from plangate.errors import InteractionError, StaleInteraction
 from plangate.events import (
@@ -214,7 +215,7 @@ def _answered(loop: RunContext, batch: Batch, waiting: Waiting, resolution: Reso
         )
     if waiting.purpose != "outcome_unknown" or waiting.write_key is None:
         return
-    unknown = clip_summary(f"outcome unknown; the user said: {text}", _REPLY_SUMMARY)
+    unknown = clip_summary(f"{UNKNOWN_OUTCOME}; the user said: {text}", _REPLY_SUMMARY)
     batch.write_done = WriteDone(
         waiting.write_key, waiting.step_index, False, unknown, tool=waiting.tool or "", output=text
     )

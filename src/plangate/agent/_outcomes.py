@@ -38,13 +38,15 @@ def corrections_exhausted(stage: str, last: str) -> Outcome:
     )
 
 
-def stalled(reason: str) -> Outcome:
-    """The same call kept returning nothing new after the model was warned."""
+def stalled(reason: str, user_message: str | None = None) -> Outcome:
+    """The same call kept returning nothing new after the model was warned (or, with ``user_message``, the
+    model kept asking for a write that had already failed)."""
     return Outcome(
         status="aborted",
         stage="execute",
         code="stalled",
-        user_message="I kept making the same call without learning anything new, so I stopped.",
+        user_message=user_message
+        or "I kept making the same call without learning anything new, so I stopped.",
         internal_reason=reason,
     )
 

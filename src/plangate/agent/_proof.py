@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 PROVEN = "proven"
 """The outcome code of a run whose completion a condition proved."""
 
+ANSWERED = "answered"
+"""The outcome code of a question (as the runtime told it from the request) answered by a successful read."""
+
 
 def goal_condition(done_when: str | None) -> Condition | None:
     """The compiled goal of a run (checked when the agent was built, so it compiles)."""
@@ -55,6 +58,7 @@ def receipts_of(batch: Batch, *, planned: bool) -> list[Held]:
             summary=spec.summary,
             output=spec.output,
             planned=planned,
+            digest=spec.arguments_digest,
         )
         for spec in batch.receipts
     ]
@@ -69,6 +73,7 @@ def receipts_of(batch: Batch, *, planned: bool) -> list[Held]:
                 summary=done.summary,
                 output=done.output,
                 planned=planned,
+                digest=done.digest,
             )
         )
     return found
@@ -141,6 +146,12 @@ def _proof(condition: Condition, reason: str, records: list[Held], record: Held)
 
 def _complete(loop: RunContext, batch: Batch, proof: Proof, text: str) -> None:
     receipt = proof.receipt
+    if loop.config.inferred == "question":
+        # A question the rule recognised is answered by the read: the closing message quotes what it saw.
+        batch.events.append(StatusEvent(stage="execute", code=ANSWERED, text=text))
+        message = f"Answered from {receipt.tool} (receipt #{receipt.number})."
+        loop.end(Outcome(status="completed", stage="execute", code=ANSWERED, user_message=message))
+        return
     batch.events.append(StatusEvent(stage="execute", code=PROVEN, text=text))
     message = f"Proven by receipt #{receipt.number} ({receipt.tool}): {proof.condition} holds."
     loop.end(Outcome(status="completed", stage="execute", code=PROVEN, user_message=message))
@@ -160,4 +171,4 @@ def offered(loop: RunContext, actions: Sequence[str]) -> tuple[str, ...]:
     return tuple(action for action in actions if action not in excluded)
 
 
-__all__ = ["PROVEN", "goal_condition", "offered", "prove", "receipts_of", "step_condition"]
+__all__ = ["ANSWERED", "PROVEN", "goal_condition", "offered", "prove", "receipts_of", "step_condition"]

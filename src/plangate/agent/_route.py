@@ -52,6 +52,11 @@ async def run_route(loop: RunContext) -> None:
         text = f"acting, since the goal {loop.goal.expression} needs evidence a direct reply cannot give"
         event = StatusEvent(stage="route", code="execute", text=text)
         state.phase = "execute"
+    elif route.route == "reply" and loop.output is not None:
+        # A typed answer is validated where the model declares done: a direct reply skips that check.
+        text = "acting, since the answer must fit the output type and a direct reply is not checked"
+        event = StatusEvent(stage="route", code="execute", text=text)
+        state.phase = "execute"
     elif route.route == "reply":
         event = StatusEvent(stage="route", code="reply", text="answering directly")
         state.answer = route.reply

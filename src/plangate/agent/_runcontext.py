@@ -12,6 +12,7 @@ from typing import Protocol
 
 from plangate.agent._batch import Batch
 from plangate.agent._context import View
+from plangate.agent._output import OutputSpec
 from plangate.agent._state import AgentConfig, AgentState
 from plangate.agent._tokens import Meter
 from plangate.agent._transcript import Evidence
@@ -35,6 +36,7 @@ class RunContext(Protocol):
         evidence: the run's receipts (successful ones per plan step, and each as conditions read it).
         goal: the run's ``done_when`` condition, if it has one.
         meter: counts prompt tokens for the context budget.
+        output: what the answer of ``done`` must fit (a typed output), or None.
     """
 
     store: Store
@@ -45,6 +47,7 @@ class RunContext(Protocol):
     evidence: Evidence
     goal: Condition | None
     meter: Meter
+    output: OutputSpec | None
 
     @property
     def model(self) -> Model:

@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from plangate.agent._intent import Inferred
+from plangate.agent._output import output_instruction
 from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
 from plangate.errors import SchemaVersionError, StoreError
@@ -66,6 +68,11 @@ class AgentConfig(_Frozen):
         tools: the names of the registry's tools when the run started.
         done_when: the run's goal as a condition over its receipts, which the runtime checks after each one
             (``receipts.any(tool == 'place' and success)``), or None: the model declares ``done``.
+        output_schema: the JSON schema of the answer of ``done`` (``Agent(output_type=...)``), or None.
+        inferred: ``question`` or ``action`` when ``done_when`` is the goal the runtime inferred from the
+            request (``_intent.py``), not one the caller gave.
+        inferred_tools: the tools that rule found fitting the request (a small model's worked example
+            shows the first).
     """
 
     model: str
@@ -82,6 +89,18 @@ class AgentConfig(_Frozen):
         default=CONTEXT_RESERVE, ge=0, exclude_if=lambda value: value == CONTEXT_RESERVE
     )
     done_when: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    output_schema: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
+    inferred: Inferred | None = Field(default=None, exclude_if=lambda value: value is None)
+    inferred_tools: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+
+    @property
+    def instructions(self) -> str | None:
+        """What every system message adds to its rules: the caller's ``system_prompt`` and, for a typed
+        output, the schema the answer of ``done`` must fit."""
+        if self.output_schema is None:
+            return self.system_prompt
+        line = output_instruction(self.output_schema)
+        return line if not self.system_prompt else f"{self.system_prompt}\n\n{line}"
 
     @model_validator(mode="after")
     def _leaves_room(self) -> AgentConfig:
@@ -179,6 +198,10 @@ class AgentState(BaseModel):
         outcome: how the run ended (set when it enters ``deliver``).
         answer: the closing message, once delivered (or a route's direct reply).
         memory: what compaction folded out of the prompt, once the prompt first outgrew its budget.
+        repeats: the failed writes (``tool:digest``) the model was told not to repeat; asking for one again
+            ends the run ``stalled``.
+        model_calls: the model calls the run made (all purposes), up to its last commit: where a model
+            that replays a script per run goes on when the run is resumed in another process.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -195,6 +218,8 @@ class AgentState(BaseModel):
     outcome: Outcome | None = None
     answer: str | None = None
     memory: Memory | None = Field(default=None, exclude_if=lambda value: value is None)
+    repeats: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    model_calls: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
 
     def to_snapshot(self) -> JsonObject:
         """The JSON form written to the store (defaults included, so the format is explicit)."""

@@ -33,8 +33,9 @@ class PromptStyle(Protocol):
     @property
     def name(self) -> str: ...
 
-    def catalogue(self, entries: Sequence[Entry], goal: Condition | None) -> str:
-        """The active tools as the system message lists them (``goal``: the run's ``done_when``)."""
+    def catalogue(self, entries: Sequence[Entry], goal: Condition | None, hint: Sequence[str] = ()) -> str:
+        """The active tools as the system message lists them (``goal``: the run's ``done_when``; ``hint``:
+        tools that fit the request, after those the goal names)."""
         ...
 
     def execute_context(self, view: View) -> Context:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
 from plangate.models import Message, Model, ModelChunk, ModelRequest, Usage, Wire, wants_compact_prompts
 
@@ -130,11 +130,13 @@ class Meter:
 
 
 class MeteredModel:
-    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter."""
+    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter, and
+    ``called`` (when given) hears of every call as it starts (the run counts its calls)."""
 
-    def __init__(self, model: Model, meter: Meter) -> None:
+    def __init__(self, model: Model, meter: Meter, called: Callable[[], None] | None = None) -> None:
         self.inner = model
         self.meter = meter
+        self.called = called
 
     @property
     def name(self) -> str:
@@ -150,6 +152,8 @@ class MeteredModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """The inner model's stream, unchanged."""
+        if self.called is not None:
+            self.called()
         counted = 0
         async for chunk in self.inner.stream(request):
             if isinstance(chunk, Usage):

@@ -208,11 +208,12 @@ class Transcript:
 @dataclass(frozen=True, slots=True)
 class Held:
     """One receipt of the run, as the runtime keeps it: its plan step, its summary, and what a condition
-    reads of it."""
+    reads of it (and, for a call, its arguments' digest: what tells an identical call again)."""
 
     step_index: int
     summary: str
     state: ReceiptState
+    digest: str = ""
 
 
 def held(
@@ -224,10 +225,11 @@ def held(
     summary: str,
     output: JsonValue,
     planned: bool,
+    digest: str = "",
 ) -> Held:
     """A receipt as conditions see it: its step is the plan step's number (from 1), or None without a plan."""
     step = step_index + 1 if planned else None
-    return Held(step_index, summary, ReceiptState(tool, success, step, source, output))
+    return Held(step_index, summary, ReceiptState(tool, success, step, source, output), digest)
 
 
 class Evidence:
@@ -247,6 +249,7 @@ class Evidence:
                     summary=receipt.summary,
                     output=receipt.output,
                     planned=planned,
+                    digest=receipt.arguments_digest,
                 )
             )
 
@@ -259,6 +262,23 @@ class Evidence:
     def count(self, step_index: int) -> int:
         """How many successful receipts are bound to ``step_index``."""
         return self._proved[step_index]
+
+    def failed_writes(self) -> dict[str, str]:
+        """The writes that ran and failed in this run, by call key (``tool:digest``), with the failure's
+        summary: an identical call is not put to a person again. A write whose outcome a person settled
+        (``outcome unknown``) did not fail, as far as the run knows."""
+        return {
+            f"{record.state.tool}:{record.digest}": record.summary
+            for record in self.records
+            if record.state.source == "write_receipt"
+            and not record.state.success
+            and record.digest
+            and not record.summary.startswith(UNKNOWN_OUTCOME)
+        }
+
+
+UNKNOWN_OUTCOME = "outcome unknown"
+"""How the summary of a write's receipt starts when a person settled a write whose outcome was lost."""
 
 
 def receipt_states(records: Sequence[Held], step_index: int | None = None) -> list[ReceiptState]:
@@ -282,4 +302,14 @@ def _text_of(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-__all__ = ["Act", "Advance", "Evidence", "Held", "Transcript", "Turn", "held", "receipt_states"]
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "Act",
+    "Advance",
+    "Evidence",
+    "Held",
+    "Transcript",
+    "Turn",
+    "held",
+    "receipt_states",
+]

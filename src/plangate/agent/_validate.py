@@ -15,13 +15,18 @@ The rules (SPEC §3):
   successful receipt bound to the current step. A step whose ``done_when`` is a condition, and a run whose
   goal is one, are complete only when the runtime finds the condition holds (``_proof.py``): the model's
   ``next_plan`` (or ``done``) for them is a correction with the condition's reason.
-- safety: no interaction open; the same call (tool and argument digest) a third round in a row with nothing
-  new learned is a stall: a correction the first time, the end of the run (``stalled``) the next.
+- safety: no interaction open; a write identical (tool and argument digest) to one that ran and failed in
+  this run is not put to a person again: a correction quoting the failure, the end of the run
+  (``stalled``) when the model asks for it again; the same call (tool and argument digest) a third round
+  in a row with nothing new learned is a stall: a correction the first time, the end of the run
+  (``stalled``) the next.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from plangate.agent._state import Stall
@@ -49,6 +54,8 @@ class Facts:
         step_condition: the current step's ``done_when`` when it is a condition, and why it does not hold
             (needed only to judge a ``next_plan`` or ``done``).
         goal: the run's ``done_when`` condition, and why it does not hold (likewise).
+        failed: the writes that ran and failed in this run, by call key, with what the failure said.
+        repeats: the failed writes the model was already told not to repeat.
     """
 
     plan_length: int | None
@@ -60,6 +67,8 @@ class Facts:
     waiting: bool
     step_condition: tuple[str, str] | None = None
     goal: tuple[str, str] | None = None
+    failed: Mapping[str, str] = field(default_factory=dict)
+    repeats: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +198,21 @@ def _evidence(decision: Decision, facts: Facts) -> _Check:
     return _Check()
 
 
+REPEATED_FAILURE = "repeated_failure"
+"""The correction code of a write identical to one that failed in this run."""
+
+
 def _safety(facts: Facts, call: Call | None) -> tuple[_Check, bool]:
     if facts.waiting:
         return _fail("interaction_open", "an interaction is open: wait for the person's answer"), False
+    failure = None if call is None or call.tool.effect != "write" else facts.failed.get(call.key)
+    if call is not None and failure is not None:
+        arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+        reason = (
+            f"{call.tool.name} with {arguments} already ran in this run and failed ({failure}); it is not "
+            "asked again: change the arguments, use another tool, or abort"
+        )
+        return _fail(REPEATED_FAILURE, reason), call.key in facts.repeats
     stall = facts.stall
     if call is not None and stall is not None and stall.call == call.key and stall.count >= STALL_ROUNDS - 1:
         reason = (
@@ -228,4 +249,4 @@ def malformed(message: str) -> RoundValidation:
     return RoundValidation(flow_passed=False, flow_reason=f"malformed output: {message}")
 
 
-__all__ = ["STALL_ROUNDS", "Call", "Facts", "RoundAct", "Verdict", "judge", "malformed"]
+__all__ = ["REPEATED_FAILURE", "STALL_ROUNDS", "Call", "Facts", "RoundAct", "Verdict", "judge", "malformed"]

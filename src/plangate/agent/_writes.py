@@ -70,6 +70,7 @@ async def finish(
         outcome.model_dump(mode="json"),
         tool=inflight.tool,
         output=tool_output(outcome),
+        digest=inflight.digest,
     )
     batch.events.append(result_event(inflight.key, inflight.tool, outcome, _step_id(loop, inflight)))
     batch.status = "running"

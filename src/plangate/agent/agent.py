@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import Any, TypeVar, get_args
+from typing import Any, Generic, TypeVar, cast, get_args
 
 from plangate.agent import _interactions
+from plangate.agent._intent import Goal, infer_goal
+from plangate.agent._output import OutputSpec
 from plangate.agent._state import (
     CONTEXT_BUDGET,
     MIN_CONTEXT,
@@ -26,9 +28,10 @@ from plangate.agent._state import (
     run_input,
 )
 from plangate.agent._stream import AgentStream
+from plangate.agent._style import PromptStyle
 from plangate.agent._transcript import Evidence, Transcript
-from plangate.agent.loop import RunLoop, load_loop
-from plangate.agent.result import AgentResult, Outcome
+from plangate.agent.loop import RunLoop, load_loop, style_of
+from plangate.agent.result import AgentResult, Outcome, OutputT
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.conditions.errors import caret_lines
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
@@ -37,7 +40,7 @@ from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
 from plangate.runs.tools import ToolsDiffer, identities, refuse
 from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
-from plangate.tools import Tool, ToolRegistry, Toolset
+from plangate.tools import DepsT, Tool, ToolRegistry, Toolset, deps_scope
 
 T = TypeVar("T")
 
@@ -46,8 +49,12 @@ _FIRST_PHASE: dict[str, Phase] = {"auto": "route", "plan": "plan", "react": "exe
 _NAME_LENGTH = 80
 
 
-class Agent:
+class Agent(Generic[DepsT, OutputT]):
     """An agent that plans, acts through tools only with consent for writes, and proves each plan step.
+
+    Generic in its tools' dependencies and its output, as ``Agent[MyDeps, Answer]`` (inferred from
+    ``deps_type`` and ``output_type``): ``run(..., deps=...)`` takes a ``MyDeps`` and ``result.output`` is an
+    ``Answer``.
 
     Args:
         model: a ``Model``, a spec string (``openai:gpt-4o-mini``), or None for ``$PLANGATE_MODEL``. A resumed
@@ -76,6 +83,17 @@ class Agent:
             a run another live holder advances is refused (``RunLeased``), and a process that lost the lease
             (frozen past it, taken over) commits and writes nothing more. None: no lease is taken (one
             process, one caller at a time).
+        output_type: the type of the run's answer (a pydantic model, or another type pydantic validates):
+            the prompts state its JSON schema, the answer of ``done`` is validated against it (one that does
+            not fit is a correction the model reads, counted against the correction limit), and
+            ``result.output`` holds the typed object. None: the answer is text (``result.output`` is it).
+        deps_type: the type of the ``deps`` that ``run`` and ``resume`` pass to tools taking a
+            ``RunContext[...]`` first parameter (for type checkers only; never stored).
+        infer_goal: without a ``done_when``, tell a question from an action by rule and give the run the
+            goal that proves it (``plangate.agent._intent``): a question completes once a read succeeded,
+            answered from its observation (outcome ``answered``); a request of N changes once N writes
+            succeeded (``proven``); the model need not say ``done``. None (the default): only for models
+            that ask for compact prompts (the small local default); True: any model; False: never.
 
     Example::
 
@@ -107,6 +125,9 @@ class Agent:
         tool_specs: Iterable[str] = (),
         leases: LeaseBook | None = None,
         done_when: str | None = None,
+        output_type: type[OutputT] | None = None,
+        deps_type: type[DepsT] | None = None,
+        infer_goal: bool | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigError(f"Agent max_rounds: expected an integer >= 1; found {max_rounds!r}")
@@ -133,15 +154,21 @@ class Agent:
         self.tool_specs = [str(spec) for spec in tool_specs]
         self.leases = leases
         self.done_when = done_when
+        self.output_type = output_type
+        self.deps_type = deps_type
+        self._output = None if output_type is None else OutputSpec.of(output_type)
+        self.infer_goal = infer_goal
 
     # -- starting runs ------------------------------------------------------------------------------------
 
-    def run(self, prompt: str) -> AgentResult:
+    def run(self, prompt: str, *, deps: DepsT | None = None) -> AgentResult[OutputT]:
         """Start a run and advance it until it ends or waits on a person (see ``run_async``)."""
-        return _sync(self.run_async(prompt))
+        return _sync(self.run_async(prompt, deps=deps))
 
-    async def run_async(self, prompt: str) -> AgentResult:
+    async def run_async(self, prompt: str, *, deps: DepsT | None = None) -> AgentResult[OutputT]:
         """Start a run and advance it until it ends or waits on a person.
+
+        ``deps`` reach every tool that takes a ``RunContext`` as its first parameter, as ``ctx.deps``.
 
         Returns:
             The result: ``waiting`` with the open ``interaction``, or ended with its ``outcome`` and
@@ -152,7 +179,8 @@ class Agent:
         """
         loop = self._start(prompt)
         async with self._lease(loop.run_id):
-            return await loop.advance()
+            with deps_scope(deps, loop.run_id):
+                return self._typed(loop, await loop.advance())
 
     def submit(self, prompt: str) -> str:
         """Store a new run and its first commit (``queued``), without advancing it; returns its id.
@@ -170,7 +198,7 @@ class Agent:
                 loop.begin(status="queued")
         return loop.run_id
 
-    def stream(self, prompt: str) -> AgentStream:
+    def stream(self, prompt: str, *, deps: DepsT | None = None) -> AgentStream:
         """Start a run and iterate over its events as they are committed (``async for``).
 
         The stream's ``result`` holds the ``AgentResult`` once iteration ended. Leaving the iteration early
@@ -178,9 +206,10 @@ class Agent:
         """
         loop = self._start(prompt)
 
-        async def advance() -> AgentResult:
+        async def advance() -> AgentResult[Any]:
             async with self._lease(loop.run_id):
-                return await loop.advance()
+                with deps_scope(deps, loop.run_id):
+                    return self._typed(loop, await loop.advance())
 
         return AgentStream(self.store, loop.run_id, advance)
 
@@ -193,9 +222,10 @@ class Agent:
         resolution: Resolution | None = None,
         *,
         by: str | None = None,
-    ) -> AgentResult:
+        deps: DepsT | None = None,
+    ) -> AgentResult[OutputT]:
         """Resolve the run's open interaction and continue the run (see ``resume_async``)."""
-        return _sync(self.resume_async(run_id, interaction_id, resolution, by=by))
+        return _sync(self.resume_async(run_id, interaction_id, resolution, by=by, deps=deps))
 
     async def resume_async(
         self,
@@ -205,7 +235,8 @@ class Agent:
         *,
         by: str | None = None,
         resolved: Callable[[], object] | None = None,
-    ) -> AgentResult:
+        deps: DepsT | None = None,
+    ) -> AgentResult[OutputT]:
         """Resolve the run's open interaction with ``resolution``, then continue until it ends or waits.
 
         ``resolved`` is called once the resolution is committed, before anything it allows runs (a server
@@ -213,7 +244,8 @@ class Agent:
 
         With no interaction and no resolution, continue a run whose process stopped (a write cut off
         between its intent and its receipt is reconciled, or a person is asked about it); a waiting or
-        ended run is returned as it stands. The run keeps the settings it was started with.
+        ended run is returned as it stands. The run keeps the settings it was started with. ``deps`` reach
+        the tools as in ``run`` (an approved write runs here, so it needs them here).
 
         Raises:
             NotFoundError: no such run or interaction.
@@ -227,16 +259,17 @@ class Agent:
         if (interaction_id is None) != (resolution is None):
             raise ConfigError("resume: pass both an interaction id and a resolution, or neither")
         async with self._lease(run_id):
-            if interaction_id is None or resolution is None:
-                loop = self._advancing(run_id)
-                if loop.state.phase == "done" or loop.state.waiting is not None:
-                    return loop.result()
-                _ = loop.model  # a model that cannot be rebuilt must fail before anything is written
-                return await loop.advance()
-            loop, edited = self._checked(run_id, interaction_id, resolution)
-            _ = loop.model
-            await _interactions.apply(loop, resolution, edited, by, committed=resolved)
-            return await loop.advance()
+            with deps_scope(deps, run_id):
+                if interaction_id is None or resolution is None:
+                    loop = self._advancing(run_id)
+                    if loop.state.phase == "done" or loop.state.waiting is not None:
+                        return self._typed(loop, loop.result())
+                    _ = loop.model  # a model that cannot be rebuilt must fail before anything is written
+                    return self._typed(loop, await loop.advance())
+                loop, edited = self._checked(run_id, interaction_id, resolution)
+                _ = loop.model
+                await _interactions.apply(loop, resolution, edited, by, committed=resolved)
+                return self._typed(loop, await loop.advance())
 
     def resolve(
         self, run_id: str, interaction_id: str, resolution: Resolution, *, by: str | None = None
@@ -270,7 +303,7 @@ class Agent:
         loop = self._load(run_id)
         return loop, _interactions.check(loop, interaction, resolution)
 
-    def cancel(self, run_id: str, reason: str = "cancelled") -> AgentResult:
+    def cancel(self, run_id: str, reason: str = "cancelled") -> AgentResult[OutputT]:
         """Cancel a run that has not ended: its open interaction expires; it ends ``cancelled``.
 
         Raises:
@@ -301,6 +334,25 @@ class Agent:
 
     # -- internals ----------------------------------------------------------------------------------------
 
+    def _typed(self, loop: RunLoop, result: AgentResult) -> AgentResult[OutputT]:
+        """``result`` with its ``output``: the typed answer of a run that completed with ``done`` (for a
+        typed output), or the closing message (for text)."""
+        output: object = None
+        if result.status == "completed" and result.answer is not None:
+            if loop.config.output_schema is None:
+                output = result.answer
+            elif result.outcome is not None and result.outcome.code == "done":
+                spec = loop.output or OutputSpec(loop.config.output_schema)
+                output = spec.value(result.answer)
+        return AgentResult(
+            result.run_id,
+            result.status,
+            result.outcome,
+            result.interaction,
+            result.answer,
+            cast("OutputT | None", output),
+        )
+
     def _model(self) -> Model:
         # Resolved once: a spec names one model for the agent's whole life (a scripted file is not replayed
         # from its start when the same agent resumes its run).
@@ -330,6 +382,8 @@ class Agent:
         if not isinstance(prompt, str) or not prompt.strip():
             raise ConfigError(f"Agent.run: expected a non-empty prompt; found {prompt!r}")
         model = self._model()
+        style = style_of(model)
+        inferred = self._inferred(prompt, style)
         config = AgentConfig(
             model=model.name,
             tools=self.registry.names(),
@@ -340,7 +394,10 @@ class Agent:
             system_prompt=self.system_prompt,
             context_budget=self.context_budget,
             context_reserve=self.context_reserve,
-            done_when=self.done_when,
+            done_when=self.done_when if inferred is None else inferred.done_when,
+            output_schema=None if self._output is None else self._output.schema,
+            inferred=None if inferred is None else inferred.kind,
+            inferred_tools=[] if inferred is None else list(inferred.tools),
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
         recorded = run_input(prompt, config, self.tool_specs, identities(self.registry.tools()))
@@ -353,15 +410,30 @@ class Agent:
             run_id=run.id,
             prompt=prompt,
             config=config,
-            state=AgentState(phase=_FIRST_PHASE[self.mode]),
+            # a request the rule understood needs no route: it is acted on (a plan is still made if asked)
+            state=AgentState(
+                phase="execute" if inferred and self.mode == "auto" else _FIRST_PHASE[self.mode]
+            ),
             transcript=Transcript.start(prompt),
             evidence=Evidence(),
             fresh=True,
             leases=self.leases,
+            output=self._output,
+            style=style,
         )
 
+    def _inferred(self, prompt: str, style: PromptStyle) -> Goal | None:
+        """The goal the rule infers for ``prompt`` (see ``infer_goal``), when this agent infers one."""
+        wanted = style.name == "compact" if self.infer_goal is None else self.infer_goal
+        if not wanted or self.done_when is not None or self._output is not None:
+            return None
+        tools = self.registry.tools()
+        reads = [(item.name, item.description) for item in tools if item.effect == "read"]
+        writes = [(item.name, item.description) for item in tools if item.effect == "write"]
+        return infer_goal(prompt, reads=reads, writes=writes)
+
     def _load(self, run_id: str) -> RunLoop:
-        return load_loop(self.store, run_id, self._model_for, self.registry, self.leases)
+        return load_loop(self.store, run_id, self._model_for, self.registry, self.leases, self._output)
 
     def _advancing(self, run_id: str) -> RunLoop:
         """The run's loop, to advance it: a run whose tools differ from this agent's is left waiting with the

@@ -19,7 +19,6 @@ stays ``running`` to fail again on every recovery.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
@@ -30,6 +29,7 @@ from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._context import View
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
+from plangate.agent._output import OutputSpec
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
 from plangate.agent._style import PromptStyle, prompt_style
 from plangate.agent._tokens import Meter, MeteredModel
@@ -69,6 +69,8 @@ class RunLoop:
         leases: the lease book of whoever advances the run; when given, every commit is fenced by the run's
             lease (its generation), and a write is preceded by a renewal, so a process that lost the lease
             commits and writes nothing more (``RunLeased``).
+        output: what the answer of ``done`` must fit (the agent's ``output_type``), or None.
+        style: the prompt style of the model, when the caller asked for it already (asked once a run).
 
     Attributes:
         meter: counts prompt tokens for the context budget, calibrated by the model's reported usage.
@@ -91,13 +93,17 @@ class RunLoop:
         fresh: bool = False,
         leases: LeaseBook | None = None,
         queued: bool = False,
+        output: OutputSpec | None = None,
+        style: PromptStyle | None = None,
     ) -> None:
         self.store = store
+        self.output = output
+        self._style = style
         self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
         self._model: MeteredModel | Callable[[], Model] = (
-            MeteredModel(model, self.meter) if isinstance(model, Model) else model
+            MeteredModel(model, self.meter, self._called) if isinstance(model, Model) else model
         )
         self.toolset = toolset
         self.run_id = run_id
@@ -116,8 +122,13 @@ class RunLoop:
     def model(self) -> Model:
         """The run's model (built on first use when the loop was given a function)."""
         if not isinstance(self._model, MeteredModel):
-            self._model = MeteredModel(self._model(), self.meter)
+            built = self._model()
+            follow_run(built, self.state.model_calls, self.config.model)
+            self._model = MeteredModel(built, self.meter, self._called)
         return self._model
+
+    def _called(self) -> None:
+        self.state.model_calls += 1
 
     # -- advancing ----------------------------------------------------------------------------------------
 
@@ -212,17 +223,21 @@ class RunLoop:
             style=self.prompt_style,
         )
 
-    @functools.cached_property
+    @property
     def prompt_style(self) -> PromptStyle:
         """The prompt style the run's model asks for (asked once)."""
-        return prompt_style(self.model)
+        if self._style is None:
+            self._style = style_of(self.model)
+        return self._style
 
     def catalogue(self) -> str:
         """The active tools as the system message lists them (rebuilt only when the active set changes):
         their JSON entries, or for a small model their signatures and a worked example."""
         names = tuple(self.toolset.active_names())
         if self._catalogue is None or self._catalogue[0] != names:
-            text = self.prompt_style.catalogue(self.toolset.catalogue(), self.goal)
+            text = self.prompt_style.catalogue(
+                self.toolset.catalogue(), self.goal, self.config.inferred_tools
+            )
             self._catalogue = (names, text)
         return self._catalogue[1]
 
@@ -352,6 +367,22 @@ class RunLoop:
             self.transcript.apply(event, resolutions)
 
 
+def style_of(model: Model) -> PromptStyle:
+    """The prompt style ``model`` asks for (``_style.prompt_style``), as every run asks it."""
+    return prompt_style(model)
+
+
+def follow_run(model: Model, calls: int, started_with: str) -> None:
+    """Put a model that replays a script per run (``follows_runs``, as ``scripted:<file>`` does) where a
+    run that already made ``calls`` model calls goes on, when it is the script the run started with (named
+    ``started_with``): a run resumed in another process gets its next unused response, not the script's
+    first. Another script (``plangate approve --model scripted:NEXT.json``) holds the rest of the run and
+    plays from its start."""
+    resume_at = getattr(model, "resume_at", None)
+    if getattr(model, "follows_runs", False) is True and callable(resume_at) and model.name == started_with:
+        resume_at(calls)
+
+
 _ENDED: frozenset[str] = frozenset({"completed", "aborted", "exhausted", "cancelled"})
 
 _NODES: dict[str, Node] = {
@@ -368,6 +399,7 @@ def load_loop(
     model: Callable[[AgentConfig], Model],
     registry: ToolRegistry,
     leases: LeaseBook | None = None,
+    output: OutputSpec | None = None,
 ) -> RunLoop:
     """Rebuild a run's loop from the store, with nothing but its id.
 
@@ -377,6 +409,8 @@ def load_loop(
         model: gives the model for the run's settings (the agent's own, or one rebuilt from the spec).
         registry: the tools; every tool the run was started with must be in it.
         leases: the lease book the loop's commits are fenced by (see ``RunLoop``).
+        output: the typed output the caller validates the answer with; None: the run's stored schema, if
+            it has one (JSON is then enough).
 
     Raises:
         NotFoundError: no such run.
@@ -412,7 +446,10 @@ def load_loop(
         interaction=interaction,
         leases=leases,
         queued=run.status == "queued",
+        output=output
+        if output is not None or config.output_schema is None
+        else OutputSpec(config.output_schema),
     )
 
 
-__all__ = ["RunLoop", "load_loop"]
+__all__ = ["RunLoop", "follow_run", "load_loop", "style_of"]

@@ -9,13 +9,19 @@ kind of run).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic
+
+from typing_extensions import TypeVar
 
 from plangate.runs import Outcome, OutcomeStatus
 from plangate.store import Interaction, RunStatus
 
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's ``output``: ``str`` (the closing message), or the agent's ``output_type``."""
+
 
 @dataclass(frozen=True, slots=True)
-class AgentResult:
+class AgentResult(Generic[OutputT]):
     """Where an agent run stands after ``run`` or ``resume`` returned.
 
     Attributes:
@@ -25,6 +31,9 @@ class AgentResult:
         outcome: how it ended, once it ended.
         interaction: the open question or consent request, while ``waiting``.
         answer: the closing message shown to the user, once it ended.
+        output: once the run completed, its answer as the agent's ``output_type`` (validated; without one,
+            the closing message); None before, for a run that did not complete, and for a typed run that
+            completed without a ``done`` (proven by a ``done_when``, answered from a read).
     """
 
     run_id: str
@@ -32,6 +41,7 @@ class AgentResult:
     outcome: Outcome | None = None
     interaction: Interaction | None = None
     answer: str | None = None
+    output: OutputT | None = None
 
     @property
     def waiting(self) -> bool:
@@ -39,4 +49,4 @@ class AgentResult:
         return self.status == "waiting"
 
 
-__all__ = ["AgentResult", "Outcome", "OutcomeStatus"]
+__all__ = ["AgentResult", "Outcome", "OutcomeStatus", "OutputT"]

@@ -1,10 +1,12 @@
 """Model providers behind one protocol: stream a chat, with an optional response schema.
 
 What it is for: the ``Model`` protocol and its request and chunk types (``base``), ``complete`` to drain a
-stream, the scripted test double ``ScriptedModel`` (for tests and offline demos), the provider errors, and
-``resolve_model`` to pick a provider from a spec such as ``openai:gpt-4o-mini``. The ``openai`` and
-``anthropic`` providers live in their own modules and need their extras (``pip install "plangate[openai]"``);
-import them from ``plangate.models.openai`` / ``plangate.models.anthropic`` or let ``resolve_model`` do it.
+stream, the test doubles ``ScriptedModel`` (replays answers, for tests and offline demos), ``TestModel``
+(derives its answers from the tools' schemas) and ``FunctionModel`` (a function of the request), the
+provider errors, and ``resolve_model`` to pick a provider from a spec such as ``openai:gpt-4o-mini``. The
+``openai`` and ``anthropic`` providers live in their own modules and need their extras
+(``pip install "plangate[openai]"``); import them from ``plangate.models.openai`` /
+``plangate.models.anthropic`` or let ``resolve_model`` do it.
 What it is not for: prompts, decisions or retries of a bad answer (the agent runtime).
 """
 
@@ -37,14 +39,17 @@ from plangate.models.errors import (
 )
 from plangate.models.registry import PROVIDERS, ProviderFactory, resolve_model
 from plangate.models.scripted import Script, ScriptedModel
+from plangate.models.testing import FunctionModel, ModelFunction, TestModel, arguments_for
 
 __all__ = [
     "PROVIDERS",
     "Completion",
+    "FunctionModel",
     "Message",
     "Model",
     "ModelAuthenticationError",
     "ModelChunk",
+    "ModelFunction",
     "ModelProviderError",
     "ModelRateLimitError",
     "ModelRequest",
@@ -59,9 +64,11 @@ __all__ = [
     "Script",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "TestModel",
     "TextDelta",
     "Usage",
     "Wire",
+    "arguments_for",
     "complete",
     "resolve_model",
     "wants_compact_prompts",

@@ -78,6 +78,8 @@ class ModelRequest:
             (the local model's grammar); the others ignore it.
         max_tokens: the most tokens to generate, or the provider's default.
         temperature: sampling temperature, or the provider's default.
+        output_schema: the JSON schema a ``done`` decision's answer must follow (an agent's
+            ``output_type``), which the prompt states too; for test doubles that build such an answer.
     """
 
     purpose: Purpose
@@ -89,6 +91,7 @@ class ModelRequest:
     argument_sources: Sequence[str] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    output_schema: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True, slots=True)

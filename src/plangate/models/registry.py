@@ -130,8 +130,9 @@ def _scripted(model_id: str) -> Model:
 def _scripted_file(path: str) -> Model:
     """``scripted:<file>``: a JSON list of responses, or ``{"wire": "json" | "tagged", "responses": [...]}``.
 
-    For the command line and offline demos; the model is named after the file, and each model built from it
-    replays it from the first response.
+    For the command line and offline demos; the model is named after the file. A new run replays it from
+    the first response; a stored run that started with it, resumed with it again (``plangate approve`` in
+    another process), goes on from the run's next unused response (``follows_runs``).
     """
     from plangate.models.scripted import ScriptedModel
 
@@ -149,7 +150,7 @@ def _scripted_file(path: str) -> Model:
         raise ConfigError(f'{where}: expected a JSON list of response strings (or {{"responses": [...]}})')
     if wire not in ("json", "tagged"):
         raise ConfigError(f"{where}: wire: expected 'json' or 'tagged', got {wire!r}")
-    return ScriptedModel(data, wire="tagged" if wire == "tagged" else "json", name=where)
+    return ScriptedModel(data, wire="tagged" if wire == "tagged" else "json", name=where, follows_runs=True)
 
 
 def _local(model_id: str) -> Model:

@@ -46,6 +46,10 @@ class ScriptedModel:
         wire: the wire format the responses are written in: ``json`` or ``tagged``
             (``<decision>{…}</decision>`` then the reply).
         name: the model's name, as recorded by the runtime.
+        follows_runs: the script is one run's: when the runtime rebuilds a stored run that started with
+            this script (a resume, perhaps in another process), it plays on from the run's next unused
+            response (``resume_at``), not from the first. ``scripted:<file>`` models do; a run resumed with
+            another file plays that one from its start (the rest of the run).
 
     Example::
 
@@ -53,11 +57,14 @@ class ScriptedModel:
         completion = await complete(model, ModelRequest("route", [Message("user", "hi")]))
     """
 
-    def __init__(self, responses: Script, *, wire: Wire = "json", name: str = "scripted") -> None:
+    def __init__(
+        self, responses: Script, *, wire: Wire = "json", name: str = "scripted", follows_runs: bool = False
+    ) -> None:
         if wire not in ("json", "tagged"):
             raise ConfigError(f"ScriptedModel wire: expected 'json' or 'tagged', got {wire!r}")
         self.name = name
         self.wire: Wire = wire
+        self.follows_runs = follows_runs
         self.requests: list[ModelRequest] = []
         self._function: Callable[[ModelRequest], str] | None = None
         self._queue: list[str | BaseException] = []
@@ -73,6 +80,12 @@ class ScriptedModel:
     def remaining(self) -> int | None:
         """How many scripted responses are left (``None`` for a function script)."""
         return None if self._function is not None else len(self._queue) - self._played
+
+    def resume_at(self, calls: int) -> None:
+        """Play on from response number ``calls`` (0-based): the responses a run already used are skipped.
+        Nothing changes for a function script."""
+        if self._function is None:
+            self._played = max(0, min(calls, len(self._queue)))
 
     def __repr__(self) -> str:
         left = "function" if self._function is not None else f"{self.remaining} left"

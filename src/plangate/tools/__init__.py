@@ -7,6 +7,7 @@ always yields a ``ToolResult``; a failing tool never raises into the agent loop.
 
 from __future__ import annotations
 
+from plangate.tools.context import DepsT, RunContext, deps_scope
 from plangate.tools.errors import ArgumentIssue, ToolArgumentsError, ToolDefinitionError, UnknownToolError
 from plangate.tools.registry import ToolRegistry, canonical_json, digest_json, needs_consent
 from plangate.tools.result import (
@@ -26,9 +27,11 @@ __all__ = [
     "REMOVE_TOOL",
     "SUMMARY_LIMIT",
     "ArgumentIssue",
+    "DepsT",
     "Effect",
     "PackRef",
     "Reconciler",
+    "RunContext",
     "Tool",
     "ToolArgumentsError",
     "ToolCallContext",
@@ -42,6 +45,7 @@ __all__ = [
     "canonical_json",
     "clip_summary",
     "current_call",
+    "deps_scope",
     "digest_json",
     "needs_consent",
     "result_from_value",

@@ -15,10 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from plangate.tools.context import RunContext
 from plangate.tools.errors import ToolDefinitionError
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?|"
-                      r"Attributes|See Also|Warnings?|Todo)\s*:\s*$")
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?|"
+    r"Attributes|See Also|Warnings?|Todo)\s*:\s*$"
+)
 _ARG_SECTIONS = {"Args", "Arguments", "Parameters"}
 _DATA_KEYWORDS = frozenset({"default", "enum", "const", "examples"})
 _ARG_LINE = re.compile(r"^\*{0,2}(?P<name>\w+)\s*(\([^)]*\))?\s*:\s*(?P<text>.*)$")
@@ -91,12 +94,15 @@ class DerivedSchema:
         fields: parameter name → the model's field name, to read validated values back.
         parameters: the JSON Schema of the arguments object.
         description: the docstring's description.
+        context: the first parameter, when it asks for a ``RunContext`` (filled by the runtime, left out of
+            the schema), else None.
     """
 
     model: type[BaseModel]
     fields: dict[str, str]
     parameters: dict[str, JsonValue]
     description: str
+    context: str | None = None
 
 
 def derive_schema(
@@ -120,7 +126,15 @@ def derive_schema(
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot resolve a type hint: {exc}") from exc
     definitions: dict[str, Any] = {}
     fields: dict[str, str] = {}
+    context: str | None = None
     for index, (name, param) in enumerate(inspect.signature(function).parameters.items()):
+        if _is_context(hints.get(name)):
+            if index != 0:
+                raise ToolDefinitionError(
+                    f"tool {tool_name!r}: parameter {name!r} is a RunContext; expected it first or nowhere"
+                )
+            context = name
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: parameter {name!r} is {param.kind.description}; "
@@ -145,7 +159,14 @@ def derive_schema(
     schema.pop("description", None)
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False
-    return DerivedSchema(model=model, fields=fields, parameters=schema, description=doc.description)
+    return DerivedSchema(
+        model=model, fields=fields, parameters=schema, description=doc.description, context=context
+    )
+
+
+def _is_context(hint: object) -> bool:
+    """Whether a parameter's type hint is ``RunContext`` or ``RunContext[...]``."""
+    return hint is RunContext or typing.get_origin(hint) is RunContext
 
 
 def _camel(name: str) -> str:

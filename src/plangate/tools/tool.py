@@ -25,6 +25,7 @@ from plangate.tools._validation import (
     describe_value,
     issues_from_pydantic,
 )
+from plangate.tools.context import run_context
 from plangate.tools.errors import ArgumentIssue, ToolArgumentsError, ToolDefinitionError
 from plangate.tools.result import ToolResult, result_from_value
 
@@ -80,6 +81,8 @@ class Tool:
         timeout: seconds after which the call is reported as failed; ``None`` for no limit.
         arguments_model: the pydantic model arguments are validated with (set by ``@tool``).
         argument_fields: parameter name → field of ``arguments_model`` (set by ``@tool``).
+        context_parameter: the parameter that receives the call's ``RunContext`` (its first, when its hint
+            asks for one; set by ``@tool``), or None.
     """
 
     name: str
@@ -94,6 +97,7 @@ class Tool:
     timeout: float | None = None
     arguments_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
     argument_fields: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    context_parameter: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for label, value in (("name", self.name), ("domain", self.domain), ("pack", self.pack)):
@@ -144,6 +148,8 @@ class Tool:
                 observation=f"tool {self.name!r} was not run: {exc}",
             )
         token = _current_call.set(ToolCallContext(self.name, normalised, idempotency_key))
+        if self.context_parameter is not None:
+            kwargs = {self.context_parameter: run_context(self.name, normalised, idempotency_key), **kwargs}
         try:
             return await self._run(kwargs)
         finally:
@@ -237,10 +243,11 @@ def tool(
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a typed function: bare ``@tool`` or with options, ``@tool(effect="write")``.
 
-    The parameters' type hints and defaults become the JSON Schema (through pydantic); the docstring's text
-    before its sections becomes the description and its google-style ``Args:`` entries the parameter
-    descriptions. Arguments are validated before every call and the function receives the validated values
-    (nested pydantic models arrive as model instances).
+    A first parameter typed ``RunContext[Deps]`` receives the call's context (the run's ``deps``) and is not
+    part of the schema. The other parameters' type hints and defaults become the JSON Schema (through
+    pydantic); the docstring's text before its sections becomes the description and its google-style
+    ``Args:`` entries the parameter descriptions. Arguments are validated before every call and the
+    function receives the validated values (nested pydantic models arrive as model instances).
 
     Args:
         function: the function, when used bare.
@@ -274,6 +281,7 @@ def tool(
             timeout=timeout,
             arguments_model=derived.model,
             argument_fields=derived.fields,
+            context_parameter=derived.context,
         )
 
     # The caller's frame is where the function was defined: its locals resolve hints on local classes.

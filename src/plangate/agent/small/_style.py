@@ -42,13 +42,13 @@ class CompactStyle:
 
     name = "compact"
 
-    def catalogue(self, entries: Sequence[Entry], goal: Condition | None) -> str:
-        return small_catalogue(entries, () if goal is None else named_tools(goal))
+    def catalogue(self, entries: Sequence[Entry], goal: Condition | None, hint: Sequence[str] = ()) -> str:
+        return small_catalogue(entries, (*(() if goal is None else named_tools(goal)), *hint))
 
     def execute_context(self, view: View) -> Context:
         """Its own rules and catalogue, the same history and state."""
         rules = small_rules(goal=view.goal is not None, tools=bool(view.catalogue))
-        system = _system(rules, view.catalogue, view.config.system_prompt)
+        system = _system(rules, view.catalogue, view.config.instructions)
         changing = [execution_section(view), *correction_sections(view.transcript)]
         if view.plan:
             pinned = [plan_section(view.plan, view.step_index), step_section(view)]
