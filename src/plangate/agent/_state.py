@@ -9,9 +9,9 @@ grows with the run: the conversation and the ReAct record live in the event log 
 (the phase modules) or building prompts (``_context.py``).
 
 Format version 1 is frozen by a JSON fixture in the tests; a snapshot of a newer version is refused with
-``SchemaVersionError``. Fields added to version 1 since (``memory``; ``context_budget``,
-``context_reserve`` and ``done_when`` in the settings) are left out of the JSON form while they hold their
-defaults, so a run that never used them is stored exactly as before.
+``SchemaVersionError``. Fields added to version 1 since (``memory``, ``usage``; ``context_budget``,
+``context_reserve``, ``done_when`` and ``budget`` in the settings) are left out of the JSON form while they
+hold their defaults, so a run that never used them is stored exactly as before.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from plangate.decisions import PlanStep
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import JsonObject
 from plangate.runs import tools as tool_identities
+from plangate.runs.usage import Budget, RunUsage
 from plangate.store import Snapshot
 from plangate.tools import ToolsetState
 
@@ -82,6 +83,9 @@ class AgentConfig(_Frozen):
         default=CONTEXT_RESERVE, ge=0, exclude_if=lambda value: value == CONTEXT_RESERVE
     )
     done_when: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    budget: Budget | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The run's ``max_tokens`` / ``max_cost`` and the prices of its model, when it has a budget or a
+    price (left out otherwise)."""
 
     @model_validator(mode="after")
     def _leaves_room(self) -> AgentConfig:
@@ -179,6 +183,8 @@ class AgentState(BaseModel):
         outcome: how the run ended (set when it enters ``deliver``).
         answer: the closing message, once delivered (or a route's direct reply).
         memory: what compaction folded out of the prompt, once the prompt first outgrew its budget.
+        usage: the tokens of the run's model calls, per model; each call's are added when it ends and
+            stored with the commit that follows it (left out before the first call reports usage).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -195,6 +201,7 @@ class AgentState(BaseModel):
     outcome: Outcome | None = None
     answer: str | None = None
     memory: Memory | None = Field(default=None, exclude_if=lambda value: value is None)
+    usage: RunUsage | None = Field(default=None, exclude_if=lambda value: value is None)
 
     def to_snapshot(self) -> JsonObject:
         """The JSON form written to the store (defaults included, so the format is explicit)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
 from plangate.models import Message, Model, ModelChunk, ModelRequest, Usage, Wire, wants_compact_prompts
 
@@ -130,11 +130,15 @@ class Meter:
 
 
 class MeteredModel:
-    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter."""
+    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter, and each
+    call's usage is handed to ``on_usage`` (the run's tally) when its stream ends or fails."""
 
-    def __init__(self, model: Model, meter: Meter) -> None:
+    def __init__(
+        self, model: Model, meter: Meter, on_usage: Callable[[str, Usage], None] | None = None
+    ) -> None:
         self.inner = model
         self.meter = meter
+        self.on_usage = on_usage
 
     @property
     def name(self) -> str:
@@ -151,10 +155,17 @@ class MeteredModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """The inner model's stream, unchanged."""
         counted = 0
-        async for chunk in self.inner.stream(request):
-            if isinstance(chunk, Usage):
-                counted += chunk.input_tokens
-            yield chunk
+        usage: Usage | None = None
+        try:
+            async for chunk in self.inner.stream(request):
+                if isinstance(chunk, Usage):
+                    counted += chunk.input_tokens
+                    usage = chunk if usage is None else usage + chunk
+                yield chunk
+        finally:
+            # A stream that failed after its usage arrived was still paid for.
+            if usage is not None and self.on_usage is not None:
+                self.on_usage(self.inner.name, usage)
         if counted:
             self.meter.observe(request.messages, counted)
 

@@ -25,6 +25,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Literal
 
+from pydantic import JsonValue
+
 from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
@@ -38,8 +40,9 @@ from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import Condition
 from plangate.errors import InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
-from plangate.models import Model
+from plangate.models import Model, Usage
 from plangate.runs.tools import check as check_tools
+from plangate.runs.usage import RunUsage, budget_exhausted
 from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
@@ -97,7 +100,7 @@ class RunLoop:
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
         self._model: MeteredModel | Callable[[], Model] = (
-            MeteredModel(model, self.meter) if isinstance(model, Model) else model
+            MeteredModel(model, self.meter, self._count) if isinstance(model, Model) else model
         )
         self.toolset = toolset
         self.run_id = run_id
@@ -116,8 +119,13 @@ class RunLoop:
     def model(self) -> Model:
         """The run's model (built on first use when the loop was given a function)."""
         if not isinstance(self._model, MeteredModel):
-            self._model = MeteredModel(self._model(), self.meter)
+            self._model = MeteredModel(self._model(), self.meter, self._count)
         return self._model
+
+    def _count(self, model: str, usage: Usage) -> None:
+        """Add one model call's usage to the run's tally (stored with the next commit)."""
+        tally = self.state.usage or RunUsage()
+        self.state.usage = tally.plus(model, usage)
 
     # -- advancing ----------------------------------------------------------------------------------------
 
@@ -228,12 +236,36 @@ class RunLoop:
 
     def take_round(self, stage: str) -> bool:
         """Consume one round of the budget before a model call; False (and the run ends ``exhausted``) when
-        none is left."""
+        none is left, or when the run's token or cost budget is reached."""
+        if not self.within_budget(stage):
+            return False
         if self.state.rounds_used >= self.config.max_rounds:
             self.end(exhausted(stage, self.config.max_rounds))
             return False
         self.state.rounds_used += 1
         return True
+
+    def within_budget(self, stage: str) -> bool:
+        """Whether another model call may be made: False (and the run ends ``exhausted``, code
+        ``budget_exhausted``, the budget named) once the calls so far reached ``max_tokens`` or
+        ``max_cost``."""
+        budget = self.config.budget
+        usage = self.state.usage
+        if budget is None or usage is None:
+            return True
+        reached = budget.exceeded(usage)
+        if reached is None:
+            return True
+        self.end(budget_exhausted(stage, budget, reached, usage))
+        return False
+
+    def usage_summary(self) -> dict[str, JsonValue] | None:
+        """The run's usage as its outcome shows it, or None before any call reported usage."""
+        usage = self.state.usage
+        if usage is None:
+            return None
+        budget = self.config.budget
+        return usage.summary({} if budget is None else budget.prices)
 
     def end(self, outcome: Outcome) -> None:
         """Decide the run's outcome; the ``deliver`` phase announces it and commits the status."""

@@ -123,6 +123,8 @@ def serve_command(
             sources=declared,
             allow_client_urls=settings.allow_client_urls,
             allowed_hosts=settings.allowed_hosts,
+            prices=s.config.prices,
+            budget=s.config.budget,
         )
         if no_auth:
             _warn_no_auth(host)

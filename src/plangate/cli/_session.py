@@ -195,12 +195,25 @@ class Session:
         """
         if self._engines is None:
             registry = self._registry if self._registry is not None else ToolRegistry()
+            config = self.config
             built = build(
-                self.store, registry, model=model, search_paths=search_paths, tool_specs=self._specs
+                self.store,
+                registry,
+                model=model,
+                search_paths=search_paths,
+                tool_specs=self._specs,
+                prices=config.prices,
+                budget=config.budget,
             )
             if model_wins and model is not None:
                 agents = _NamedModelAgents(
-                    self.store, registry, model=model, leases=built.leases, tool_specs=self._specs
+                    self.store,
+                    registry,
+                    model=model,
+                    leases=built.leases,
+                    tool_specs=self._specs,
+                    prices=config.prices,
+                    budget=config.budget,
                 )
                 engines = Engines([agents if engine is built.agents else engine for engine in built.registry])
                 built = replace(built, registry=engines, agents=agents)

@@ -44,7 +44,7 @@ from plangate.formulas import _containers, _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import answer_step, commit_answer, stored_answers
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
-from plangate.formulas._outcome import failed_steps_message, formula_outcome
+from plangate.formulas._outcome import failed_steps_message, formula_outcome, with_steps_usage
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
@@ -347,6 +347,7 @@ class Scheduler:
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
         ended = formula_outcome("completed" if status == "completed" else "failed", reason)
+        ended = with_steps_usage(ended, self.host.store, self.run_id)
         self.ops.append(ended.event())  # the run's last event, as every run's
         self._flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason
