@@ -41,6 +41,7 @@ from plangate.conditions import Condition
 from plangate.errors import InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
 from plangate.models import Model, Usage
+from plangate.runs.telemetry import run_trace
 from plangate.runs.tools import check as check_tools
 from plangate.runs.usage import RunUsage, budget_exhausted
 from plangate.store import Interaction, LeaseBook, Store, Transaction
@@ -99,8 +100,10 @@ class RunLoop:
         self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
+        # None when tracing is off: then nothing below costs more than this check.
+        self.trace = run_trace(store, run_id, "agent", "plangate")
         self._model: MeteredModel | Callable[[], Model] = (
-            MeteredModel(model, self.meter, self._count) if isinstance(model, Model) else model
+            MeteredModel(model, self.meter, self._count, self.trace) if isinstance(model, Model) else model
         )
         self.toolset = toolset
         self.run_id = run_id
@@ -119,7 +122,7 @@ class RunLoop:
     def model(self) -> Model:
         """The run's model (built on first use when the loop was given a function)."""
         if not isinstance(self._model, MeteredModel):
-            self._model = MeteredModel(self._model(), self.meter, self._count)
+            self._model = MeteredModel(self._model(), self.meter, self._count, self.trace)
         return self._model
 
     def _count(self, model: str, usage: Usage) -> None:
@@ -382,6 +385,8 @@ class RunLoop:
                 self.interaction = None
         for event in stored:
             self.transcript.apply(event, resolutions)
+        if self.trace is not None:
+            self.trace.committed(stored)
 
 
 _ENDED: frozenset[str] = frozenset({"completed", "aborted", "exhausted", "cancelled"})
