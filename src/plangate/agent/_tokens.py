@@ -24,7 +24,7 @@ from plangate.models import (
     Wire,
     wants_compact_prompts,
 )
-from plangate.runs.telemetry import RunTrace
+from plangate.runs.telemetry import RunTrace, metrics
 from plangate.runs.telemetry._spans import ModelCall
 
 MESSAGE_TOKENS = 6
@@ -175,7 +175,8 @@ class MeteredModel:
         counted = 0
         usage: Usage | None = None
         trace = self.trace
-        started = time.time() if trace is not None else 0.0
+        counted_by = metrics.current()
+        started = time.time() if trace is not None or counted_by is not None else 0.0
         text: list[str] | None = [] if trace is not None and trace.capture else None
         failure: str | None = None
         try:
@@ -193,6 +194,8 @@ class MeteredModel:
             # A stream that failed after its usage arrived was still paid for.
             if usage is not None and self.on_usage is not None:
                 self.on_usage(self.inner.name, usage)
+            if counted_by is not None:
+                counted_by.model_call(self.inner.name, request.purpose, time.time() - started, usage)
             if trace is not None:
                 output = None if text is None else "".join(text)
                 call = ModelCall(self.inner.name, request.purpose, started, time.time(), usage, failure)

@@ -41,7 +41,8 @@ from plangate.conditions import Condition
 from plangate.errors import InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
 from plangate.models import Model, Usage
-from plangate.runs.telemetry import run_trace
+from plangate.runs import telemetry
+from plangate.runs.telemetry.logs import advancing
 from plangate.runs.tools import check as check_tools
 from plangate.runs.usage import RunUsage, budget_exhausted
 from plangate.store import Interaction, LeaseBook, Store, Transaction
@@ -101,7 +102,7 @@ class RunLoop:
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
         # None when tracing is off: then nothing below costs more than this check.
-        self.trace = run_trace(store, run_id, "agent", "plangate")
+        self.trace = telemetry.run_trace(store, run_id, "agent", "plangate")
         self._model: MeteredModel | Callable[[], Model] = (
             MeteredModel(model, self.meter, self._count, self.trace) if isinstance(model, Model) else model
         )
@@ -134,6 +135,10 @@ class RunLoop:
 
     async def advance(self) -> AgentResult:
         """Run phases until the run ends or waits on a person; returns where it stands."""
+        with advancing(self.run_id, None if self.trace is None else self.trace.trace_id):
+            return await self._advance()
+
+    async def _advance(self) -> AgentResult:
         if self._fresh:
             self._fresh = False
             await self.commit(self._started(status="running"))
@@ -385,8 +390,8 @@ class RunLoop:
                 self.interaction = None
         for event in stored:
             self.transcript.apply(event, resolutions)
-        if self.trace is not None:
-            self.trace.committed(stored)
+        if self.trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(self.trace, "agent", stored, self.store)
 
 
 _ENDED: frozenset[str] = frozenset({"completed", "aborted", "exhausted", "cancelled"})

@@ -66,6 +66,9 @@ def serve_command(
         typer.Option("--no-auth", help="Accept requests without a token, all as owner 'local' (dev only)."),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="text, or json: one object a line, with the run's id.")
+    ] = "text",
     broker: Annotated[
         str | None,
         typer.Option(
@@ -101,6 +104,8 @@ def serve_command(
     except (ImportError, UserError):
         fail('plangate serve needs the server extra: pip install "plangate[server]"')
         return
+    if log_format not in ("text", "json"):
+        fail(f"--log-format: expected text or json; found {log_format!r}")
     s = session(ctx, config=config, store=store, tools=tools)
     try:
         if broker is not None:
@@ -128,7 +133,13 @@ def serve_command(
         )
         if no_auth:
             _warn_no_auth(host)
-        uvicorn.run(application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level))
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level=log_level,
+            log_config=_log_config(log_level, log_format),
+        )
     except UserError as exc:
         fail(str(exc))
 
@@ -246,9 +257,9 @@ def token_revoke(
     err.print(f"revoked {record.id} (owner {escape(record.owner)})")
 
 
-def _log_config(level: str) -> dict[str, Any]:
+def _log_config(level: str, log_format: str = "text") -> dict[str, Any]:
     """uvicorn's logging, with plangate's own lines (recovery, data sources, leases) beside its own, at the
-    same level."""
+    same level; with ``json``, every line (uvicorn's too) one JSON object naming the run it is about."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
@@ -257,6 +268,9 @@ def _log_config(level: str) -> dict[str, Any]:
         "()": "uvicorn.logging.DefaultFormatter",
         "fmt": "%(levelprefix)s %(name)s: %(message)s",
     }
+    if log_format == "json":
+        for name in config["formatters"]:
+            config["formatters"][name] = {"()": "plangate.runs.telemetry.logs.JsonFormatter"}
     config["handlers"]["plangate"] = {
         "formatter": "plangate",
         "class": "logging.StreamHandler",

@@ -25,7 +25,7 @@ from plangate.config import Config, load_config
 from plangate.engines import ProcessEngines, build
 from plangate.models import Model, resolve_model
 from plangate.models._requests import set_default_timeout
-from plangate.runs import Engines, Runs
+from plangate.runs import Engines, Runs, telemetry
 from plangate.runs.executor import Queue
 from plangate.store import Store, open_store
 from plangate.tools import ToolRegistry
@@ -122,6 +122,8 @@ class Session:
         if self._config is None:
             self._config = load_config(self.config_path)
             set_default_timeout(self._config.model_timeout)
+            # [telemetry] turns tracing on for this command (the OTEL_* variables win over it).
+            telemetry.configure(self._config.telemetry)
         return self._config
 
     def config_hint(self) -> str:

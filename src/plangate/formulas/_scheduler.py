@@ -61,7 +61,7 @@ from plangate.formulas.plan import (
 )
 from plangate.formulas.templates import to_text
 from plangate.interactions import Resolution
-from plangate.runs.telemetry import run_trace
+from plangate.runs import telemetry
 from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
@@ -119,7 +119,7 @@ class Scheduler:
         self.ended: list[asyncio.Task[StepOutcome]] = []  # tasks whose work ended, not yet taken in
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
-        self.trace = run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
+        self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -332,8 +332,8 @@ class Scheduler:
             if snapshot:
                 self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
                 tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
-        if self.trace is not None:
-            self.trace.committed(tx.events)
+        if self.trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(self.trace, "formula", tx.events, self.host.store)
         self.ops.clear()
         if snapshot:
             self.since_checkpoint = 0

@@ -26,9 +26,11 @@ from fastapi.staticfiles import StaticFiles
 from plangate import __version__
 from plangate.config import BudgetConfig, ModelPrice
 from plangate.engines import build as build_engines
+from plangate.errors import ConfigError
 from plangate.models import Model
 from plangate.runs import Runs
 from plangate.runs.executor import Queue
+from plangate.runs.telemetry import metrics
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
@@ -139,6 +141,8 @@ def create_app(
         search_paths=paths,
     )
 
+    with contextlib.suppress(ConfigError):
+        metrics.enable()  # counted from the first run on, served at /metrics (without the extra: a 404)
     lifespan = _lifespan(services, recover=recover, sweep=recover and queue is not None, vet=bool(sources))
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services

@@ -12,13 +12,16 @@ extra, or with tracing off, pays one ``None`` check per commit. Not for: the spa
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from plangate.config import TelemetryConfig
 from plangate.errors import ConfigError
+from plangate.runs.telemetry import metrics
 from plangate.runs.telemetry._spans import RunTrace, SpanData, Tracing
 
 if TYPE_CHECKING:
+    from plangate.events import Event
     from plangate.store import Store
 
 EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
@@ -72,6 +75,16 @@ def run_trace(store: Store, run_id: str, kind: str, name: str) -> RunTrace | Non
     return RunTrace(current, store, run_id, kind, name)
 
 
+def committed(trace: RunTrace | None, kind: str, events: Sequence[Event], store: Store) -> None:
+    """After a commit of a ``kind`` run: its spans (``trace``, None when tracing is off) and its metrics
+    (when enabled) from the ``events`` it stored."""
+    if trace is not None:
+        trace.committed(events)
+    counted = metrics.current()
+    if counted is not None:
+        counted.committed(kind, events, store)
+
+
 def _build(settings: TelemetryConfig, exporter: object | None) -> Tracing | None:
     chosen = os.environ.get(EXPORTER_ENV, "").strip().lower() or settings.traces
     capture = _capture(settings)
@@ -95,4 +108,14 @@ def _capture(settings: TelemetryConfig) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-__all__ = ["RunTrace", "SpanData", "Tracing", "configure", "reset", "run_trace", "tracing"]
+__all__ = [
+    "RunTrace",
+    "SpanData",
+    "Tracing",
+    "committed",
+    "configure",
+    "metrics",
+    "reset",
+    "run_trace",
+    "tracing",
+]
