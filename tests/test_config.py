@@ -146,7 +146,7 @@ def test_a_misspelt_field_is_named_with_the_likely_one() -> None:
 def test_an_unknown_field_with_no_likely_match_lists_the_known_ones() -> None:
     assert str(problem("colour = 'blue'")) == (
         "plangate.toml: colour: unknown field (expected one of: model, store, tools, model_timeout, "
-        "mcp_timeout, mcp, data, sources)"
+        "mcp_timeout, mcp, data, sources, prices, budget, telemetry)"
     )
 
 
@@ -167,7 +167,7 @@ def test_every_problem_is_listed_at_its_path() -> None:
         "plangate.toml: 7 problems:",
         "  model: expected a string, got 3",
         "  tools[0]: expected 'module:attribute' or 'file.py:attribute' (e.g. 'myapp.tools:registry'), "
-            "got 'not a spec'",
+        "got 'not a spec'",
         "  mcp[0].name: expected 1-32 letters, digits, '_' or '-', got 'my server'",
         "  mcp[0].command: required, but missing",
         "  mcp[0].effect_default: expected 'read' or 'write', got 'raed'",
@@ -320,3 +320,38 @@ semantic = "defs/shop.semantic.toml"
         sources.register(entry.name, entry.target(), semantic=config.semantic_of(entry))
         scope = open_scope(entry.name, sources=sources)
         assert scope.semantic is not None and list(scope.semantic.metrics) == [metric]
+
+
+def test_prices_budget_and_telemetry_are_read_with_their_defaults() -> None:
+    config = parse_config(
+        textwrap.dedent(
+            """
+            [prices."openai:gpt-4o-mini"]
+            input = 0.15
+            output = 0.6
+            [budget]
+            max_tokens = 5000
+            [telemetry]
+            traces = "otlp"
+            endpoint = "http://127.0.0.1:6006"
+            """
+        )
+    )
+    price = config.prices["openai:gpt-4o-mini"]
+    assert (price.input, price.output, price.cached_input) == (0.15, 0.6, None)
+    assert (config.budget.max_tokens, config.budget.max_cost) == (5000, None)
+    assert (config.telemetry.traces, config.telemetry.endpoint) == ("otlp", "http://127.0.0.1:6006")
+    assert parse_config("").telemetry.traces == "none"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[prices.m]\ninput = -1\noutput = 1", "prices.m.input"),
+        ("[prices.m]\ninput = 1", "prices.m.output"),
+        ("[budget]\nmax_tokens = 0", "budget.max_tokens"),
+        ('[telemetry]\ntraces = "jaeger"', "telemetry.traces"),
+    ],
+)
+def test_a_bad_price_budget_or_telemetry_names_its_path(text: str, message: str) -> None:
+    assert message in str(problem(text))

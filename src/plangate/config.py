@@ -35,6 +35,15 @@ to the file's folder. Example file::
     schemas = ["public"]                 # the schemas questions read (default: every one the role may use)
     allow_privileged = false             # true: query it even if its role can do more than read
     semantic = "warehouse.semantic.toml" # its semantic layer: a file, or a [sources.semantic] table
+
+    [prices."openai:gpt-4o-mini"]        # USD per million tokens, by model name, for a run's cost
+    input = 0.15
+    output = 0.60
+    cached_input = 0.075                 # prompt tokens read from the provider's cache (default: input)
+
+    [budget]                             # the default budgets of a run (checked before each model call)
+    max_tokens = 200000                  # input + output tokens
+    max_cost = 0.50                      # with a price for the run's model
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ _TOOL_SPEC = r"^(?:[A-Za-z_][\w.]*|[^:]+\.py):[A-Za-z_][\w.]*$"
 ToolSpec = Annotated[str, StringConstraints(pattern=_TOOL_SPEC)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 _PATTERN_HELP = {
     r"^[A-Za-z0-9_-]{1,32}$": "1-32 letters, digits, '_' or '-'",
@@ -192,6 +202,60 @@ class SourceConfig(BaseModel):
         return value
 
 
+class ModelPrice(BaseModel):
+    """One ``[prices."<model>"]`` entry: what a model's tokens cost, per million.
+
+    Attributes:
+        input: a million prompt tokens processed (not read from a cache).
+        output: a million generated tokens.
+        cached_input: a million prompt tokens read from the provider's cache (default: ``input``).
+        cache_write: a million prompt tokens written to the cache (default: ``input``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: Price
+    output: Price
+    cached_input: Price | None = None
+    cache_write: Price | None = None
+
+
+class BudgetConfig(BaseModel):
+    """``[budget]``: what a run may spend at most, checked before each model call.
+
+    Attributes:
+        max_tokens: input and output tokens of every model call of the run together.
+        max_cost: the run's cost, by ``[prices]`` (a run whose model has no price is refused).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost: Price | None = None
+
+
+class TelemetryConfig(BaseModel):
+    """``[telemetry]``: OpenTelemetry traces of runs (the ``OTEL_*`` variables win over it).
+
+    Attributes:
+        traces: ``otlp`` sends spans to an OTLP endpoint, ``console`` prints them, ``none`` (the default)
+            turns tracing off.
+        endpoint: the OTLP endpoint (``http://localhost:6006`` for Phoenix); the exporter's default when
+            omitted.
+        protocol: ``http/protobuf`` (default) or ``grpc``.
+        service_name: the ``service.name`` of the spans (default ``plangate``).
+        capture_content: record messages and tool arguments and results in spans (secrets redacted).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    traces: Literal["otlp", "console", "none"] = "none"
+    endpoint: NonEmpty | None = None
+    protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
+    service_name: NonEmpty = "plangate"
+    capture_content: bool = False
+
+
 class Config(BaseModel):
     """The settings of ``plangate.toml``; every field is optional.
 
@@ -206,6 +270,9 @@ class Config(BaseModel):
         mcp: MCP servers whose tools to offer.
         data: what a server's clients may register as data sources.
         sources: data sources the operator offers, by name.
+        prices: what each model's tokens cost (per million), by model name, for runs' costs.
+        budget: the default budgets of a run.
+        telemetry: ``[telemetry]``, tracing's settings (``plangate.telemetry``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -218,6 +285,9 @@ class Config(BaseModel):
     mcp: list[McpServerConfig] = Field(default_factory=list)
     data: DataConfig = Field(default_factory=DataConfig)
     sources: list[SourceConfig] = Field(default_factory=list)
+    prices: dict[NonEmpty, ModelPrice] = Field(default_factory=dict)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)

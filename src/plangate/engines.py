@@ -9,11 +9,12 @@ needs). Not for: advancing anything (the facade and the engines).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from plangate.agent.engine import AgentEngine
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.copilot.engine import AskEngine
 from plangate.formulas.engine import FormulaEngine
 from plangate.formulas.runtime import FormulaRunner
@@ -51,6 +52,8 @@ def build(
     root: Path | None = None,
     tool_specs: Iterable[str] = (),
     lease_ttl: float = DEFAULT_LEASE_TTL,
+    prices: Mapping[str, ModelPrice] | None = None,
+    budget: BudgetConfig | None = None,
 ) -> ProcessEngines:
     """The engines of a process that offers ``tools`` and formulas on ``search_paths``.
 
@@ -62,6 +65,8 @@ def build(
         root: what formula conditions resolve ``file.exists`` against (default: the working directory).
         tool_specs: where ``tools`` came from (``module:attr``), recorded with runs.
         lease_ttl: seconds a run's lease lasts unless renewed.
+        prices: what each model's tokens cost (``[prices]``), kept by new agent runs for their cost.
+        budget: the budgets of new agent runs that name none (``[budget]``).
     """
     registry = tools if tools is not None else ToolRegistry()
     specs = list(tool_specs)
@@ -75,7 +80,9 @@ def build(
         lease_ttl=lease_ttl,
     )
     formulas = FormulaEngine(runner)
-    agents = AgentEngine(store, registry, model=model, leases=runner.leases, tool_specs=specs)
+    agents = AgentEngine(
+        store, registry, model=model, leases=runner.leases, tool_specs=specs, prices=prices, budget=budget
+    )
     asks = AskEngine(store, runner.leases)
     return ProcessEngines(Engines([formulas, agents, asks]), formulas, agents, asks, runner.leases)
 

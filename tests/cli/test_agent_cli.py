@@ -96,7 +96,7 @@ def test_agent_streams_the_run_live_and_ends_completed(app: typer.Typer, home: P
     ]
     assert "The week is free." in lines
     assert "outcome: completed (done)" in lines
-    assert re.fullmatch(r"run run_\S+ completed \(done\)", lines[-1])
+    assert re.fullmatch(r"run run_\S+ completed \(done\) · [\d,]+ tokens in, [\d,]+ out", lines[-1])
 
 
 def test_without_a_model_the_default_is_used_and_named(

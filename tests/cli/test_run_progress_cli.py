@@ -61,7 +61,8 @@ def test_each_round_call_and_result_is_shown_blocked_success_and_duplicate(
     assert "schedule ›   ← place review wed 09:00-10:00" in lines
     # the step's done_when holds once the placement succeeded: the outcome says how it ended
     assert "schedule › outcome: completed (proven)" in lines
-    assert re.search(r"^run run_\S+ completed: all 3 steps finished$", result.output, re.MULTILINE)
+    end = r"^run run_\S+ completed: all 3 steps finished · [\d,]+ tokens in, [\d,]+ out$"
+    assert re.search(end, result.output, re.MULTILINE)
     # the prompts of one run are asked once each, in the terminal's one set of words
     assert result.output.count("approve / reject [a/r] (a):") == 1
     assert result.output.count("approve / reject / edit the arguments [a/r/e] (a):") == 2

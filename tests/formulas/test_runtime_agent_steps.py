@@ -145,6 +145,34 @@ def test_an_agent_step_answers_with_a_read_tool_and_a_later_step_reads_its_answe
     assert '"lookup"' in execute_system and '"note"' not in execute_system  # only the tools it names
 
 
+def test_a_formula_runs_outcome_adds_up_its_agent_steps_usage(tmp_path: Path) -> None:
+    desk = Desk()
+    model = scripted(LOOKUP, DONE, summary="The week is free.")
+    store = memory_store()
+    result = start(
+        FormulaRunner(store, desk.registry, model=model), write_formula(tmp_path, "b", AGENT_THEN_NOTE)
+    )
+    assert result.status == "completed", result.reason
+    (child,) = agent_runs(store, result.run_id)
+    child_outcome = store.get_run(child).outcome
+    assert child_outcome is not None
+    child_usage = child_outcome["usage"]
+    assert isinstance(child_usage, dict) and child_usage["calls"] == len(model.requests) == 4
+    outcome = store.get_run(result.run_id).outcome
+    assert outcome is not None and outcome["usage"] == child_usage
+    (event,) = [e for e in store.events(result.run_id) if e.type == "outcome"]
+    assert event.usage == child_usage
+
+
+def test_a_formula_without_model_calls_has_no_usage(tmp_path: Path) -> None:
+    formula = '[[steps]]\nid = "n"\ntool = { name = "note", args = { text = "hi" } }\n'
+    store = memory_store()
+    result = start(FormulaRunner(store, Desk().registry), write_formula(tmp_path, "n", formula))
+    assert result.status == "completed", result.reason
+    outcome = store.get_run(result.run_id).outcome
+    assert outcome is not None and "usage" not in outcome
+
+
 def test_a_write_waits_for_consent_shown_on_the_formula_and_approving_it_finishes_both(
     tmp_path: Path,
 ) -> None:

@@ -8,6 +8,7 @@ with exactly the edited call and the run completes, all seen live in the page.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,9 @@ def test_a_write_is_approved_in_the_page_with_an_edited_argument(tmp_path: Path)
         expect(page.locator("#run-status")).to_have_text("completed")
         timeline = page.locator("#timeline")
         expect(timeline.locator("li.event-outcome")).to_contain_text("completed")
+        usage = page.get_by_label("Usage")
+        shown = re.compile(r"^[\d,]+ tokens in, [\d,]+ out in 3 model calls \(scripted")
+        expect(usage).to_contain_text(shown)
         expect(timeline).to_contain_text("approved with edited arguments")
         expect(timeline.locator("li.event-speak").first).to_contain_text("Publishing the artifact.")
         result = timeline.locator("li.event-tool_call .result")

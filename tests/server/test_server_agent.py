@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from server_helpers import idle, parse_sse, wait_until
 
 from plangate.agent import _execute
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.events import StatusEvent
 from plangate.models import ModelRequest, ModelUnavailableError, ScriptedModel
 from plangate.store import Store
@@ -91,6 +92,34 @@ def test_an_agent_write_waits_for_consent_and_approval_over_http_runs_it(
         types.index("interaction_opened") < types.index("interaction_resolved") < types.index("tool_result")
     )
     assert (types[-2], types[-1]) == ("outcome", "end")
+
+
+def test_a_run_shows_its_usage_and_cost_and_a_budget_from_the_request_ends_it(
+    make_app: Callable[..., FastAPI],
+) -> None:
+    rooms = Rooms()
+    script = [_call("rooms"), _call("rooms"), _call("rooms"), _done("Seen."), "Seen."]
+    prices = {"scripted": ModelPrice(input=3.0, output=15.0)}
+    budget = BudgetConfig(max_tokens=100_000)
+    with TestClient(_app(make_app, rooms, script, prices=prices, budget=budget)) as client:
+        run_id = _agent_run(client, max_tokens=1)
+        run = client.get(f"/v1/runs/{run_id}").json()["run"]
+    assert run["status"] == "exhausted"
+    outcome = run["outcome"]
+    assert outcome["code"] == "budget_exhausted" and "max_tokens 1" in outcome["user_message"]
+    usage = outcome["usage"]
+    assert usage["calls"] == 1 and usage["models"]["scripted"]["calls"] == 1
+    expected = (usage["input_tokens"] * 3.0 + usage["output_tokens"] * 15.0) / 1_000_000
+    assert usage["cost"] == pytest.approx(expected)
+    assert "internal_reason" not in outcome
+
+
+def test_max_cost_without_a_price_is_a_422(make_app: Callable[..., FastAPI], store: Store) -> None:
+    with TestClient(_app(make_app, Rooms(), [])) as client:
+        response = client.post("/v1/runs", json={"kind": "agent", "prompt": "x", "max_cost": 1.0})
+    assert response.status_code == 422
+    assert "max_cost: the model 'scripted' has no price" in response.json()["detail"]
+    assert store.list_runs().items == []
 
 
 def test_an_edit_runs_the_edited_call_and_a_bad_edit_is_a_422(make_app: Callable[..., FastAPI]) -> None:

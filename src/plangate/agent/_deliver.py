@@ -46,6 +46,10 @@ async def run_deliver(loop: RunContext) -> None:
         answer = written if written is not None else await _summary(loop, outcome)
     state.answer = answer
     state.phase = "done"
+    usage = loop.usage_summary()
+    if usage is not None:
+        outcome = outcome.model_copy(update={"usage": usage})
+        state.outcome = outcome
     if outcome.internal_reason:
         # The store keeps it too; neither the answer nor an API response ever shows it.
         logger.info(
@@ -60,12 +64,15 @@ async def run_deliver(loop: RunContext) -> None:
 
 
 async def _summary(loop: RunContext, outcome: Outcome) -> str:
-    note = f"The run completed ({outcome.stage}: {outcome.code})."
-    answer = await call(loop.model, "deliver", deliver_context(loop.view(), note).messages())
-    text = answer.text.strip() if answer.failure is None else ""
-    if text:
-        return text
     state = loop.state
+    budget = loop.config.budget
+    if budget is None or state.usage is None or budget.exceeded(state.usage) is None:
+        # A run that spent its budget is not summarised by one more call: the checklist says it.
+        note = f"The run completed ({outcome.stage}: {outcome.code})."
+        answer = await call(loop.model, "deliver", deliver_context(loop.view(), note).messages())
+        text = answer.text.strip() if answer.failure is None else ""
+        if text:
+            return text
     if state.plan:
         return plan_checklist(state.plan, state.step_index + 1)
     return outcome.user_message or "Done."

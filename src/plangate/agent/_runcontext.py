@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pydantic import JsonValue
+
 from plangate.agent._batch import Batch
 from plangate.agent._context import View
 from plangate.agent._output import OutputSpec
@@ -61,6 +63,15 @@ class RunContext(Protocol):
     def take_round(self, stage: str) -> bool:
         """Consume one round of the budget before a model call; False (the run ends ``exhausted``) when none
         is left."""
+        ...
+
+    def within_budget(self, stage: str) -> bool:
+        """Whether another model call may be made; False (the run ends ``exhausted``) once the run's token
+        or cost budget is reached."""
+        ...
+
+    def usage_summary(self) -> dict[str, JsonValue] | None:
+        """The run's usage as its outcome shows it, or None before any call reported usage."""
         ...
 
     def end(self, outcome: Outcome) -> None:

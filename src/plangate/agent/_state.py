@@ -9,9 +9,9 @@ grows with the run: the conversation and the ReAct record live in the event log 
 (the phase modules) or building prompts (``_context.py``).
 
 Format version 1 is frozen by a JSON fixture in the tests; a snapshot of a newer version is refused with
-``SchemaVersionError``. Fields added to version 1 since (``memory``; ``context_budget``,
-``context_reserve`` and ``done_when`` in the settings) are left out of the JSON form while they hold their
-defaults, so a run that never used them is stored exactly as before.
+``SchemaVersionError``. Fields added to version 1 since (``memory``, ``usage``; ``context_budget``,
+``context_reserve``, ``done_when`` and ``budget`` in the settings) are left out of the JSON form while they
+hold their defaults, so a run that never used them is stored exactly as before.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from plangate.decisions import PlanStep
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import JsonObject
 from plangate.runs import tools as tool_identities
+from plangate.runs.usage import Budget, RunUsage
 from plangate.store import Snapshot
 from plangate.tools import ToolsetState
 
@@ -92,6 +93,9 @@ class AgentConfig(_Frozen):
     output_schema: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
     inferred: Inferred | None = Field(default=None, exclude_if=lambda value: value is None)
     inferred_tools: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    budget: Budget | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The run's ``max_tokens`` / ``max_cost`` and the prices of its model, when it has a budget or a
+    price (left out otherwise)."""
 
     @property
     def instructions(self) -> str | None:
@@ -202,6 +206,8 @@ class AgentState(BaseModel):
             ends the run ``stalled``.
         model_calls: the model calls the run made (all purposes), up to its last commit: where a model
             that replays a script per run goes on when the run is resumed in another process.
+        usage: the tokens of the run's model calls, per model; each call's are added when it ends and
+            stored with the commit that follows it (left out before the first call reports usage).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -220,6 +226,7 @@ class AgentState(BaseModel):
     memory: Memory | None = Field(default=None, exclude_if=lambda value: value is None)
     repeats: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
     model_calls: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
+    usage: RunUsage | None = Field(default=None, exclude_if=lambda value: value is None)
 
     def to_snapshot(self) -> JsonObject:
         """The JSON form written to the store (defaults included, so the format is explicit)."""

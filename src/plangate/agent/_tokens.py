@@ -10,9 +10,22 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import replace
 
-from plangate.models import Message, Model, ModelChunk, ModelRequest, Usage, Wire, wants_compact_prompts
+from plangate.models import (
+    Message,
+    Model,
+    ModelChunk,
+    ModelRequest,
+    TextDelta,
+    Usage,
+    Wire,
+    wants_compact_prompts,
+)
+from plangate.runs.telemetry import RunTrace, metrics
+from plangate.runs.telemetry._spans import ModelCall
 
 MESSAGE_TOKENS = 6
 """What the estimate adds for each message (its role and the provider's framing)."""
@@ -130,12 +143,22 @@ class Meter:
 
 
 class MeteredModel:
-    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter, and
-    ``called`` (when given) hears of every call as it starts (the run counts its calls)."""
+    """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter, each
+    call's usage is handed to ``on_usage`` (the run's tally) when its stream ends or fails, and ``called``
+    (when given) hears of every call as it starts (the run counts its calls)."""
 
-    def __init__(self, model: Model, meter: Meter, called: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        meter: Meter,
+        on_usage: Callable[[str, Usage], None] | None = None,
+        trace: RunTrace | None = None,
+        called: Callable[[], None] | None = None,
+    ) -> None:
         self.inner = model
         self.meter = meter
+        self.on_usage = on_usage
+        self.trace = trace
         self.called = called
 
     @property
@@ -155,10 +178,33 @@ class MeteredModel:
         if self.called is not None:
             self.called()
         counted = 0
-        async for chunk in self.inner.stream(request):
-            if isinstance(chunk, Usage):
-                counted += chunk.input_tokens
-            yield chunk
+        usage: Usage | None = None
+        trace = self.trace
+        counted_by = metrics.current()
+        started = time.time() if trace is not None or counted_by is not None else 0.0
+        text: list[str] | None = [] if trace is not None and trace.capture else None
+        failure: str | None = None
+        try:
+            async for chunk in self.inner.stream(request):
+                if isinstance(chunk, Usage):
+                    counted += chunk.input_tokens
+                    usage = chunk if usage is None else usage + chunk
+                elif text is not None and isinstance(chunk, TextDelta):
+                    text.append(chunk.text)
+                yield chunk
+        except Exception as exc:
+            failure = type(exc).__name__
+            raise
+        finally:
+            # A stream that failed after its usage arrived was still paid for.
+            if usage is not None and self.on_usage is not None:
+                self.on_usage(self.inner.name, usage)
+            if counted_by is not None:
+                counted_by.model_call(self.inner.name, request.purpose, time.time() - started, usage)
+            if trace is not None:
+                output = None if text is None else "".join(text)
+                call = ModelCall(self.inner.name, request.purpose, started, time.time(), usage, failure)
+                trace.model_call(replace(call, request=request, output=output) if text is not None else call)
         if counted:
             self.meter.observe(request.messages, counted)
 

@@ -9,7 +9,7 @@ run does (``loop.py`` and the phase modules).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Generic, TypeVar, cast, get_args
 
@@ -34,11 +34,13 @@ from plangate.agent.loop import RunLoop, load_loop, style_of
 from plangate.agent.result import AgentResult, Outcome, OutputT
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.conditions.errors import caret_lines
+from plangate.config import ModelPrice
 from plangate.errors import ConfigError, InteractionError, StaleInteraction
 from plangate.events import JsonObject
 from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
 from plangate.runs.tools import ToolsDiffer, identities, refuse
+from plangate.runs.usage import Budget
 from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
 from plangate.tools import DepsT, Tool, ToolRegistry, Toolset, deps_scope
 
@@ -79,6 +81,11 @@ class Agent(Generic[DepsT, OutputT]):
             model call to say so; until then the model cannot declare ``done``. None: the model declares it.
         tool_specs: where the tools came from (``module:attr``), recorded with each run for the command line
             to find them again; the runtime itself never imports anything from a stored run.
+        max_tokens: the input and output tokens a run's model calls may use together; checked before each
+            call, and a run that reached it ends ``exhausted`` (code ``budget_exhausted``). None: no limit.
+        max_cost: the most a run may cost by ``prices`` (checked the same way); its model needs a price.
+        prices: what each model's tokens cost per million (``[prices]`` of ``plangate.toml``), by model
+            name; the run keeps its model's price, and its outcome shows its cost.
         leases: hold each run's lease while advancing it (renewed meanwhile), and fence every commit by it:
             a run another live holder advances is refused (``RunLeased``), and a process that lost the lease
             (frozen past it, taken over) commits and writes nothing more. None: no lease is taken (one
@@ -128,6 +135,9 @@ class Agent(Generic[DepsT, OutputT]):
         output_type: type[OutputT] | None = None,
         deps_type: type[DepsT] | None = None,
         infer_goal: bool | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
             raise ConfigError(f"Agent max_rounds: expected an integer >= 1; found {max_rounds!r}")
@@ -158,6 +168,9 @@ class Agent(Generic[DepsT, OutputT]):
         self.deps_type = deps_type
         self._output = None if output_type is None else OutputSpec.of(output_type)
         self.infer_goal = infer_goal
+        self.max_tokens = _positive_int("max_tokens", max_tokens)
+        self.max_cost = _cost_limit(max_cost)
+        self.prices: dict[str, ModelPrice] = dict(prices or {})
 
     # -- starting runs ------------------------------------------------------------------------------------
 
@@ -378,6 +391,22 @@ class Agent(Generic[DepsT, OutputT]):
                 f"({exc}): pass model= to Agent"
             ) from None
 
+    def _budget(self, model: str) -> Budget | None:
+        """The budget a new run of ``model`` keeps: the limits and its model's price (None: neither)."""
+        price = self.prices.get(model)
+        if self.max_cost is not None and price is None:
+            raise ConfigError(
+                f"Agent max_cost: the model {model!r} has no price; add [prices.{model!r}] to plangate.toml "
+                "(or pass prices=)"
+            )
+        if self.max_tokens is None and self.max_cost is None and price is None:
+            return None
+        return Budget(
+            max_tokens=self.max_tokens,
+            max_cost=self.max_cost,
+            prices={} if price is None else {model: price},
+        )
+
     def _start(self, prompt: str) -> RunLoop:
         if not isinstance(prompt, str) or not prompt.strip():
             raise ConfigError(f"Agent.run: expected a non-empty prompt; found {prompt!r}")
@@ -398,6 +427,7 @@ class Agent(Generic[DepsT, OutputT]):
             output_schema=None if self._output is None else self._output.schema,
             inferred=None if inferred is None else inferred.kind,
             inferred_tools=[] if inferred is None else list(inferred.tools),
+            budget=self._budget(model.name),
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
         recorded = run_input(prompt, config, self.tool_specs, identities(self.registry.tools()))
@@ -500,6 +530,20 @@ def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
     raise ConfigError(
         "this call runs its own event loop and cannot be made from a running one: await the _async variant"
     )
+
+
+def _positive_int(name: str, value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"Agent {name}: expected an integer >= 1 or None; found {value!r}")
+    return value
+
+
+def _cost_limit(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        raise ConfigError(f"Agent max_cost: expected a number >= 0 or None; found {value!r}")
+    return float(value)
 
 
 __all__ = ["Agent"]

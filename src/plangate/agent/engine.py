@@ -11,12 +11,13 @@ from the run's spec). Not for: what a run does (``loop.py`` and its phases) or t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
 from plangate.agent._state import AgentConfig, Mode
 from plangate.agent.agent import Agent
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.errors import ConfigError
 from plangate.interactions import Resolution
 from plangate.models import Model
@@ -37,6 +38,8 @@ class AgentEngine:
             (``$PLANGATE_MODEL``, …). A stored run keeps its own.
         leases: the lease book every run is advanced under (one per process, or per worker message).
         tool_specs: where ``tools`` came from (``module:attr``), recorded with each run.
+        prices: what each model's tokens cost (``[prices]``): a new run keeps its model's price.
+        budget: the budgets of new runs that name none (``[budget]``).
     """
 
     kind: RunKind = "agent"
@@ -50,7 +53,11 @@ class AgentEngine:
         model: Model | str | None = None,
         leases: LeaseBook | None = None,
         tool_specs: Sequence[str] = (),
+        prices: Mapping[str, ModelPrice] | None = None,
+        budget: BudgetConfig | None = None,
     ) -> None:
+        self.prices: dict[str, ModelPrice] = dict(prices or {})
+        self.budget = budget if budget is not None else BudgetConfig()
         self.store = store
         self.tools = tools
         self.model = model
@@ -69,6 +76,8 @@ class AgentEngine:
         always_execute: bool = False,
         plan_consent: bool = False,
         done_when: str | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> str:
         """Store a new run with its first commit (``queued``); whoever advances it next starts it.
 
@@ -88,6 +97,9 @@ class AgentEngine:
             owner=owner,
             leases=self.leases,
             tool_specs=self.tool_specs,
+            max_tokens=max_tokens if max_tokens is not None else self.budget.max_tokens,
+            max_cost=max_cost if max_cost is not None else self.budget.max_cost,
+            prices=self.prices,
         )
         return agent.submit(prompt)
 

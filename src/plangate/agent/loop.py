@@ -24,6 +24,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Literal
 
+from pydantic import JsonValue
+
 from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
@@ -38,8 +40,11 @@ from plangate.agent.result import AgentResult, Outcome
 from plangate.conditions import Condition
 from plangate.errors import InteractionError, StoreError, UserError
 from plangate.events import CorrectionEvent, Event, InteractionOpenedEvent, StatusEvent
-from plangate.models import Model
+from plangate.models import Model, Usage
+from plangate.runs import telemetry
+from plangate.runs.telemetry.logs import advancing
 from plangate.runs.tools import check as check_tools
+from plangate.runs.usage import RunUsage, budget_exhausted
 from plangate.store import Interaction, LeaseBook, Store, Transaction
 from plangate.tools import ToolRegistry, Toolset
 
@@ -102,8 +107,12 @@ class RunLoop:
         self.leases = leases
         # Every call goes through the meter, so the provider's token counts calibrate the prompt budget.
         self.meter = Meter()
+        # None when tracing is off: then nothing below costs more than this check.
+        self.trace = telemetry.run_trace(store, run_id, "agent", "plangate")
         self._model: MeteredModel | Callable[[], Model] = (
-            MeteredModel(model, self.meter, self._called) if isinstance(model, Model) else model
+            MeteredModel(model, self.meter, self._count, self.trace, self._called)
+            if isinstance(model, Model)
+            else model
         )
         self.toolset = toolset
         self.run_id = run_id
@@ -124,16 +133,25 @@ class RunLoop:
         if not isinstance(self._model, MeteredModel):
             built = self._model()
             follow_run(built, self.state.model_calls, self.config.model)
-            self._model = MeteredModel(built, self.meter, self._called)
+            self._model = MeteredModel(built, self.meter, self._count, self.trace, self._called)
         return self._model
 
     def _called(self) -> None:
         self.state.model_calls += 1
 
+    def _count(self, model: str, usage: Usage) -> None:
+        """Add one model call's usage to the run's tally (stored with the next commit)."""
+        tally = self.state.usage or RunUsage()
+        self.state.usage = tally.plus(model, usage)
+
     # -- advancing ----------------------------------------------------------------------------------------
 
     async def advance(self) -> AgentResult:
         """Run phases until the run ends or waits on a person; returns where it stands."""
+        with advancing(self.run_id, None if self.trace is None else self.trace.trace_id):
+            return await self._advance()
+
+    async def _advance(self) -> AgentResult:
         if self._fresh:
             self._fresh = False
             await self.commit(self._started(status="running"))
@@ -243,12 +261,36 @@ class RunLoop:
 
     def take_round(self, stage: str) -> bool:
         """Consume one round of the budget before a model call; False (and the run ends ``exhausted``) when
-        none is left."""
+        none is left, or when the run's token or cost budget is reached."""
+        if not self.within_budget(stage):
+            return False
         if self.state.rounds_used >= self.config.max_rounds:
             self.end(exhausted(stage, self.config.max_rounds))
             return False
         self.state.rounds_used += 1
         return True
+
+    def within_budget(self, stage: str) -> bool:
+        """Whether another model call may be made: False (and the run ends ``exhausted``, code
+        ``budget_exhausted``, the budget named) once the calls so far reached ``max_tokens`` or
+        ``max_cost``."""
+        budget = self.config.budget
+        usage = self.state.usage
+        if budget is None or usage is None:
+            return True
+        reached = budget.exceeded(usage)
+        if reached is None:
+            return True
+        self.end(budget_exhausted(stage, budget, reached, usage))
+        return False
+
+    def usage_summary(self) -> dict[str, JsonValue] | None:
+        """The run's usage as its outcome shows it, or None before any call reported usage."""
+        usage = self.state.usage
+        if usage is None:
+            return None
+        budget = self.config.budget
+        return usage.summary({} if budget is None else budget.prices)
 
     def end(self, outcome: Outcome) -> None:
         """Decide the run's outcome; the ``deliver`` phase announces it and commits the status."""
@@ -365,6 +407,8 @@ class RunLoop:
                 self.interaction = None
         for event in stored:
             self.transcript.apply(event, resolutions)
+        if self.trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(self.trace, "agent", stored, self.store)
 
 
 def style_of(model: Model) -> PromptStyle:

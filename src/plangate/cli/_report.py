@@ -9,6 +9,7 @@ all for scripts — and the lines of a run handed to the workers. Not for: the l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import typer
@@ -169,6 +170,8 @@ def report(standing: Standing, *, json: bool, hint: str = "", quiet: bool = Fals
             line += f": {escape(standing.reason)}"
         elif standing.outcome is not None:
             line += f" ({escape(standing.outcome.code)})"
+        if standing.outcome is not None and standing.outcome.usage is not None:
+            line += f" · {usage_text(standing.outcome.usage)}"
         out.print(line)
         if standing.interaction is not None:
             interaction = standing.interaction
@@ -179,6 +182,23 @@ def report(standing: Standing, *, json: bool, hint: str = "", quiet: bool = Fals
             )
     if run.status in UNFINISHED:
         raise typer.Exit(1)
+
+
+def usage_text(usage: Mapping[str, JsonValue]) -> str:
+    """A run's usage on its end line: ``1,234 tokens in (1,000 cached), 56 out · cost 0.001200``."""
+    cached = usage.get("cached_input_tokens")
+    text = f"{_count(usage.get('input_tokens'))} tokens in"
+    if isinstance(cached, int) and cached:
+        text += f" ({cached:,} cached)"
+    text += f", {_count(usage.get('output_tokens'))} out"
+    cost = usage.get("cost")
+    if isinstance(cost, int | float):
+        text += f" · cost {cost:.6f}"
+    return text
+
+
+def _count(value: JsonValue) -> str:
+    return f"{value:,}" if isinstance(value, int) else "?"
 
 
 def answer_commands(interaction: Interaction, hint: str = "") -> str:

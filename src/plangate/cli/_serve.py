@@ -69,6 +69,9 @@ def serve_command(
         typer.Option("--no-auth", help="Accept requests without a token, all as owner 'local' (dev only)."),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="text, or json: one object a line, with the run's id.")
+    ] = "text",
     broker: Annotated[
         str | None,
         typer.Option(
@@ -104,6 +107,8 @@ def serve_command(
     except (ImportError, UserError):
         fail('plangate serve needs the server extra: pip install "plangate[server]"')
         return
+    if log_format not in ("text", "json"):
+        fail(f"--log-format: expected text or json; found {log_format!r}")
     s = session(ctx, config=config, store=store, tools=tools)
     try:
         if broker is not None:
@@ -128,10 +133,18 @@ def serve_command(
             sources=declared,
             allow_client_urls=settings.allow_client_urls,
             allowed_hosts=settings.allowed_hosts,
+            prices=s.config.prices,
+            budget=s.config.budget,
         )
         if no_auth:
             _warn_no_auth(host)
-        uvicorn.run(application, host=host, port=port, log_level=log_level, log_config=_log_config(log_level))
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level=log_level,
+            log_config=_log_config(log_level, log_format),
+        )
     except UserError as exc:
         fail(str(exc))
 
@@ -272,9 +285,9 @@ def token_revoke(
     err.print(f"revoked {record.id} (owner {escape(record.owner)})")
 
 
-def _log_config(level: str) -> dict[str, Any]:
+def _log_config(level: str, log_format: str = "text") -> dict[str, Any]:
     """uvicorn's logging, with plangate's own lines (recovery, data sources, leases) beside its own, at the
-    same level."""
+    same level; with ``json``, every line (uvicorn's too) one JSON object naming the run it is about."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
@@ -283,6 +296,9 @@ def _log_config(level: str) -> dict[str, Any]:
         "()": "uvicorn.logging.DefaultFormatter",
         "fmt": "%(levelprefix)s %(name)s: %(message)s",
     }
+    if log_format == "json":
+        for name in config["formatters"]:
+            config["formatters"][name] = {"()": "plangate.runs.telemetry.logs.JsonFormatter"}
     config["handlers"]["plangate"] = {
         "formatter": "plangate",
         "class": "logging.StreamHandler",

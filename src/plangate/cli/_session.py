@@ -25,7 +25,7 @@ from plangate.config import Config, load_config
 from plangate.engines import ProcessEngines, build
 from plangate.models import Model, resolve_model
 from plangate.models._requests import set_default_timeout
-from plangate.runs import Engines, Runs
+from plangate.runs import Engines, Runs, telemetry
 from plangate.runs.executor import Queue
 from plangate.store import Store, open_store
 from plangate.tools import ToolRegistry
@@ -122,6 +122,8 @@ class Session:
         if self._config is None:
             self._config = load_config(self.config_path)
             set_default_timeout(self._config.model_timeout)
+            # [telemetry] turns tracing on for this command (the OTEL_* variables win over it).
+            telemetry.configure(self._config.telemetry)
         return self._config
 
     def config_hint(self) -> str:
@@ -195,12 +197,25 @@ class Session:
         """
         if self._engines is None:
             registry = self._registry if self._registry is not None else ToolRegistry()
+            config = self.config
             built = build(
-                self.store, registry, model=model, search_paths=search_paths, tool_specs=self._specs
+                self.store,
+                registry,
+                model=model,
+                search_paths=search_paths,
+                tool_specs=self._specs,
+                prices=config.prices,
+                budget=config.budget,
             )
             if model_wins and model is not None:
                 agents = _NamedModelAgents(
-                    self.store, registry, model=model, leases=built.leases, tool_specs=self._specs
+                    self.store,
+                    registry,
+                    model=model,
+                    leases=built.leases,
+                    tool_specs=self._specs,
+                    prices=config.prices,
+                    budget=config.budget,
                 )
                 engines = Engines([agents if engine is built.agents else engine for engine in built.registry])
                 built = replace(built, registry=engines, agents=agents)

@@ -131,6 +131,13 @@ def agent_command(
     ] = False,
     broker: BrokerOpt = None,
     config: ConfigOpt = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", min=1, help="Input and output tokens the run may use ([budget])."),
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", min=0.0, help="The most the run may cost, by [prices].")
+    ] = None,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed.
 
@@ -152,6 +159,8 @@ def agent_command(
             mode=chosen_mode,
             always_execute=always_execute,
             done_when=done_when,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
         )
         _go_on(s, run_id, broker, json=json, ask_here=asks_here(interactive, detach))
     except UserError as exc:

@@ -63,6 +63,9 @@ def worker_command(
         float, typer.Option("--lease-ttl", min=1.0, help="Seconds a run's lease lasts unless renewed.")
     ] = 10.0,
     loglevel: Annotated[str, typer.Option(help="The log level (debug, info, warning, error).")] = "info",
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="text, or json: one object a line, with the run's id.")
+    ] = "text",
 ) -> None:
     """Advance the runs that servers and commands hand to the workers (`--broker`), on a shared store.
 
@@ -73,6 +76,8 @@ def worker_command(
     except UserError as exc:
         fail(str(exc))
         return
+    if log_format not in ("text", "json"):
+        fail(f"--log-format: expected text or json; found {log_format!r}")
     s = session(ctx, config=config, store=store, tools=tools)
     try:
         settings = WorkerSettings(
@@ -92,7 +97,7 @@ def worker_command(
             "[bold yellow]warning:[/] the store is not PostgreSQL: workers on other machines cannot share "
             "it, and servers' event streams do not follow the commits made here"
         )
-    run_worker(settings, loglevel=loglevel.upper())
+    run_worker(settings, loglevel=loglevel.upper(), log_format=log_format)
 
 
 def _with_config(s: Session, settings: WorkerSettings, model: str | None) -> WorkerSettings:

@@ -240,6 +240,9 @@ class OutcomeEvent(BaseEvent):
     code: str
     user_message: str
     internal_reason: str = ""
+    usage: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The run's model usage (tokens per model, the cost with a price table), when it called a model; left
+    out of the JSON form otherwise, so outcomes written before the field existed keep their exact form."""
 
 
 class OpEvent(BaseEvent):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from plangate.runs import Outcome, OutcomeStatus
+from plangate.runs.usage import children_usage
+from plangate.store import Store
 
 STAGE = "run"
 """The stage of every formula outcome."""
@@ -29,10 +31,16 @@ def formula_outcome(status: OutcomeStatus, user_message: str, *, internal_reason
     )
 
 
+def with_steps_usage(outcome: Outcome, store: Store, run_id: str) -> Outcome:
+    """``outcome`` with the model usage of the run's agent steps and sub-formulas, when they had any."""
+    usage = children_usage(store, run_id)
+    return outcome if usage is None else outcome.model_copy(update={"usage": usage})
+
+
 def failed_steps_message(failed: Iterable[tuple[str, str]]) -> str:
     """``failed steps: publish (rejected: not now); notify (…)``: each failed step with its reason."""
     parts = [f"{step_id} ({reason})" if reason else step_id for step_id, reason in failed]
     return f"failed steps: {'; '.join(parts)}"
 
 
-__all__ = ["STAGE", "failed_steps_message", "formula_outcome"]
+__all__ = ["STAGE", "failed_steps_message", "formula_outcome", "with_steps_usage"]

@@ -44,7 +44,7 @@ from plangate.formulas import _containers, _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import answer_step, commit_answer, stored_answers
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
-from plangate.formulas._outcome import failed_steps_message, formula_outcome
+from plangate.formulas._outcome import failed_steps_message, formula_outcome, with_steps_usage
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
@@ -61,6 +61,7 @@ from plangate.formulas.plan import (
 )
 from plangate.formulas.templates import to_text
 from plangate.interactions import Resolution
+from plangate.runs import telemetry
 from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
@@ -118,6 +119,7 @@ class Scheduler:
         self.ended: list[asyncio.Task[StepOutcome]] = []  # tasks whose work ended, not yet taken in
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
+        self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -330,6 +332,8 @@ class Scheduler:
             if snapshot:
                 self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
                 tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
+        if self.trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(self.trace, "formula", tx.events, self.host.store)
         self.ops.clear()
         if snapshot:
             self.since_checkpoint = 0
@@ -347,6 +351,7 @@ class Scheduler:
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
         ended = formula_outcome("completed" if status == "completed" else "failed", reason)
+        ended = with_steps_usage(ended, self.host.store, self.run_id)
         self.ops.append(ended.event())  # the run's last event, as every run's
         self._flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason

@@ -49,6 +49,7 @@ from plangate.formulas.plan import Plan
 from plangate.interactions import Edit, Resolution, resolution_dict
 from plangate.models import Model
 from plangate.runs import tools as tool_identities
+from plangate.runs.telemetry.logs import advancing
 from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
@@ -374,8 +375,10 @@ class FormulaRunner:
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
             resumed = new is None and not fresh and run.status != "queued"
+            traced = None if scheduler.trace is None else scheduler.trace.trace_id
             try:
-                status, reason = await scheduler.run(resumed=resumed)
+                with advancing(run_id, traced):  # the run's id on the lines logged meanwhile
+                    status, reason = await scheduler.run(resumed=resumed)
             finally:
                 del self._live[run_id]
         return self._result(run_id, state, status, reason)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from plangate.events import OutcomeEvent
 from plangate.vocab import OutcomeStatus
@@ -29,6 +29,8 @@ class Outcome(BaseModel):
             ``stalled``, ``max_rounds``, ``step_failed``, ``cancelled``, a turn's status …).
         user_message: what the person is told.
         internal_reason: for the logs only.
+        usage: the run's model usage (``RunUsage.summary``: tokens per model, the cost with prices), when
+            it called a model; left out of the stored form and the event otherwise.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -38,6 +40,7 @@ class Outcome(BaseModel):
     code: str
     user_message: str
     internal_reason: str = ""
+    usage: dict[str, JsonValue] | None = Field(default=None, exclude_if=lambda value: value is None)
 
     def event(self) -> OutcomeEvent:
         """The ``outcome`` event that ends the run's log."""
@@ -47,17 +50,21 @@ class Outcome(BaseModel):
             code=self.code,
             user_message=self.user_message,
             internal_reason=self.internal_reason,
+            usage=self.usage,
         )
 
     def stored(self) -> dict[str, JsonValue]:
         """The outcome kept with the run (``RunRecord.outcome``)."""
-        return {
+        stored: dict[str, JsonValue] = {
             "status": self.status,
             "stage": self.stage,
             "code": self.code,
             "user_message": self.user_message,
             "internal_reason": self.internal_reason,
         }
+        if self.usage is not None:
+            stored["usage"] = self.usage
+        return stored
 
     @classmethod
     def of_event(cls, event: OutcomeEvent) -> Outcome:
@@ -68,6 +75,7 @@ class Outcome(BaseModel):
             code=event.code,
             user_message=event.user_message,
             internal_reason=event.internal_reason,
+            usage=event.usage,
         )
 
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
@@ -24,10 +24,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from plangate import __version__
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.engines import build as build_engines
+from plangate.errors import ConfigError
 from plangate.models import Model
 from plangate.runs import Runs
 from plangate.runs.executor import Queue
+from plangate.runs.telemetry import metrics
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
@@ -78,6 +81,8 @@ def create_app(
     sources: Sequence[DeclaredSource] = (),
     allow_client_urls: bool = False,
     allowed_hosts: Sequence[str] = (),
+    prices: Mapping[str, ModelPrice] | None = None,
+    budget: BudgetConfig | None = None,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -102,11 +107,20 @@ def create_app(
         sources: the data sources the operator offers every owner (``[[sources]]``, ``--source``).
         allow_client_urls: let clients register ``postgresql://`` URLs (to ``allowed_hosts`` only).
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
+        prices: what each model's tokens cost (``[prices]``), for agent runs' costs.
+        budget: the budgets of agent runs whose request names none (``[budget]``).
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
     engines = build_engines(
-        store, registry, model=model, search_paths=paths, root=root, tool_specs=tool_specs
+        store,
+        registry,
+        model=model,
+        search_paths=paths,
+        root=root,
+        tool_specs=tool_specs,
+        prices=prices,
+        budget=budget,
     )
     queue = _queue(broker)
     runs = Runs(store, engines.registry, queue)
@@ -133,6 +147,8 @@ def create_app(
         model=ModelInfo(model, model_origin),
     )
 
+    with contextlib.suppress(ConfigError):
+        metrics.enable()  # counted from the first run on, served at /metrics (without the extra: a 404)
     lifespan = _lifespan(services, recover=recover, sweep=recover and queue is not None, vet=bool(sources))
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services

@@ -174,6 +174,10 @@ class Broadcaster:
             if not found:
                 del self._subscribers[subscription.run_id]
 
+    def subscribers(self) -> int:
+        """Open event streams, of every run."""
+        return sum(len(streams) for streams in self._subscribers.values())
+
     def subscriber_count(self, run_id: str) -> int:
         """How many subscriptions listen to ``run_id``."""
         return len(self._subscribers.get(run_id, ()))

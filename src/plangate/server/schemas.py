@@ -51,6 +51,10 @@ class AgentRunRequest(_Request):
     done_when: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
     """The goal as a condition over the run's receipts (``Agent(done_when=...)``, ``--done-when``); the
     route checks it and answers a 422 naming the field and the column of what is wrong."""
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    """The input and output tokens the run's model calls may use (default: the server's ``[budget]``)."""
+    max_cost: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """The most the run may cost by the server's ``[prices]`` (its model needs a price)."""
 
 
 class FormulaRunRequest(_Request):

@@ -20,6 +20,7 @@ from typing import Any
 
 from celery import signals
 
+from plangate.runs.telemetry.logs import JsonFormatter
 from plangate.workers._app import ADVANCE_TASK, QUEUE, celery_app
 from plangate.workers.advance import Advancer, WorkerSettings
 from plangate.workers.queue import RunQueue
@@ -95,12 +96,21 @@ def build_app(settings: WorkerSettings) -> Any:
 
 
 def run_worker(
-    settings: WorkerSettings, *, loglevel: str = "INFO", pool: str = "prefork", name: str | None = None
+    settings: WorkerSettings,
+    *,
+    loglevel: str = "INFO",
+    pool: str = "prefork",
+    name: str | None = None,
+    log_format: str = "text",
 ) -> None:
     """Run a Celery worker on ``settings`` until it is stopped (SIGTERM or Ctrl-C: a warm shutdown, which
-    finishes the advances in flight)."""
+    finishes the advances in flight); ``log_format="json"``: one JSON object a line, with the run's id."""
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = build_app(settings)
+    if log_format == "json":
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
+        app.conf.worker_hijack_root_logger = False  # Celery's lines go through the JSON handler too
     argv = ["worker", f"--loglevel={loglevel}", "-Q", QUEUE, f"--pool={pool}"]
     argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
     if settings.concurrency is not None:

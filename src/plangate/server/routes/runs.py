@@ -176,6 +176,8 @@ async def _start_agent(services: ServicesDep, body: AgentRunRequest, owner: str)
                 always_execute=body.always_execute,
                 plan_consent=body.plan_consent,
                 done_when=body.done_when,
+                max_tokens=body.max_tokens,
+                max_cost=body.max_cost,
             )
         )
     except ConfigError as exc:

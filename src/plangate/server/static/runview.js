@@ -267,6 +267,7 @@ export class RunView {
         badge(status),
         message ? h("span", { class: "outcome-message", text: ` ${message}` }) : null,
         outcome.code ? h("small", { class: "muted", text: ` (${[outcome.stage, outcome.code].filter(Boolean).join(" · ")})` }) : null,
+        outcome.usage ? h("p", { class: "outcome-usage", "aria-label": "Usage", text: usageText(outcome.usage) }) : null,
       ),
     );
   }
@@ -345,4 +346,17 @@ export class RunView {
     button.dataset.armed = "";
     button.textContent = "Cancel run";
   }
+}
+
+/** A run's usage as the outcome panel shows it: tokens in (cached) and out, per model when several, and the
+ *  cost when the server has prices for its models. */
+function usageText(usage) {
+  const count = (value) => (typeof value === "number" ? value.toLocaleString("en-US") : "?");
+  let text = `${count(usage.input_tokens)} tokens in`;
+  if (usage.cached_input_tokens) text += ` (${count(usage.cached_input_tokens)} cached)`;
+  text += `, ${count(usage.output_tokens)} out in ${count(usage.calls)} model calls`;
+  const models = Object.keys(usage.models || {});
+  if (models.length) text += ` (${models.join(", ")})`;
+  if (typeof usage.cost === "number") text += ` · cost ${usage.cost.toFixed(6)}`;
+  return text;
 }

@@ -1,0 +1,98 @@
+"""GET /metrics: Prometheus counts of the runs this process advanced, behind the API's token; JSON log lines
+that name their run."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+from server_helpers import bearer, idle, make_token
+
+from plangate.agent import Agent
+from plangate.models import ScriptedModel
+from plangate.runs.telemetry.logs import JsonFormatter
+from plangate.store import SQLiteStore, Store
+from plangate.tools import ToolRegistry, tool
+
+
+@tool
+def rooms() -> list[str]:
+    """The rooms there are."""
+    return ["Blue", "Red"]
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    found: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def _scrape(client: TestClient, **headers: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    return _samples(response.text)
+
+
+def test_metrics_count_an_agent_runs_start_end_rounds_tools_and_tokens(
+    make_app: Callable[..., FastAPI], store: Store
+) -> None:
+    call = json.dumps({"action": "continue", "tool_call": {"name": "rooms", "arguments": {}}})
+    done = json.dumps({"action": "done", "speak": "Two rooms."})
+    model = ScriptedModel([call, done, "There are two rooms."])
+    app = make_app(tools=ToolRegistry([rooms]), model=model)
+    token = make_token(store, "alice")
+    with TestClient(app) as client:
+        assert client.get("/metrics").status_code == 401  # the API's token, as every route but the probes
+        before = _scrape(client, **bearer(token))
+        response = client.post(
+            "/v1/runs", json={"kind": "agent", "prompt": "rooms?", "mode": "react"}, headers=bearer(token)
+        )
+        assert response.status_code == 201, response.text
+        idle(client, response.json()["run"]["id"])
+        after = _scrape(client, **bearer(token))
+
+    def delta(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert delta("plangate_runs_started_total", kind="agent") == 1
+    assert delta("plangate_runs_ended_total", kind="agent", status="completed", code="done") == 1
+    assert delta("plangate_rounds_total", kind="agent") == 2
+    assert delta("plangate_tool_calls_total", tool="rooms", status="done") == 1
+    assert delta("plangate_model_seconds_count", model="scripted", purpose="execute") == 2
+    assert delta("plangate_model_seconds_count", model="scripted", purpose="deliver") == 1
+    prompt = sum(sum(-(-len(m.content) // 4) for m in request.messages) for request in model.requests)
+    assert delta("plangate_model_tokens_total", model="scripted", type="input") == prompt
+    assert ("plangate_sse_subscribers", ()) in after
+
+
+def test_json_log_lines_name_the_run_they_are_about() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("plangate")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        call = json.dumps({"action": "continue", "tool_call": {"name": "rooms", "arguments": {}}})
+        agent = Agent(
+            ScriptedModel([call, call]), ToolRegistry([rooms]), SQLiteStore(":memory:"), max_tokens=1
+        )
+        result = agent.run("rooms?")
+        logging.getLogger("plangate.elsewhere").info("outside any run")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    ended = [line for line in lines if "ended exhausted" in line["message"]]
+    assert ended and ended[0]["run_id"] == result.run_id and ended[0]["level"] == "info"
+    assert lines[-1]["message"] == "outside any run" and lines[-1]["run_id"] is None
