@@ -146,7 +146,7 @@ def test_a_misspelt_field_is_named_with_the_likely_one() -> None:
 def test_an_unknown_field_with_no_likely_match_lists_the_known_ones() -> None:
     assert str(problem("colour = 'blue'")) == (
         "plangate.toml: colour: unknown field (expected one of: model, store, tools, model_timeout, "
-        "mcp_timeout, mcp, data, sources)"
+        "mcp_timeout, mcp, data, sources, retention)"
     )
 
 
@@ -167,7 +167,7 @@ def test_every_problem_is_listed_at_its_path() -> None:
         "plangate.toml: 7 problems:",
         "  model: expected a string, got 3",
         "  tools[0]: expected 'module:attribute' or 'file.py:attribute' (e.g. 'myapp.tools:registry'), "
-            "got 'not a spec'",
+        "got 'not a spec'",
         "  mcp[0].name: expected 1-32 letters, digits, '_' or '-', got 'my server'",
         "  mcp[0].command: required, but missing",
         "  mcp[0].effect_default: expected 'read' or 'write', got 'raed'",

@@ -68,10 +68,13 @@ _TOOL_SPEC = r"^(?:[A-Za-z_][\w.]*|[^:]+\.py):[A-Za-z_][\w.]*$"
 ToolSpec = Annotated[str, StringConstraints(pattern=_TOOL_SPEC)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+_AGE = r"^(?:[0-9]+[dhms])+$"
+Age = Annotated[str, StringConstraints(pattern=_AGE)]
 
 _PATTERN_HELP = {
     r"^[A-Za-z0-9_-]{1,32}$": "1-32 letters, digits, '_' or '-'",
     _TOOL_SPEC: "'module:attribute' or 'file.py:attribute' (e.g. 'myapp.tools:registry')",
+    _AGE: "an age like '30d', '12h', '1d12h' or '90s'",
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -192,6 +195,21 @@ class SourceConfig(BaseModel):
         return value
 
 
+class RetentionConfig(BaseModel):
+    """``[retention]``: how long ended runs are kept (``plangate prune``; a server prunes on its own).
+
+    Attributes:
+        older_than: ended runs nothing touched for this long are removed with their events, receipts and
+            turns (``30d``); None: kept for ever, unless ``plangate prune --older-than`` says otherwise.
+        every: how often a server prunes (``1h``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    older_than: Age | None = None
+    every: Age = "1h"
+
+
 class Config(BaseModel):
     """The settings of ``plangate.toml``; every field is optional.
 
@@ -206,6 +224,7 @@ class Config(BaseModel):
         mcp: MCP servers whose tools to offer.
         data: what a server's clients may register as data sources.
         sources: data sources the operator offers, by name.
+        retention: how long ended runs are kept.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -218,6 +237,7 @@ class Config(BaseModel):
     mcp: list[McpServerConfig] = Field(default_factory=list)
     data: DataConfig = Field(default_factory=DataConfig)
     sources: list[SourceConfig] = Field(default_factory=list)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
@@ -473,6 +493,7 @@ __all__ = [
     "DataConfig",
     "Effect",
     "McpServerConfig",
+    "RetentionConfig",
     "SourceConfig",
     "format_path",
     "load_config",

@@ -29,6 +29,7 @@ from plangate.errors import ConfigError, UserError
 from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
 if TYPE_CHECKING:
+    from plangate.server._retention import Retention
     from plangate.server._sources import DeclaredSource
 
 PathOpt = Annotated[
@@ -90,6 +91,14 @@ def serve_command(
             "role, or a SQLite file; repeatable; besides plangate.toml's [[sources]]).",
         ),
     ] = None,
+    prune_older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--prune-older-than",
+            help="Remove ended runs nothing touched for this long (30d), now and every [retention] every "
+            "(1h); default plangate.toml's [retention] older_than, else never.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools, copilot
@@ -123,6 +132,7 @@ def serve_command(
             sources=declared,
             allow_client_urls=settings.allow_client_urls,
             allowed_hosts=settings.allowed_hosts,
+            retention=retention_of(s.config, prune_older_than),
         )
         if no_auth:
             _warn_no_auth(host)
@@ -137,6 +147,23 @@ def _warn_no_auth(host: str) -> None:
         "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
         f"{escape(exposed)}; use it for local development only"
     )
+
+
+def retention_of(config: Config, older_than: str | None) -> Retention | None:
+    """The server's retention: ``--prune-older-than``, else plangate.toml's ``[retention]``; None when
+    neither sets a horizon.
+
+    Raises:
+        ConfigError: the flag is not an age.
+    """
+    from plangate.server._retention import Retention
+    from plangate.store.retention import parse_age
+
+    age = older_than if older_than is not None else config.retention.older_than
+    if age is None:
+        return None
+    where = "--prune-older-than" if older_than is not None else "retention.older_than"
+    return Retention(parse_age(age, where), parse_age(config.retention.every, "retention.every"))
 
 
 def declared_sources(config: Config, flags: Iterable[str]) -> list[DeclaredSource]:

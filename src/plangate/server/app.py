@@ -33,6 +33,7 @@ from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
 from plangate.server._limits import MAX_BODY, BodyLimit
 from plangate.server._problems import install
+from plangate.server._retention import Retention, prune_every
 from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
@@ -76,6 +77,7 @@ def create_app(
     sources: Sequence[DeclaredSource] = (),
     allow_client_urls: bool = False,
     allowed_hosts: Sequence[str] = (),
+    retention: Retention | None = None,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -97,6 +99,7 @@ def create_app(
         sources: the data sources the operator offers every owner (``[[sources]]``, ``--source``).
         allow_client_urls: let clients register ``postgresql://`` URLs (to ``allowed_hosts`` only).
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
+        retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -127,7 +130,9 @@ def create_app(
         search_paths=paths,
     )
 
-    lifespan = _lifespan(services, recover=recover, sweep=recover and queue is not None, vet=bool(sources))
+    lifespan = _lifespan(
+        services, recover=recover, sweep=recover and queue is not None, vet=bool(sources), retention=retention
+    )
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services
     install(app)
@@ -141,7 +146,7 @@ def create_app(
 
 
 def _lifespan(
-    services: Services, *, recover: bool, sweep: bool, vet: bool
+    services: Services, *, recover: bool, sweep: bool, vet: bool, retention: Retention | None
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """What the app does when it starts and stops: the broadcaster, start-up recovery, the background
     passes, and stopping every run task here (the runs stay in the store for the next start)."""
@@ -160,6 +165,8 @@ def _lifespan(
             # The operator's sources are opened once, off the start-up path: one log line each says what
             # it holds or why nobody can ask about it (a role that can write, the server's own store).
             background.append(asyncio.create_task(_vet_sources(services.sources)))
+        if retention is not None:
+            background.append(asyncio.create_task(prune_every(services.store, retention)))
         try:
             yield
         finally:
