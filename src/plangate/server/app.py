@@ -34,6 +34,7 @@ from plangate.server._headers import SecurityHeaders
 from plangate.server._limits import MAX_BODY, BodyLimit
 from plangate.server._problems import install
 from plangate.server._retention import Retention, prune_every
+from plangate.server._schedules import TICK, Scheduler
 from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
@@ -78,6 +79,8 @@ def create_app(
     allow_client_urls: bool = False,
     allowed_hosts: Sequence[str] = (),
     retention: Retention | None = None,
+    schedules: bool = True,
+    schedule_tick: float = TICK,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -100,6 +103,7 @@ def create_app(
         allow_client_urls: let clients register ``postgresql://`` URLs (to ``allowed_hosts`` only).
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
         retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
+        schedules: fire the store's schedules (``server/_schedules.py``), every ``schedule_tick`` seconds.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -130,8 +134,14 @@ def create_app(
         search_paths=paths,
     )
 
+    scheduler = Scheduler(store, engines.formulas, runs, tick=schedule_tick) if schedules else None
     lifespan = _lifespan(
-        services, recover=recover, sweep=recover and queue is not None, vet=bool(sources), retention=retention
+        services,
+        recover=recover,
+        sweep=recover and queue is not None,
+        vet=bool(sources),
+        retention=retention,
+        scheduler=scheduler,
     )
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services
@@ -146,7 +156,13 @@ def create_app(
 
 
 def _lifespan(
-    services: Services, *, recover: bool, sweep: bool, vet: bool, retention: Retention | None
+    services: Services,
+    *,
+    recover: bool,
+    sweep: bool,
+    vet: bool,
+    retention: Retention | None,
+    scheduler: Scheduler | None,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """What the app does when it starts and stops: the broadcaster, start-up recovery, the background
     passes, and stopping every run task here (the runs stay in the store for the next start)."""
@@ -167,6 +183,8 @@ def _lifespan(
             background.append(asyncio.create_task(_vet_sources(services.sources)))
         if retention is not None:
             background.append(asyncio.create_task(prune_every(services.store, retention)))
+        if scheduler is not None:
+            background.append(asyncio.create_task(scheduler.forever()))
         try:
             yield
         finally:
