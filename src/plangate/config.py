@@ -195,6 +195,34 @@ class SourceConfig(BaseModel):
         return value
 
 
+class ScheduleConfig(BaseModel):
+    """``[[schedules]]``: a formula run on a schedule, defined by the operator (``plangate serve`` stores it,
+    or brings the stored one up to this definition, as it starts).
+
+    Attributes:
+        name: unique among ``owner``'s schedules.
+        formula: the formula to run, by name.
+        vars: its variables.
+        cron: a five-field cron expression (``0 9 * * MON``), in ``timezone``; or ``every``, an interval
+            (``30s``, ``5m``).
+        missed: ``skip`` or ``catch_up`` (one run for the slots missed while no server ran).
+        overlap: ``skip``, ``queue`` or ``allow``, while the previous slot's run still goes.
+        owner: whom its runs belong to.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ServerName
+    formula: NonEmpty
+    vars: dict[str, Any] = Field(default_factory=dict)
+    cron: NonEmpty | None = None
+    every: Age | None = None
+    timezone: NonEmpty = "UTC"
+    missed: Literal["skip", "catch_up"] = "skip"
+    overlap: Literal["skip", "queue", "allow"] = "skip"
+    owner: NonEmpty = "local"
+
+
 class RetentionConfig(BaseModel):
     """``[retention]``: how long ended runs are kept (``plangate prune``; a server prunes on its own).
 
@@ -225,6 +253,7 @@ class Config(BaseModel):
         data: what a server's clients may register as data sources.
         sources: data sources the operator offers, by name.
         retention: how long ended runs are kept.
+        schedules: formula runs on a schedule, which every server fires.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -238,6 +267,7 @@ class Config(BaseModel):
     data: DataConfig = Field(default_factory=DataConfig)
     sources: list[SourceConfig] = Field(default_factory=list)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    schedules: list[ScheduleConfig] = Field(default_factory=list)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
@@ -494,6 +524,7 @@ __all__ = [
     "Effect",
     "McpServerConfig",
     "RetentionConfig",
+    "ScheduleConfig",
     "SourceConfig",
     "format_path",
     "load_config",

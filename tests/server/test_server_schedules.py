@@ -6,9 +6,12 @@ is recorded as failed. Real formulas and tools; the clock is the store's, moved 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from server_helpers import example_tools
 
 from plangate.engines import build as build_engines
@@ -178,3 +181,46 @@ def test_forever_advances_the_runs_it_starts(store: Store, clock: Clock) -> None
 
     asyncio.run(main())
     assert [run.status for run in store.list_runs(limit=10).items] == ["completed"]
+
+
+def test_the_api_keeps_each_owners_schedules(make_app: Callable[..., FastAPI], store: Store) -> None:
+    from plangate.server.tokens import Tokens, hash_token
+
+    Tokens(store).create("ana", hash_token("pg_ana"))
+    Tokens(store).create("bo", hash_token("pg_bo"))
+    ana = {"Authorization": "Bearer pg_ana"}
+    bo = {"Authorization": "Bearer pg_bo"}
+    body = {"name": "daily", "formula": "nightly", "cron": "0 6 * * *", "timezone": "Europe/Paris"}
+    with TestClient(make_app(store=store, schedules=False)) as client:
+        made = client.post("/v1/schedules", json=body, headers=ana)
+        assert made.status_code == 201, made.text
+        assert made.json()["schedule"]["cron"] == "0 6 * * *"
+        assert client.post("/v1/schedules", json=body, headers=ana).status_code == 422  # the name is taken
+        bad = client.post(
+            "/v1/schedules", json={**body, "name": "x", "every": "soon", "cron": None}, headers=ana
+        )
+        assert bad.status_code == 422 and "every: expected an interval" in bad.json()["detail"]
+        assert client.get("/v1/schedules", headers=bo).json()["items"] == []
+        assert client.post("/v1/schedules/daily/pause", headers=bo).status_code == 404
+        assert client.post("/v1/schedules/daily/pause", headers=ana).json()["schedule"]["paused"] is True
+        assert client.post("/v1/schedules/daily/resume", headers=ana).json()["schedule"]["paused"] is False
+        assert client.get("/v1/schedules/daily", headers=ana).json()["slots"] == []
+        assert client.delete("/v1/schedules/daily", headers=ana).status_code == 204
+        assert client.get("/v1/schedules", headers=ana).json()["items"] == []
+
+
+def test_plangate_toml_defines_schedules(store: Store) -> None:
+    from plangate.cli._serve import define_schedules
+    from plangate.config import parse_config
+
+    first = (
+        '[[schedules]]\nname = "daily"\nformula = "nightly"\ncron = "0 6 * * *"\nvars = { suite = "unit" }\n'
+    )
+    define_schedules(parse_config(first), store)
+    Schedules(store).set_paused("daily", True, owner="local")
+    define_schedules(parse_config(first.replace("0 6 * * *", "30 6 * * *")), store)
+    [stored] = Schedules(store).listed()
+    assert (stored.cron, stored.vars, stored.paused) == ("30 6 * * *", {"suite": "unit"}, True)
+    bad = '[[schedules]]\nname = "x"\nformula = "nightly"\nevery = "1m"\ntimezone = "Nowhere/City"\n'
+    with pytest.raises(ConfigError, match=r"schedules\[0\] \(x\): schedule: timezone: unknown time zone"):
+        define_schedules(parse_config(bad), store)

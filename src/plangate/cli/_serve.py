@@ -31,6 +31,7 @@ from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pe
 if TYPE_CHECKING:
     from plangate.server._retention import Retention
     from plangate.server._sources import DeclaredSource
+    from plangate.store import Store
 
 PathOpt = Annotated[
     list[Path] | None,
@@ -120,6 +121,7 @@ def serve_command(
         # The tools (and the file's MCP servers) and the store live as long as the server: the session
         # closes them when the command ends.
         registry = s.tools()
+        define_schedules(s.config, s.store)
         application = create_app(
             s.store,
             registry,
@@ -147,6 +149,34 @@ def _warn_no_auth(host: str) -> None:
         "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
         f"{escape(exposed)}; use it for local development only"
     )
+
+
+def define_schedules(config: Config, store: Store) -> None:
+    """Store plangate.toml's ``[[schedules]]`` (or bring the stored ones up to them).
+
+    Raises:
+        ConfigError: one of them is not a schedule (the message names it).
+    """
+    from plangate.runs.schedules import Schedules, parse_every
+
+    schedules = Schedules(store)
+    for n, entry in enumerate(config.schedules):
+        where = f"schedules[{n}]"
+        every = parse_every(entry.every, f"{where}.every") if entry.every is not None else None
+        try:
+            schedules.define(
+                entry.owner,
+                entry.name,
+                entry.formula,
+                vars=entry.vars,
+                cron=entry.cron,
+                every=every,
+                timezone=entry.timezone,
+                missed=entry.missed,
+                overlap=entry.overlap,
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"plangate.toml: {where} ({entry.name}): {exc}") from None
 
 
 def retention_of(config: Config, older_than: str | None) -> Retention | None:

@@ -236,6 +236,49 @@ class Schedules:
         assert row is not None  # inserted in this transaction
         return _SCHEDULES.read(row)
 
+    def define(
+        self,
+        owner: str,
+        name: str,
+        formula: str,
+        *,
+        vars: Mapping[str, JsonValue] | None = None,
+        cron: str | None = None,
+        every: float | None = None,
+        timezone: str = "UTC",
+        missed: str = "skip",
+        overlap: str = "skip",
+    ) -> Schedule:
+        """Add the schedule, or bring the stored one of that owner and name up to this definition (its
+        slots, its latest slot and whether it is paused are kept): for schedules an operator's file defines.
+
+        Raises:
+            ConfigError: a bad argument (the message names it).
+        """
+        try:
+            found = self.get(name, owner=owner)
+        except NotFoundError:
+            return self.add(
+                owner,
+                name,
+                formula,
+                vars=vars,
+                cron=cron,
+                every=every,
+                timezone=timezone,
+                missed=missed,
+                overlap=overlap,
+            )
+        _check(name, formula, cron, every, timezone, missed, overlap)
+        vars_json = checks.json_object(dict(vars or {}), "schedule: vars")
+        with self._database.writing("define_schedule") as db:
+            db.run(
+                "UPDATE schedules SET formula = ?, vars = ?, cron = ?, every = ?, timezone = ?, missed = ?, "
+                "overlap = ?, updated_at = ? WHERE id = ?",
+                (formula, vars_json, cron, every, timezone, missed, overlap, self._database.now(), found.id),
+            )
+            return self._get(db, found.id, None)
+
     def listed(self, *, owner: str | None = None, active: bool = False) -> list[Schedule]:
         """Every schedule (``owner``'s only when given; not paused only with ``active``), oldest first."""
         clauses: list[str] = []

@@ -1,5 +1,5 @@
 """The HTTP routes, one module per resource: runs, events, interactions, formulas and tools,
-health, copilot turns (ask, turns, conversations) and data sources.
+health, copilot turns (ask, turns, conversations), data sources and schedules.
 
 For: declaring endpoints and turning requests into calls on the server's services. Not for: executing runs
 (``supervisor.py``) or fanning out events (``broadcast.py``).
@@ -7,7 +7,7 @@ For: declaring endpoints and turning requests into calls on the server's service
 
 from __future__ import annotations
 
-from plangate.server.routes import ask, events, formulas, health, interactions, runs, sources
+from plangate.server.routes import ask, events, formulas, health, interactions, runs, schedules, sources
 
 ROUTERS = (
     health.router,
@@ -17,6 +17,7 @@ ROUTERS = (
     formulas.router,
     ask.router,
     sources.router,
+    schedules.router,
 )
 """Every router, in the order the OpenAPI document lists them."""
 
