@@ -223,6 +223,29 @@ class ScheduleConfig(BaseModel):
     owner: NonEmpty = "local"
 
 
+class OwnerLimits(BaseModel):
+    """``[limits.owners.NAME]``: one owner's limits, instead of the defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+
+
+class LimitsConfig(BaseModel):
+    """``[limits]``: what each owner of a server may do, by default (``owners``: per owner).
+
+    Attributes:
+        requests_per_minute: requests to ``POST /v1/runs``, ``POST /v1/ask`` and interaction answers in a
+            minute (more: 429 with ``Retry-After``); None: no limit.
+        owners: an owner's own limits, by owner name.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+    owners: dict[str, OwnerLimits] = Field(default_factory=dict)
+
+
 class RetentionConfig(BaseModel):
     """``[retention]``: how long ended runs are kept (``plangate prune``; a server prunes on its own).
 
@@ -254,6 +277,7 @@ class Config(BaseModel):
         sources: data sources the operator offers, by name.
         retention: how long ended runs are kept.
         schedules: formula runs on a schedule, which every server fires.
+        limits: what each owner of a server may do.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -268,6 +292,7 @@ class Config(BaseModel):
     sources: list[SourceConfig] = Field(default_factory=list)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     schedules: list[ScheduleConfig] = Field(default_factory=list)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
@@ -522,7 +547,9 @@ __all__ = [
     "ConfigIssue",
     "DataConfig",
     "Effect",
+    "LimitsConfig",
     "McpServerConfig",
+    "OwnerLimits",
     "RetentionConfig",
     "ScheduleConfig",
     "SourceConfig",

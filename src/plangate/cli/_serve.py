@@ -29,6 +29,7 @@ from plangate.errors import ConfigError, UserError
 from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
 if TYPE_CHECKING:
+    from plangate.server._limits import RateLimits
     from plangate.server._retention import Retention
     from plangate.server._sources import DeclaredSource
     from plangate.store import Store
@@ -135,6 +136,7 @@ def serve_command(
             allow_client_urls=settings.allow_client_urls,
             allowed_hosts=settings.allowed_hosts,
             retention=retention_of(s.config, prune_older_than),
+            limits=limits_of(s.config),
         )
         if no_auth:
             _warn_no_auth(host)
@@ -177,6 +179,15 @@ def define_schedules(config: Config, store: Store) -> None:
             )
         except ConfigError as exc:
             raise ConfigError(f"plangate.toml: {where} ({entry.name}): {exc}") from None
+
+
+def limits_of(config: Config) -> RateLimits:
+    """plangate.toml's ``[limits]``: the requests per minute of every owner, and of each one named."""
+    from plangate.server._limits import RateLimits
+
+    settings = config.limits
+    owners = {name: entry.requests_per_minute for name, entry in settings.owners.items()}
+    return RateLimits(settings.requests_per_minute, owners)
 
 
 def retention_of(config: Config, older_than: str | None) -> Retention | None:

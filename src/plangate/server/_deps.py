@@ -22,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from plangate.engines import ProcessEngines
 from plangate.runs import Runs
 from plangate.server._asks import AskJobs
+from plangate.server._limits import RateLimits
 from plangate.server._problems import Problem
 from plangate.server._sources import SourceRegistry
 from plangate.server.broadcast import Broadcaster
@@ -58,6 +59,7 @@ class Services:
     auth: bool = True
     pepper: bytes | None = None
     search_paths: list[Path] = field(default_factory=list)
+    limits: RateLimits = field(default_factory=RateLimits)
 
 
 async def services(request: Request) -> Services:

@@ -31,7 +31,7 @@ from plangate.runs.executor import Queue
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
-from plangate.server._limits import MAX_BODY, BodyLimit
+from plangate.server._limits import MAX_BODY, BodyLimit, RateLimits
 from plangate.server._problems import install
 from plangate.server._retention import Retention, prune_every
 from plangate.server._schedules import TICK, Scheduler
@@ -81,6 +81,7 @@ def create_app(
     retention: Retention | None = None,
     schedules: bool = True,
     schedule_tick: float = TICK,
+    limits: RateLimits | None = None,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -104,6 +105,7 @@ def create_app(
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
         retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
         schedules: fire the store's schedules (``server/_schedules.py``), every ``schedule_tick`` seconds.
+        limits: the requests per minute each owner may make (``server/_rate.py``); None: no limit.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -132,6 +134,7 @@ def create_app(
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,
+        limits=limits or RateLimits(),
     )
 
     scheduler = Scheduler(store, engines.formulas, runs, tick=schedule_tick) if schedules else None
