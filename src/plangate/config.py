@@ -78,10 +78,13 @@ ToolSpec = Annotated[str, StringConstraints(pattern=_TOOL_SPEC)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_AGE = r"^(?:[0-9]+[dhms])+$"
+Age = Annotated[str, StringConstraints(pattern=_AGE)]
 
 _PATTERN_HELP = {
     r"^[A-Za-z0-9_-]{1,32}$": "1-32 letters, digits, '_' or '-'",
     _TOOL_SPEC: "'module:attribute' or 'file.py:attribute' (e.g. 'myapp.tools:registry')",
+    _AGE: "an age like '30d', '12h', '1d12h' or '90s'",
 }
 _EXPECTED = {
     "string_type": "a string",
@@ -256,6 +259,72 @@ class TelemetryConfig(BaseModel):
     capture_content: bool = False
 
 
+class ScheduleConfig(BaseModel):
+    """``[[schedules]]``: a formula run on a schedule, defined by the operator (``plangate serve`` stores it,
+    or brings the stored one up to this definition, as it starts).
+
+    Attributes:
+        name: unique among ``owner``'s schedules.
+        formula: the formula to run, by name.
+        vars: its variables.
+        cron: a five-field cron expression (``0 9 * * MON``), in ``timezone``; or ``every``, an interval
+            (``30s``, ``5m``).
+        missed: ``skip`` or ``catch_up`` (one run for the slots missed while no server ran).
+        overlap: ``skip``, ``queue`` or ``allow``, while the previous slot's run still goes.
+        owner: whom its runs belong to.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ServerName
+    formula: NonEmpty
+    vars: dict[str, Any] = Field(default_factory=dict)
+    cron: NonEmpty | None = None
+    every: Age | None = None
+    timezone: NonEmpty = "UTC"
+    missed: Literal["skip", "catch_up"] = "skip"
+    overlap: Literal["skip", "queue", "allow"] = "skip"
+    owner: NonEmpty = "local"
+
+
+class OwnerLimits(BaseModel):
+    """``[limits.owners.NAME]``: one owner's limits, instead of the defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+
+
+class LimitsConfig(BaseModel):
+    """``[limits]``: what each owner of a server may do, by default (``owners``: per owner).
+
+    Attributes:
+        requests_per_minute: requests to ``POST /v1/runs``, ``POST /v1/ask`` and interaction answers in a
+            minute (more: 429 with ``Retry-After``); None: no limit.
+        owners: an owner's own limits, by owner name.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+    owners: dict[str, OwnerLimits] = Field(default_factory=dict)
+
+
+class RetentionConfig(BaseModel):
+    """``[retention]``: how long ended runs are kept (``plangate prune``; a server prunes on its own).
+
+    Attributes:
+        older_than: ended runs nothing touched for this long are removed with their events, receipts and
+            turns (``30d``); None: kept for ever, unless ``plangate prune --older-than`` says otherwise.
+        every: how often a server prunes (``1h``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    older_than: Age | None = None
+    every: Age = "1h"
+
+
 class Config(BaseModel):
     """The settings of ``plangate.toml``; every field is optional.
 
@@ -273,6 +342,9 @@ class Config(BaseModel):
         prices: what each model's tokens cost (per million), by model name, for runs' costs.
         budget: the default budgets of a run.
         telemetry: ``[telemetry]``, tracing's settings (``plangate.telemetry``).
+        retention: how long ended runs are kept.
+        schedules: formula runs on a schedule, which every server fires.
+        limits: what each owner of a server may do.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -288,6 +360,9 @@ class Config(BaseModel):
     prices: dict[NonEmpty, ModelPrice] = Field(default_factory=dict)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    schedules: list[ScheduleConfig] = Field(default_factory=list)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
@@ -542,7 +617,11 @@ __all__ = [
     "ConfigIssue",
     "DataConfig",
     "Effect",
+    "LimitsConfig",
     "McpServerConfig",
+    "OwnerLimits",
+    "RetentionConfig",
+    "ScheduleConfig",
     "SourceConfig",
     "format_path",
     "load_config",

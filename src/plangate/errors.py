@@ -61,7 +61,8 @@ each is caught by the code that raised it (or, for ``Problem``, by the server's 
     ├── _Unportable                      a schema the grammar's subset cannot express (models/_grammar.py)
     ├── _FormatRefused                   a server refused a structured-output format (models/openai.py)
     ├── _Refused                         JSON the protocol refuses (decisions/_json.py)
-    └── _Refused                         SQL the guard refuses (tools/sql_guard.py)
+    ├── _Refused                         SQL the guard refuses (tools/sql_guard.py)
+    └── _DryRun                          a dry run's transaction rolled back once counted (store/retention.py)
 
 Python's own exceptions are raised only where a Python protocol asks for them: ``TypeError`` for an argument
 of the wrong type, ``KeyError`` from a mapping's lookup, ``ValueError`` inside a pydantic validator (pydantic

@@ -85,3 +85,19 @@ def test_an_answer_committed_once_its_holder_lets_the_run_wait(tmp_path: Path) -
     assert (answered.run_id, answered.continuing) == (waiting.run_id, False)  # committed here: resume it
     assert store.get_interaction(asked.id).status == "resolved"
     assert asyncio.run(runner.resume(waiting.run_id)).status == "completed"
+
+
+@pytest.mark.parametrize("stored", [{"by": "ann", "resolution": "yes"}, {"resolution": {"kind": "nod"}}])
+def test_a_stored_answer_that_cannot_be_read_is_skipped_and_the_run_waits_on(
+    tmp_path: Path, stored: dict[str, object]
+) -> None:
+    store = memory_store()
+    runner = FormulaRunner(store, ToolRegistry([note]))
+    waiting = asyncio.run(runner.start(write_formula(tmp_path, "ask", BODY)))
+    (asked,) = store.list_interactions(status="open", run_id=waiting.run_id)
+    Documents(store).put(STORED_ANSWERS, asked.id, stored, expected_version=None)
+
+    resumed = asyncio.run(FormulaRunner(store, ToolRegistry([note])).resume(waiting.run_id))
+
+    assert resumed.status == "waiting", resumed.reason  # the unreadable answer is not applied, nor fatal
+    assert store.get_interaction(asked.id).status == "open"

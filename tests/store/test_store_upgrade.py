@@ -22,7 +22,9 @@ from plangate.copilot._conversations import Conversations
 from plangate.events import SpeakEvent
 from plangate.server.tokens import Tokens
 from plangate.store import SCHEMA_VERSION, Documents, SQLiteStore, Store
+from plangate.store._migrate import _REGISTERED
 from plangate.store._pg_schema import migrate
+from plangate.store.ddl import Create
 from plangate.store.postgres import PostgresStore
 from services_plugin import PostgresServer
 
@@ -31,6 +33,28 @@ RELEASED = json.loads((FIXTURES / "store_v6_records.json").read_text())
 DOCUMENTS = (("schedule", "default"), ("sources", "ana"))
 INTENTS = ("write-1", "write-2")
 COMPONENTS = [("conversations", 1), ("documents", 1), ("tokens", 1)]
+
+
+def _others() -> tuple[list[str], list[str]]:
+    """The components other modules of this test process registered (beyond the core's three above), and
+    the tables they create, children first: dropped before a schema is compared with the frozen one."""
+    names = sorted(set(_REGISTERED) - {name for name, _ in COMPONENTS})
+    tables = [
+        step.table.name
+        for name in names
+        for migration in _REGISTERED[name].migrations
+        for step in migration
+        if isinstance(step, Create)
+    ]
+    return names, tables[::-1]
+
+
+def _drop_others(conn: Any) -> None:
+    names, tables = _others()
+    for table in tables:
+        conn.execute(f"DROP TABLE {table}")
+    for name in names:
+        conn.execute(f"DELETE FROM schema_versions WHERE component = '{name}'")
 
 
 def _frozen(backend: str) -> str:
@@ -93,8 +117,9 @@ def test_a_sqlite_store_of_the_last_release_opens_in_place_with_nothing_lost(tmp
     with SQLiteStore(path, clock=clock) as store:
         assert _records(store) == RELEASED
         _goes_on_writing(store, clock)
-    conn = sqlite3.connect(path)
+    conn = sqlite3.connect(path, isolation_level=None)
     try:
+        _drop_others(conn)
         tables = conn.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type DESC, name"
         ).fetchall()
@@ -120,6 +145,7 @@ def test_a_postgres_store_of_the_last_release_opens_in_place_with_nothing_lost(
         assert _records(store) == RELEASED
         _goes_on_writing(store, clock)
     with psycopg.connect(url, autocommit=True) as conn:
+        _drop_others(conn)
         assert dump(conn) == _frozen("postgres")
         versions = conn.execute("SELECT component, version FROM schema_versions ORDER BY 1").fetchall()
         assert versions == COMPONENTS

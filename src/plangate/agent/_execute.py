@@ -24,7 +24,7 @@ from plangate.agent._calls import call, decision_schema, read_decision, token_us
 from plangate.agent._compact import fit_context
 from plangate.agent._context import argument_sources
 from plangate.agent._outcomes import model_failed, stalled
-from plangate.agent._output import INVALID_OUTPUT
+from plangate.agent._output import INVALID_OUTPUT, OutputSpec
 from plangate.agent._proof import offered, step_condition
 from plangate.agent._state import InflightWrite, Stall, short_digest
 from plangate.agent._transcript import receipt_states
@@ -170,15 +170,14 @@ async def run_round(loop: RunContext) -> None:
     verdict = judge(decision, facts)
     speak = "\n\n".join(part for part in (decision.speak, visible) if part)
     if verdict.act == "finish" and loop.output is not None:
-        verdict, speak = _typed_answer(loop, verdict, speak)
+        verdict, speak = _typed_answer(loop, loop.output, verdict, speak)
     await _act(current, decision, verdict, speak)
 
 
-def _typed_answer(loop: RunContext, verdict: Verdict, speak: str) -> tuple[Verdict, str]:
+def _typed_answer(loop: RunContext, output: OutputSpec, verdict: Verdict, speak: str) -> tuple[Verdict, str]:
     """A ``done`` of a run with a typed output: its answer, as canonical JSON, becomes the run's answer; one
     that does not fit the output type is a correction instead."""
-    assert loop.output is not None
-    answer, problem = loop.output.check(speak)
+    answer, problem = output.check(speak)
     if answer is None:
         validation = verdict.validation.model_copy(update={"flow_passed": False, "flow_reason": problem})
         return Verdict(validation, "correct", INVALID_OUTPUT, problem), speak

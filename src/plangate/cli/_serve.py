@@ -32,7 +32,10 @@ from plangate.models.registry import describe_model
 from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
 if TYPE_CHECKING:
+    from plangate.server._limits import RateLimits
+    from plangate.server._retention import Retention
     from plangate.server._sources import DeclaredSource
+    from plangate.store import Store
 
 PathOpt = Annotated[
     list[Path] | None,
@@ -96,6 +99,14 @@ def serve_command(
             "role, or a SQLite file; repeatable; besides plangate.toml's [[sources]]).",
         ),
     ] = None,
+    prune_older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--prune-older-than",
+            help="Remove ended runs nothing touched for this long (30d), now and every [retention] every "
+            "(1h); default plangate.toml's [retention] older_than, else never.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs): runs, live events (SSE), interactions, formulas, tools, copilot
@@ -120,6 +131,7 @@ def serve_command(
         # closes them when the command ends.
         registry = s.tools()
         chosen, origin = server_model(s.config, model)
+        define_schedules(s.config, s.store)
         application = create_app(
             s.store,
             registry,
@@ -135,6 +147,8 @@ def serve_command(
             allowed_hosts=settings.allowed_hosts,
             prices=s.config.prices,
             budget=s.config.budget,
+            retention=retention_of(s.config, prune_older_than),
+            limits=limits_of(s.config),
         )
         if no_auth:
             _warn_no_auth(host)
@@ -178,6 +192,60 @@ def _warn_no_auth(host: str) -> None:
         "[bold yellow]warning:[/] --no-auth: every request is accepted as owner 'local'"
         f"{escape(exposed)}; use it for local development only"
     )
+
+
+def define_schedules(config: Config, store: Store) -> None:
+    """Store plangate.toml's ``[[schedules]]`` (or bring the stored ones up to them).
+
+    Raises:
+        ConfigError: one of them is not a schedule (the message names it).
+    """
+    from plangate.runs.schedules import Schedules, parse_every
+
+    schedules = Schedules(store)
+    for n, entry in enumerate(config.schedules):
+        where = f"schedules[{n}]"
+        every = parse_every(entry.every, f"{where}.every") if entry.every is not None else None
+        try:
+            schedules.define(
+                entry.owner,
+                entry.name,
+                entry.formula,
+                vars=entry.vars,
+                cron=entry.cron,
+                every=every,
+                timezone=entry.timezone,
+                missed=entry.missed,
+                overlap=entry.overlap,
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"plangate.toml: {where} ({entry.name}): {exc}") from None
+
+
+def limits_of(config: Config) -> RateLimits:
+    """plangate.toml's ``[limits]``: the requests per minute of every owner, and of each one named."""
+    from plangate.server._limits import RateLimits
+
+    settings = config.limits
+    owners = {name: entry.requests_per_minute for name, entry in settings.owners.items()}
+    return RateLimits(settings.requests_per_minute, owners)
+
+
+def retention_of(config: Config, older_than: str | None) -> Retention | None:
+    """The server's retention: ``--prune-older-than``, else plangate.toml's ``[retention]``; None when
+    neither sets a horizon.
+
+    Raises:
+        ConfigError: the flag is not an age.
+    """
+    from plangate.server._retention import Retention
+    from plangate.store.retention import parse_age
+
+    age = older_than if older_than is not None else config.retention.older_than
+    if age is None:
+        return None
+    where = "--prune-older-than" if older_than is not None else "retention.older_than"
+    return Retention(parse_age(age, where), parse_age(config.retention.every, "retention.every"))
 
 
 def declared_sources(config: Config, flags: Iterable[str]) -> list[DeclaredSource]:

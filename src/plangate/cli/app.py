@@ -10,7 +10,19 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _ask, _conditions, _continue, _demo, _formula, _inspect, _serve, _start, _worker
+from plangate.cli import (
+    _ask,
+    _conditions,
+    _continue,
+    _demo,
+    _formula,
+    _inspect,
+    _prune,
+    _schedule,
+    _serve,
+    _start,
+    _worker,
+)
 from plangate.cli._console import err
 from plangate.cli._options import ConfigOpt
 from plangate.cli._session import Session
@@ -60,6 +72,8 @@ _inspect.register(app)
 _ask.register(app)
 _serve.register(app)
 _worker.register(app)
+_prune.register(app)
+_schedule.register(app)
 
 
 def main() -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Sequence
 
 from pydantic import JsonValue
 
 from plangate.errors import ConfigError, NotFoundError
 from plangate.events import JsonObject
-from plangate.store import Record, Store, Transaction
+from plangate.store import Record, Store, Transaction, retention
 from plangate.store.ddl import FromCore
 from plangate.store.repository import (
     Component,
@@ -360,6 +361,29 @@ def _turns(db: Db, rows: list[Row]) -> list[TurnRecord]:
     for row in found:
         attempts.setdefault(row["turn_id"], []).append(_ATTEMPTS.read(row))
     return [_TURNS.read(row, attempts=attempts.get(row["id"], [])) for row in rows]
+
+
+def _prune_turns(db: Db, run_ids: Sequence[str]) -> int:
+    """Remove the turns of the runs ``run_ids`` (a prune's, ``store/retention.py``) with their attempts, and
+    the conversations left without a turn by it; how many rows went."""
+    marks = ", ".join("?" * len(run_ids))
+    turns = db.all(f"SELECT id, conversation_id FROM turns WHERE run_id IN ({marks})", run_ids)
+    removed = db.run(
+        f"DELETE FROM attempts WHERE run_id IN ({marks}) OR turn_id IN "
+        f"(SELECT id FROM turns WHERE run_id IN ({marks}))",
+        (*run_ids, *run_ids),
+    )
+    removed += db.run(f"DELETE FROM turns WHERE run_id IN ({marks})", run_ids)
+    for conversation in sorted({row["conversation_id"] for row in turns}):
+        removed += db.run(
+            "DELETE FROM conversations WHERE id = ? AND NOT EXISTS "
+            "(SELECT 1 FROM turns WHERE conversation_id = ?)",
+            (conversation, conversation),
+        )
+    return removed
+
+
+retention.run_rows("turns", _prune_turns, ("attempts", "turns", "conversations"))
 
 
 def _json_list(items: list[dict[str, JsonValue]], where: str) -> str:

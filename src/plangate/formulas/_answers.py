@@ -210,7 +210,6 @@ def _rejected(resolution: Reject) -> str:
     return f"rejected: {resolution.reason}" if resolution.reason else "rejected"
 
 
-
 def stored_answers(store: Store, run_id: str) -> Iterator[tuple[Interaction, Resolution, str | None]]:
     """The answers another process left in the store for the run's open questions (``FormulaRunner.answer``
     when it could not take the run), each as it was given; one that cannot be read is logged and skipped."""
@@ -221,10 +220,8 @@ def stored_answers(store: Store, run_id: str) -> Iterator[tuple[Interaction, Res
             continue
         by, given = stored.value.get("by"), stored.value.get("resolution")
         try:
-            if not isinstance(given, dict):
-                raise ValueError("invalid resolution: not an object")
-            resolution = parse_resolution(given)
-        except ValueError as exc:
+            resolution = parse_resolution(given if isinstance(given, dict) else {})
+        except InteractionError as exc:
             logger.warning("run %s: stored answer to %s not applied: %s", run_id, interaction.id, exc)
             continue
         yield interaction, resolution, by if isinstance(by, str) else None

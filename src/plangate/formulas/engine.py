@@ -47,14 +47,18 @@ class FormulaEngine:
         *,
         vars: Mapping[str, object] | None = None,
         always_execute: bool = False,
+        run_id: str | None = None,
+        schedule: Mapping[str, object] | None = None,
     ) -> str:
         """Check and store a new run with its first commit (``queued``); whoever advances it next starts
-        its steps.
+        its steps. ``run_id`` and ``schedule``: a schedule's slot that names the run and starts it.
 
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
         """
-        return self.runner.submit(formula, vars, owner=owner, always_execute=always_execute)
+        return self.runner.submit(
+            formula, vars, owner=owner, always_execute=always_execute, run_id=run_id, schedule=schedule
+        )
 
     async def advance(self, run_id: str) -> RunStatus:
         """Continue the run from its last committed transition to its next wait or its end."""

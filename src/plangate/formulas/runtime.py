@@ -277,16 +277,19 @@ class FormulaRunner:
         *,
         owner: str = "local",
         always_execute: bool = False,
+        run_id: str | None = None,
+        schedule: Mapping[str, object] | None = None,
     ) -> str:
         """Check and store a formula run with its first commit (``queued``), without advancing it.
 
         For handing runs to workers: whoever resumes the run next (``resume``) starts its steps. Returns
-        the run's id.
+        the run's id (``run_id``, when given: a schedule's slot names it first). ``schedule``: the slot
+        that started it, kept in the run's input.
 
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
         """
-        return self._create(formula, vars, owner, always_execute, "queued")
+        return self._create(formula, vars, owner, always_execute, "queued", run_id, schedule)
 
     def _create(
         self,
@@ -295,10 +298,15 @@ class FormulaRunner:
         owner: str,
         always_execute: bool,
         status: RunStatus,
+        run_id: str | None = None,
+        schedule: Mapping[str, object] | None = None,
     ) -> str:
         plan = self.plan(formula, vars)
         state = self._new_state(plan)
-        run = self.store.create_run("formula", plan.formula, self._input(plan, always_execute), owner=owner)
+        run_input = self._input(plan, always_execute)
+        if schedule is not None:
+            run_input["schedule"] = dict(schedule)
+        run = self.store.create_run("formula", plan.formula, run_input, owner=owner, run_id=run_id)
         with self.leases.held(run.id):
             self._first_commit(run, state, status=status)
         return run.id

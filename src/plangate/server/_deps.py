@@ -22,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from plangate.engines import ProcessEngines
 from plangate.runs import Runs
 from plangate.server._asks import AskJobs
+from plangate.server._limits import RateLimits
 from plangate.server._model_info import ModelInfo
 from plangate.server._problems import Problem
 from plangate.server._sources import SourceRegistry
@@ -61,6 +62,7 @@ class Services:
     pepper: bytes | None = None
     search_paths: list[Path] = field(default_factory=list)
     model: ModelInfo = field(default_factory=lambda: ModelInfo(None))
+    limits: RateLimits = field(default_factory=RateLimits)
 
 
 async def services(request: Request) -> Services:

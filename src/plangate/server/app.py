@@ -34,9 +34,11 @@ from plangate.runs.telemetry import metrics
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
-from plangate.server._limits import MAX_BODY, BodyLimit
+from plangate.server._limits import MAX_BODY, BodyLimit, RateLimits
 from plangate.server._model_info import ModelInfo
 from plangate.server._problems import install
+from plangate.server._retention import Retention, prune_every
+from plangate.server._schedules import TICK, Scheduler
 from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
@@ -83,6 +85,10 @@ def create_app(
     allowed_hosts: Sequence[str] = (),
     prices: Mapping[str, ModelPrice] | None = None,
     budget: BudgetConfig | None = None,
+    retention: Retention | None = None,
+    schedules: bool = True,
+    schedule_tick: float = TICK,
+    limits: RateLimits | None = None,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -109,6 +115,9 @@ def create_app(
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
         prices: what each model's tokens cost (``[prices]``), for agent runs' costs.
         budget: the budgets of agent runs whose request names none (``[budget]``).
+        retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
+        schedules: fire the store's schedules (``server/_schedules.py``), every ``schedule_tick`` seconds.
+        limits: the requests per minute each owner may make (``server/_rate.py``); None: no limit.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -145,11 +154,20 @@ def create_app(
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,
         model=ModelInfo(model, model_origin),
+        limits=limits or RateLimits(),
     )
 
     with contextlib.suppress(ConfigError):
         metrics.enable()  # counted from the first run on, served at /metrics (without the extra: a 404)
-    lifespan = _lifespan(services, recover=recover, sweep=recover and queue is not None, vet=bool(sources))
+    scheduler = Scheduler(store, engines.formulas, runs, tick=schedule_tick) if schedules else None
+    lifespan = _lifespan(
+        services,
+        recover=recover,
+        sweep=recover and queue is not None,
+        vet=bool(sources),
+        retention=retention,
+        scheduler=scheduler,
+    )
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services
     install(app)
@@ -163,7 +181,13 @@ def create_app(
 
 
 def _lifespan(
-    services: Services, *, recover: bool, sweep: bool, vet: bool
+    services: Services,
+    *,
+    recover: bool,
+    sweep: bool,
+    vet: bool,
+    retention: Retention | None,
+    scheduler: Scheduler | None,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """What the app does when it starts and stops: the broadcaster, start-up recovery, the background
     passes, and stopping every run task here (the runs stay in the store for the next start)."""
@@ -182,6 +206,10 @@ def _lifespan(
             # The operator's sources are opened once, off the start-up path: one log line each says what
             # it holds or why nobody can ask about it (a role that can write, the server's own store).
             background.append(asyncio.create_task(_vet_sources(services.sources)))
+        if retention is not None:
+            background.append(asyncio.create_task(prune_every(services.store, retention)))
+        if scheduler is not None:
+            background.append(asyncio.create_task(scheduler.forever()))
         try:
             yield
         finally:

@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import ClassVar, Self
@@ -108,6 +108,10 @@ class Backend(ABC):
     @abstractmethod
     def _migrate(self, component: Component) -> None:
         """Bring ``component``'s tables up to date under the backend's schema lock."""
+
+    @abstractmethod
+    def _compact(self, what: str, tables: Sequence[str]) -> None:
+        """Give the space of deleted rows back (SQLite: the whole file; PostgreSQL: ``tables``)."""
 
     def _heard(self) -> bool:
         """Whether somebody hears of a transaction's commit, so that its events are kept as stored."""
@@ -529,6 +533,10 @@ class StoreDatabase:
     def writing(self, what: str) -> AbstractContextManager[Db]:
         """A connection inside a transaction."""
         return self._backend._writing(what)
+
+    def compact(self, what: str, tables: Sequence[str]) -> None:
+        """Give the space of deleted rows of ``tables`` back (``store/retention.py``)."""
+        self._backend._compact(what, tables)
 
     def migrated(self, names: set[str]) -> None:
         """Note that the components ``names`` are up to date (the store migrated them as it opened)."""

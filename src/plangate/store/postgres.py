@@ -47,7 +47,7 @@ import secrets
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.events import Event
@@ -317,6 +317,12 @@ class PostgresStore(Backend):
         self._check_usable(what)
         with self._connection(what) as conn, self._sql(what):
             migrate(conn, self._where, component=component)
+
+    def _compact(self, what: str, tables: Sequence[str]) -> None:
+        """Plain ``VACUUM`` of ``tables`` (outside a transaction, as it must run): their dead rows' space is
+        reused by later rows, and nothing else waits for it (``VACUUM FULL`` would lock them)."""
+        with self._reading(what) as db:
+            db.run(f"VACUUM (ANALYZE) {', '.join(dict.fromkeys(tables))}")
 
     def _consistent(self, what: str) -> contextlib.AbstractContextManager[PostgresDb]:
         # at REPEATABLE READ, every statement of the transaction sees the snapshot its first one took

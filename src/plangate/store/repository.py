@@ -16,6 +16,7 @@ made inside a transaction).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -54,6 +55,11 @@ class Database(Protocol):
 
     def writing(self, what: str) -> AbstractContextManager[Db]:
         """A connection inside a transaction, committed when the block ends, rolled back if it raises."""
+        ...
+
+    def compact(self, what: str, tables: Sequence[str]) -> None:
+        """Give the space of deleted rows of ``tables`` back to the database (SQLite: ``VACUUM`` of the
+        file; PostgreSQL: ``VACUUM`` of each table)."""
         ...
 
     def migrate(self, component: Component) -> None:

@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
@@ -300,3 +300,12 @@ class SQLiteStore(Backend):
         self._check_usable(what)
         with self._lock, self._sql(what):
             migrate(self._conn, self._where, component)
+
+    def _compact(self, what: str, tables: Sequence[str]) -> None:
+        """``VACUUM`` the whole file (SQLite has no per-table one), then fold the write-ahead log back into
+        it and truncate the log, so that the file on disk shrinks."""
+        self._check_usable(what)
+        with self._lock, self._sql(what):
+            self._conn.execute("VACUUM")
+            if self.path is not None:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,5 +1,5 @@
 """The HTTP routes, one module per resource: runs, events, interactions, formulas and tools,
-health, copilot turns (ask, turns, conversations), data sources and metrics.
+health, copilot turns (ask, turns, conversations), data sources, schedules and metrics.
 
 For: declaring endpoints and turning requests into calls on the server's services. Not for: executing runs
 (``supervisor.py``) or fanning out events (``broadcast.py``).
@@ -7,7 +7,17 @@ For: declaring endpoints and turning requests into calls on the server's service
 
 from __future__ import annotations
 
-from plangate.server.routes import ask, events, formulas, health, interactions, metrics, runs, sources
+from plangate.server.routes import (
+    ask,
+    events,
+    formulas,
+    health,
+    interactions,
+    metrics,
+    runs,
+    schedules,
+    sources,
+)
 
 ROUTERS = (
     health.router,
@@ -18,6 +28,7 @@ ROUTERS = (
     ask.router,
     sources.router,
     metrics.router,
+    schedules.router,
 )
 """Every router, in the order the OpenAPI document lists them."""
 

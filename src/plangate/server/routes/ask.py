@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from plangate.errors import ConfigError
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
+from plangate.server._rate import LimitedOwnerDep
 from plangate.server.schemas import AskRequest
 
 router = APIRouter(prefix="/v1", tags=["ask"])
@@ -35,12 +36,13 @@ _TURN_ID = r"^turn_[A-Za-z0-9_-]{1,64}$"
     summary="Ask a question about a data source: starts a copilot turn on the server",
     responses={
         404: {"description": "The source or the conversation is not the caller's."},
+        429: {"description": "The caller made its requests per minute; Retry-After says when to retry."},
         422: {"description": "An empty or too long question, an unknown field, an unusable model."},
         503: {"description": "The request names no model and the server's cannot run here."},
     },
 )
 async def ask(
-    body: Annotated[AskRequest, Body()], services: ServicesDep, owner: OwnerDep
+    body: Annotated[AskRequest, Body()], services: ServicesDep, owner: LimitedOwnerDep
 ) -> dict[str, JsonValue]:
     """Start a turn: the question becomes a checked, run and reviewed formula, retried once if the review
     says so. Answers at once with ``turn_id``, ``run_id`` and ``conversation_id``; follow the run's events

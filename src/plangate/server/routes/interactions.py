@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from plangate.errors import InteractionError, StaleInteraction
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
+from plangate.server._rate import LimitedOwnerDep
 from plangate.server.schemas import ResolveRequest, interaction_view, run_view
 from plangate.store import InteractionStatus
 
@@ -51,7 +52,7 @@ def get_interaction(interaction_id: str, services: ServicesDep, owner: OwnerDep)
 
 @router.post("/{interaction_id}", response_model=None, summary="Resolve an open interaction")
 async def resolve_interaction(
-    interaction_id: str, body: ResolveRequest, services: ServicesDep, owner: OwnerDep
+    interaction_id: str, body: ResolveRequest, services: ServicesDep, owner: LimitedOwnerDep
 ) -> dict[str, JsonValue]:
     """Approve, reject (with a reason), answer (with text) or edit (approve with changed arguments).
 

@@ -23,6 +23,7 @@ from plangate.formulas.runtime import FormulaRunner
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server._public import public_text
+from plangate.server._rate import LimitedOwnerDep
 from plangate.server.schemas import (
     AgentRunRequest,
     CancelRequest,
@@ -38,7 +39,7 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 @router.post("", status_code=201, response_model=None, summary="Start an agent run or a formula run")
 async def create_run(
-    body: Annotated[RunRequest, Body()], services: ServicesDep, owner: OwnerDep
+    body: Annotated[RunRequest, Body()], services: ServicesDep, owner: LimitedOwnerDep
 ) -> dict[str, JsonValue]:
     """Start a run; it executes in the background. A formula that does not pass check is a 422 listing the
     issues, and nothing is stored."""
