@@ -136,7 +136,8 @@ def test_detached_the_consent_waits_and_approve_runs_the_write(cli: CliRunner, t
 def test_formula_check_with_tools_warns_about_a_write_step_without_consent(cli: CliRunner) -> None:
     plain = cli.invoke(app, ["formula", "check", "ship.formula.toml", "--json"])
     assert plain.exit_code == 0
-    assert [i["code"] for i in json.loads(plain.output)["issues"]] == []  # without tools, effects are unknown
+    # without tools, effects are unknown, and the tools themselves unverified
+    assert [i["code"] for i in json.loads(plain.output)["issues"]] == ["unverified-tool"] * 2
 
     checked = cli.invoke(
         app, ["formula", "check", "ship.formula.toml", "--tools", "tools.py:registry", "--json"]

@@ -12,20 +12,21 @@ command ends with (``_report.py``).
 from __future__ import annotations
 
 import asyncio
-import json as jsonlib
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import NoReturn
 
+import typer
 from pydantic import JsonValue
 from rich.live import Live
 from rich.markup import escape
-from rich.prompt import Prompt
 from rich.table import Table
 
-from plangate.cli._console import out
+from plangate.cli import _prompts as prompts
+from plangate.cli._console import err, out
 from plangate.cli._events import STEP_STYLE, EventPrinter
-from plangate.cli._report import QUESTIONS, described_steps, open_questions
+from plangate.cli._report import QUESTIONS, answer_commands, command_hint, described_steps, open_questions
 from plangate.cli._session import Session
 from plangate.errors import InteractionError, StaleInteraction
 from plangate.events import GateEvent, StepStateEvent
@@ -129,31 +130,24 @@ def progress(runs: Runs, root: str, *, shown: bool = True) -> AbstractContextMan
 
 
 def ask(interaction: Interaction) -> Resolution:
-    """Ask the person at the terminal: an answer to a question; approve, reject or edit for consent."""
+    """Ask the person at the terminal: an answer to a question; approve, reject or edit for consent.
+
+    Raises:
+        NoAnswer: the terminal gave none (its input ended, or too many answers were none of the choices).
+    """
     if interaction.kind in QUESTIONS:
-        return Answer(text=Prompt.ask("[bold]your answer[/]", console=out))
-    choices = ["a", "r", "e"] if interaction.tool is not None else ["a", "r"]
+        return Answer(text=prompts.text("[bold]your answer[/]"))
+    choices: dict[str, tuple[str, ...]] = {"approve": prompts.APPROVE_WORDS, "reject": prompts.REJECT_WORDS}
+    if interaction.tool is not None:
+        choices["edit"] = prompts.EDIT_WORDS
     labels = "approve / reject / edit the arguments" if interaction.tool is not None else "approve / reject"
-    choice = Prompt.ask(f"[bold]{labels}[/]", choices=choices, default="a", console=out)
-    if choice == "a":
+    choice = prompts.choose(f"[bold]{labels}[/]", choices, default="approve")
+    if choice == "approve":
         return Approve()
-    if choice == "r":
-        return Reject(reason=Prompt.ask("reason", default="", console=out))
-    return _edit(interaction)
-
-
-def _edit(interaction: Interaction) -> Edit:
-    current = jsonlib.dumps(interaction.tool.arguments if interaction.tool else {}, ensure_ascii=False)
-    while True:
-        text = Prompt.ask("arguments (JSON)", default=current, console=out)
-        try:
-            value = jsonlib.loads(text)
-        except jsonlib.JSONDecodeError as exc:
-            out.print(f"[red]not JSON:[/] {escape(exc.msg)} at column {exc.colno}")
-            continue
-        if isinstance(value, dict):
-            return Edit(arguments=value)
-        out.print(f"[red]expected a JSON object, got {type(value).__name__}[/]")
+    if choice == "reject":
+        return Reject(reason=prompts.text("reason"))
+    arguments = interaction.tool.arguments if interaction.tool is not None else {}
+    return Edit(arguments=prompts.json_object("arguments (JSON)", arguments))
 
 
 def asks_here(interactive: bool | None, detach: bool) -> bool:
@@ -194,12 +188,23 @@ def answer(session: Session, interaction_id: str, resolution: Resolution, *, by:
     return asyncio.run(session.runs().answer(interaction_id, resolution, by=by))
 
 
+def left_waiting(session: Session, root: str, interaction: Interaction, why: str) -> NoReturn:
+    """Stop asking: say why, that the run waits (nothing is lost) and how to answer it, then exit with
+    :data:`~plangate.cli._prompts.EXIT_NO_ANSWER`."""
+    err.print(
+        f"[bold yellow]stopped asking:[/] {escape(why)}. Run {root} is left waiting on {interaction.id}; "
+        f"answer it with: {escape(answer_commands(interaction, command_hint(session)))}"
+    )
+    raise typer.Exit(prompts.EXIT_NO_ANSWER)
+
+
 def drive(session: Session, root: str, *, ask_here: bool) -> None:
     """Advance the root here and, while it waits on a person and we may ask, ask, answer and go on.
 
     The questions are the same for every run: one set of prompts (:func:`ask`)."""
     runs = session.runs()
     advance(runs, root)
+    refused = 0
     while ask_here:
         run = runs.store.get_run(root)
         waiting = open_questions(runs.store, root) if run.status == "waiting" else []
@@ -209,16 +214,32 @@ def drive(session: Session, root: str, *, ask_here: bool) -> None:
         with Progress.paused():
             if not Progress.shown(interaction.id):
                 out.print(f"[bold yellow]? {interaction.kind}[/] {escape(interaction.prompt)}")
-            resolution = ask(interaction)
+            try:
+                resolution = ask(interaction)
+            except prompts.NoAnswer as stopped:
+                left_waiting(session, root, interaction, stopped.why)
         try:
             answer(session, interaction.id, resolution, by="terminal")
         except StaleInteraction:
             raise
         except InteractionError as exc:
-            # A resolution that does not fit (an edit the tool refuses) changed nothing: ask again.
+            # An answer that does not fit (an edit the tool refuses) changed nothing: ask again (a few times).
             out.print(f"[red]{escape(str(exc))}[/]")
+            refused += 1
+            if refused >= prompts.MAX_INVALID:
+                left_waiting(session, root, interaction, f"{refused} answers did not fit")
             continue
         advance_due(session)
 
 
-__all__ = ["Progress", "advance", "advance_due", "answer", "ask", "asks_here", "drive", "progress"]
+__all__ = [
+    "Progress",
+    "advance",
+    "advance_due",
+    "answer",
+    "ask",
+    "asks_here",
+    "drive",
+    "left_waiting",
+    "progress",
+]

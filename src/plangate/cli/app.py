@@ -11,10 +11,10 @@ from rich.markup import escape
 
 from plangate import __version__
 from plangate.cli import _ask, _conditions, _continue, _formula, _inspect, _serve, _start, _worker
-from plangate.cli._console import err
+from plangate.cli._console import EXIT_UNREACHABLE, EXIT_USAGE, err
 from plangate.cli._options import ConfigOpt
 from plangate.cli._session import Session
-from plangate.errors import UserError
+from plangate.errors import PlangateError, UserError
 
 app = typer.Typer(
     name="plangate",
@@ -62,9 +62,13 @@ _worker.register(app)
 
 
 def main() -> None:
-    """Entry point of the console script: user mistakes print one line, never a traceback."""
+    """Entry point of the console script: what a user can cause (a mistake, a store or a broker that cannot
+    be reached) prints one line, never a traceback, and exits with its documented code."""
     try:
         app()
     except UserError as exc:  # commands handle their own; this is the last net
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
+    except PlangateError as exc:  # the store or the broker cannot be reached or used
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        sys.exit(EXIT_UNREACHABLE)
