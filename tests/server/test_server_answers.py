@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -338,12 +339,20 @@ def test_an_answer_to_a_run_another_process_holds_is_kept_for_it_and_never_lost(
     asked = _open_interaction(client, run_id)
     other = LeaseBook(store)
     other.take(run_id)
-    threading.Timer(1.0, other.give_back, args=(run_id,)).start()
+    threading.Timer(3.0, other.give_back, args=(run_id,)).start()
 
+    began = time.monotonic()
     response = client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"})
 
-    assert response.status_code == 200, response.text
+    # the request does not wait for that process (a console's button read "Sending…" meanwhile): the
+    # answer is handed on (202) at once, and commits here once that process lets go
+    assert time.monotonic() - began < 2.5
+    assert response.status_code == 202, response.text
+    assert response.json()["accepted"] is True
     assert other.holder not in response.text
+    deadline = time.monotonic() + 20
+    while store.get_interaction(asked["id"]).status == "open" and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert store.get_interaction(asked["id"]).status == "resolved"
     idle(client, run_id)
     assert store.get_run(run_id).status == "completed"

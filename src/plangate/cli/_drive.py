@@ -28,6 +28,7 @@ from plangate.cli._console import err, out
 from plangate.cli._events import STEP_STYLE, EventPrinter
 from plangate.cli._report import QUESTIONS, answer_commands, command_hint, described_steps, open_questions
 from plangate.cli._session import Session
+from plangate.cli._working import Working
 from plangate.errors import InteractionError, StaleInteraction
 from plangate.events import GateEvent, StepStateEvent
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
@@ -58,17 +59,21 @@ class Progress:
         self.live = Live(self._table(), console=out, refresh_per_second=8, transient=False)
         # on a terminal the live table shows each step's state; elsewhere a line says each change
         self.printer = EventPrinter(store, root, steps=not (out.is_terminal and self.rows))
+        # a run without steps (an agent's) gets a spinner naming its phase instead, on a terminal only
+        self.working = Working(shown=None if not self.rows else False)
 
     def __enter__(self) -> Progress:
         self.unsubscribe = self.store.subscribe(self._on_commit)
         self.printer.__enter__()
         if out.is_terminal and self.rows:
             self.live.start()
+        self.working.resume()
         Progress.current = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         Progress.current = None
+        self.working.pause()
         self.printer.__exit__()
         self.unsubscribe()
         if self.live.is_started:
@@ -84,11 +89,15 @@ class Progress:
         live = progress.live if progress is not None and progress.live.is_started else None
         if live is not None:
             live.stop()
+        if progress is not None:
+            progress.working.pause()
         try:
             yield
         finally:
             if live is not None:
                 live.start()
+            if progress is not None:
+                progress.working.resume()
 
     @staticmethod
     def shown(interaction_id: str) -> bool:
@@ -98,6 +107,7 @@ class Progress:
 
     def _on_commit(self, commit: Commit) -> None:
         for event in commit.events:
+            self.working.note(event)
             if event.run_id != self.root:
                 continue  # a sub-run's or an agent step's: the table is the root's steps
             if isinstance(event, StepStateEvent):
