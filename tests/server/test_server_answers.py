@@ -142,9 +142,7 @@ human = { prompt = "Also notify?" }
             asked = _open_interaction(client, run_id)
             wait_until(lambda: holds.started == ["write:held-payment"], what="the write to start")
 
-            assert (
-                client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
-            )
+            assert client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
             holds.release.set()
             idle(client, run_id)
     finally:
@@ -188,9 +186,7 @@ formula = { name = "charge" }
             assert asked["tool"]["name"] == "write" and asked["tool"]["arguments"] == {"name": "card"}
             assert holds.written == []
 
-            assert (
-                client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
-            )
+            assert client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
 
             # the branch that waited goes on while the other still runs
             wait_until(lambda: holds.written == ["card"], what="the approved write")
