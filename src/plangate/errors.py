@@ -45,6 +45,7 @@ the code)::
         │   ├── QueryTimeout             a query ran past its time limit
         │   └── SourceForbidden          a source that may never be queried (the store, a privileged role)
         ├── ScopeError                   the data a question is about cannot be described (copilot/_scope.py)
+        ├── BrokerError                  the workers' broker cannot be reached (workers/queue.py)
         └── StoreError                   the store cannot be read or written
             ├── SchemaVersionError       the store was written by a newer plangate
             ├── LeaseLost                a commit fenced by a lease that is no longer current (store/base.py)
@@ -56,6 +57,7 @@ each is caught by the code that raised it (or, for ``Problem``, by the server's 
 
     Signal
     ├── Problem                          a route answers with a problem document (server/_problems.py)
+    ├── NoAnswer                         the terminal gave no answer to a question (cli/_prompts.py)
     ├── Unsatisfied                      an evaluation ends unsatisfied (conditions/_runtime.py)
     ├── _RunEnded                        the run was ended under its scheduler (formulas/_scheduler.py)
     ├── _Unportable                      a schema the grammar's subset cannot express (models/_grammar.py)

@@ -167,9 +167,11 @@ def test_save_writes_a_formula_that_check_and_run_accept(
     assert "plangate run top-regions --tools plangate.tools.data.env:registry" in saved.read_text(
         encoding="utf-8"
     )
-    code, out, _ = invoke(app, "formula", "check", "top-regions")
-    assert code == 0 and "no issues" in out
     monkeypatch.setenv("PLANGATE_DATA", f"shop={DATA / 'shop.db'}")
+    code, out, _ = invoke(
+        app, "formula", "check", "top-regions", "--tools", "plangate.tools.data.env:registry"
+    )
+    assert code == 0 and "no issues" in out
     code, out, _ = invoke(
         app,
         "run",

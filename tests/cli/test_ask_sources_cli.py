@@ -95,8 +95,17 @@ def test_a_superuser_url_is_one_message_with_the_sql_and_allow_privileged_opens_
     assert "is a superuser" in flat and "CREATE ROLE plangate_reader LOGIN" in flat
     model = script(home, "n", OPS, "There are 3 regions.")
     code, out, _ = invoke(
-        app, "ask", "How many regions?", "--data", admin, "--name", "warehouse", "--allow-privileged",
-        "--model", model, "--json",
+        app,
+        "ask",
+        "How many regions?",
+        "--data",
+        admin,
+        "--name",
+        "warehouse",
+        "--allow-privileged",
+        "--model",
+        model,
+        "--json",
     )
     assert code == 0, out
     assert json.loads(out)["result"]["rows"] == [[3]]

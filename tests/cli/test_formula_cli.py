@@ -39,9 +39,29 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def test_check_passes_a_clean_formula(app: typer.Typer) -> None:
-    code, out, _ = run(app, "check", "release", "--path", str(EXAMPLES), "--var", "version=1.2.3")
+    tools = f"{EXAMPLES / 'tools.py'}:registry"
+    code, out, _ = run(
+        app, "check", "release", "--path", str(EXAMPLES), "--var", "version=1.2.3", "--tools", tools
+    )
     assert code == 0
     assert out.strip() == f"ok {EXAMPLES / 'release.formula.toml'}: 4 steps, no issues"
+
+
+def test_check_without_tools_names_each_tool_it_cannot_verify(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # it said "ok" for a formula whose tool does not exist: without tools, each tool is a warning
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLANGATE_TOOLS", raising=False)
+    write(tmp_path, "f", 'formula = "f"\n[[steps]]\nid = "a"\ntool = { name = "no_such_tool" }')
+    code, out, _ = run(app, "check", "f", "-p", str(tmp_path))
+    assert code == 0
+    assert out.splitlines()[0] == (
+        "warning steps[0].tool.name: tool 'no_such_tool' is not verified: no tools are named here (give "
+        "them with --tools MODULE:ATTR or FILE.py:ATTR, $PLANGATE_TOOLS, or plangate.toml's tools) "
+        "(unverified-tool)"
+    )
+    assert "no issues" not in out
 
 
 def test_check_lists_issues_and_exits_1(app: typer.Typer, tmp_path: Path) -> None:
@@ -73,7 +93,9 @@ def test_check_names_the_path_of_a_done_when_that_is_not_a_receipts_condition(
         "error steps[0].agent.done_when: unknown receipt field 'sucess' at column 14; expected tool, "
         "success, step, source or output (did you mean 'success'?) in 'receipts.all(sucess)' "
         "(condition-syntax)",
-        f"{tmp_path / 'f.formula.toml'}: 1 error, 0 warnings",
+        "warning steps[0].agent.tools: tool 'place' is not verified: no tools are named here (give them with "
+        "--tools MODULE:ATTR or FILE.py:ATTR, $PLANGATE_TOOLS, or plangate.toml's tools) (unverified-tool)",
+        f"{tmp_path / 'f.formula.toml'}: 1 error, 1 warning",
     ]
 
 
@@ -81,19 +103,19 @@ def test_check_json_for_scripts(app: typer.Typer) -> None:
     code, out, _ = run(app, "check", str(EXAMPLES / "release.formula.toml"), "--json")
     assert code == 1
     report = json.loads(out)
-    assert report == {
+    assert {key: value for key, value in report.items() if key != "issues"} == {
         "formula": "release",
         "ok": False,
         "steps": 4,
-        "issues": [
-            {
-                "level": "error",
-                "code": "missing-var",
-                "path": "vars.version",
-                "message": "required var 'version' is not set",
-            }
-        ],
     }
+    assert report["issues"][0] == {
+        "level": "error",
+        "code": "missing-var",
+        "path": "vars.version",
+        "message": "required var 'version' is not set",
+    }
+    # without tools, each tool a step names is a warning: run_tests, build_artifact, publish
+    assert [(i["level"], i["code"]) for i in report["issues"][1:]] == [("warning", "unverified-tool")] * 3
 
 
 def test_a_load_error_is_one_line_with_the_path_and_exit_2(app: typer.Typer, tmp_path: Path) -> None:

@@ -70,9 +70,10 @@ def test_detached_run_waits_and_approve_finishes_it(cli: CliRunner) -> None:
     assert refused.exit_code == 2
     assert refused.output.startswith(
         f"error: run {waiting['run_id']!r} needs tools that are not available here: run_tests, "
-        f"build_artifact, publish (it was started with --tools {TOOLS}). Name them when you run this "
-        "command: --tools MODULE:ATTR or --tools FILE.py:ATTR, $PLANGATE_TOOLS, or tools = [...] / [[mcp]] "
-        "servers in plangate.toml; a run's stored tool specs are never imported"
+        f"build_artifact, publish (it was started with --tools {TOOLS}); looked in --tools, $PLANGATE_TOOLS, "
+        "no plangate.toml here and the installed plangate.tools entry points. Name them when you run this "
+        "command: --tools MODULE:ATTR or --tools FILE.py:ATTR, $PLANGATE_TOOLS, or run it in the folder of "
+        "the plangate.toml that lists them (or --config it); a run's stored tool specs are never imported"
     )
     status = cli.invoke(app, ["status", waiting["run_id"], "--json"])
     assert json.loads(status.output)["steps"]["approve"]["status"] == "waiting"  # nothing changed

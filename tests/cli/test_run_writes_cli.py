@@ -4,6 +4,7 @@ and ``plangate resume`` refusing a run that another live process advances."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -136,7 +137,8 @@ def test_detached_the_consent_waits_and_approve_runs_the_write(cli: CliRunner, t
 def test_formula_check_with_tools_warns_about_a_write_step_without_consent(cli: CliRunner) -> None:
     plain = cli.invoke(app, ["formula", "check", "ship.formula.toml", "--json"])
     assert plain.exit_code == 0
-    assert [i["code"] for i in json.loads(plain.output)["issues"]] == []  # without tools, effects are unknown
+    # without tools, effects are unknown, and the tools themselves unverified
+    assert [i["code"] for i in json.loads(plain.output)["issues"]] == ["unverified-tool"] * 2
 
     checked = cli.invoke(
         app, ["formula", "check", "ship.formula.toml", "--tools", "tools.py:registry", "--json"]
@@ -196,3 +198,74 @@ def test_resume_takes_over_the_lease_of_a_process_that_no_longer_exists(
     # it went on (to its consent) under its own lease
     assert json.loads(resumed.output)["status"] == "waiting"
     assert store.get_run(run_id).lease_owner is None
+
+
+def waiting_ship(cli: CliRunner) -> dict[str, str]:
+    code, output = ship(cli, "--detach", "--json")
+    assert code == 0, output
+    waiting = json.loads(output)
+    return {"run": waiting["run_id"], "interaction": waiting["interaction"]["id"]}
+
+
+def test_approve_edit_runs_the_call_with_the_arguments_given(cli: CliRunner, tmp_path: Path) -> None:
+    waiting = waiting_ship(cli)
+    edit = '{"artifact": "edited.tgz"}'
+    approved = cli.invoke(
+        app, ["approve", waiting["interaction"], "--edit", edit, "--tools", "tools.py:registry"]
+    )
+
+    assert approved.exit_code == 0, approved.output
+    assert published(tmp_path) == ["edited.tgz"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (
+            '{"artifact": 3}',
+            "the edited arguments of 'publish' do not fit its parameters: arguments.artifact",
+        ),
+        ("{artifact", "--edit: not JSON: Expecting property name enclosed in double quotes at column 2"),
+        ('["a.tgz"]', "--edit: expected a JSON object of the tool's arguments, got list"),
+    ],
+)
+def test_an_edit_that_does_not_fit_changes_nothing(
+    cli: CliRunner, tmp_path: Path, edit: str, says: str
+) -> None:
+    waiting = waiting_ship(cli)
+    refused = cli.invoke(app, ["approve", waiting["run"], "--edit", edit, "--tools", "tools.py:registry"])
+
+    assert refused.exit_code == 2, refused.output
+    assert says in refused.output
+    assert published(tmp_path) == []
+    status = cli.invoke(app, ["status", waiting["run"], "--json"])
+    assert json.loads(status.output)["run"]["status"] == "waiting"
+
+
+def test_approving_an_answered_question_says_who_answered_it_and_when(cli: CliRunner) -> None:
+    waiting = waiting_ship(cli)
+    first = cli.invoke(app, ["approve", waiting["interaction"], "--tools", "tools.py:registry"])
+    assert first.exit_code == 0, first.output
+
+    # without --tools: it was blamed on the tools before it said anything of the answer
+    again = cli.invoke(app, ["approve", waiting["interaction"]])
+
+    assert again.exit_code == 2
+    assert re.search(
+        rf"error: interaction {waiting['interaction']} was already approved by cli at "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; nothing changed",
+        again.output,
+    ), again.output
+    assert "tools" not in again.output
+
+
+def test_approve_no_resume_only_records_the_answer_and_needs_no_tools(cli: CliRunner, tmp_path: Path) -> None:
+    waiting = waiting_ship(cli)
+    recorded = cli.invoke(app, ["approve", waiting["interaction"], "--no-resume"])
+
+    assert recorded.exit_code == 0, recorded.output
+    assert f"resolved {waiting['interaction']}" in recorded.output
+    assert published(tmp_path) == []
+    resumed = cli.invoke(app, ["resume", waiting["run"], "--tools", "tools.py:registry", "--json"])
+    assert json.loads(resumed.output)["status"] == "completed"
+    assert published(tmp_path) == ["app.tgz"]

@@ -186,3 +186,38 @@ def test_an_installed_entry_point_may_be_named_by_a_stored_run(home: Path) -> No
     )  # fmt: skip
     assert approved.returncode == 0, approved.stderr
     assert json.loads(approved.stdout)["status"] == "completed"
+
+
+def test_a_tool_the_run_recorded_by_name_is_found_among_the_installed_entry_points(home: Path) -> None:
+    # started with the file of an installed package's tools, approved elsewhere without --tools: the
+    # entry point offering the tool the run recorded (by its name) is used; the stored spec is not imported
+    site = home / "site"
+    (site / "shop_tools-1.0.dist-info").mkdir(parents=True)
+    (site / "shop_tools-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: shop-tools\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (site / "shop_tools-1.0.dist-info" / "entry_points.txt").write_text(
+        "[plangate.tools]\nshop = shop_tools:tools\n", encoding="utf-8"
+    )
+    (site / "shop_tools.py").write_text(TOOLS_PY, encoding="utf-8")
+    marker = home / "imported.txt"
+    (home / "evil.py").write_text(evil_source(marker), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": on_path(site), "PLANGATE_STORE": f"sqlite:///{home / 'runs.db'}"}
+    plangate = [sys.executable, "-c", "from plangate.cli.app import main; main()"]
+    first, rest = script(home, "first", PLACE), script(home, "rest", {"action": "done"}, "Placed.")
+    started = subprocess.run(
+        [*plangate, "agent", "Put the gym in slot 3", "-m", first, "--tools", "site/shop_tools.py:tools",
+         "--mode", "react", "--detach", "--json"],
+        env=env, cwd=home, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    waiting = json.loads(started.stdout)
+    tamper(home, waiting["run_id"], [f"{home / 'evil.py'}:tools"])
+
+    approved = subprocess.run(
+        [*plangate, "approve", waiting["interaction"]["id"], "-m", rest, "--json"],
+        env=env, cwd=home, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert approved.returncode == 0, approved.stderr
+    assert json.loads(approved.stdout)["status"] == "completed"
+    assert not marker.exists()

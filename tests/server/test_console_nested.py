@@ -10,8 +10,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from console_helpers import DEMO_TOOLS, console_page, console_server, screenshot
@@ -156,3 +159,41 @@ def test_a_start_forms_mistakes_show_next_to_the_field(tmp_path: Path) -> None:
         page.get_by_role("button", name="Start agent run").click()
         expect(page.locator("#agent-prompt-error")).to_have_text("Write a prompt for the agent.")
         log.assert_clean()
+
+
+class _SlowModel(ScriptedModel):
+    """A scripted model that thinks for a while before each answer, as a local model on a busy machine."""
+
+    async def stream(self, request: Any) -> AsyncIterator[Any]:
+        await asyncio.sleep(3)
+        async for chunk in super().stream(request):
+            yield chunk
+
+
+def test_after_approve_the_page_shows_the_run_moving_while_the_model_works(tmp_path: Path) -> None:
+    # "Sending…" stayed on the button for minutes: the answer is in at once, and the page says so, then
+    # shows the run running and its next wait as they come
+    model = _SlowModel([_place_review(), json.dumps({"action": "done", "speak": "Placed."}), "Done."])
+    with console_server(tmp_path, model=model, tools_spec=DEMO_TOOLS) as (server, store):
+        with console_page(server) as (page, log):
+            page.goto(server.url + "/")
+            page.get_by_role("combobox", name="Formula").select_option("plan-week")
+            page.get_by_role("button", name="Start formula run").click()
+            card = page.locator("#interaction section.interaction")
+            expect(card).to_contain_text("Revenue by region for 2026-06")
+            card.get_by_role("button", name="Approve", exact=True).click()
+
+            note = page.locator("#interaction .answered-note")
+            expect(note).to_have_text("Approved. The run goes on…", timeout=2_500)
+            expect(page.get_by_role("button", name="Sending…")).to_have_count(0, timeout=2_500)
+            expect(page.locator("#run-status")).to_have_text("running", timeout=2_500)
+
+            # the next wait, once the slow model asked for its call
+            expect(card).to_contain_text("Allow place")
+            expect(page.locator("#run-status")).to_have_text("waiting")
+            card.get_by_role("button", name="Approve", exact=True).click()
+            expect(note).to_have_text("Approved. The run goes on…", timeout=2_500)
+            expect(page.locator("#run-status")).to_have_text("completed")
+            expect(note).to_have_count(0)
+            log.assert_clean()
+        assert [run.status for run in store.list_runs().items] == ["completed", "completed"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -141,9 +142,7 @@ human = { prompt = "Also notify?" }
             asked = _open_interaction(client, run_id)
             wait_until(lambda: holds.started == ["write:held-payment"], what="the write to start")
 
-            assert (
-                client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
-            )
+            assert client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
             holds.release.set()
             idle(client, run_id)
     finally:
@@ -187,9 +186,7 @@ formula = { name = "charge" }
             assert asked["tool"]["name"] == "write" and asked["tool"]["arguments"] == {"name": "card"}
             assert holds.written == []
 
-            assert (
-                client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
-            )
+            assert client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"}).status_code == 200
 
             # the branch that waited goes on while the other still runs
             wait_until(lambda: holds.written == ["card"], what="the approved write")
@@ -338,12 +335,20 @@ def test_an_answer_to_a_run_another_process_holds_is_kept_for_it_and_never_lost(
     asked = _open_interaction(client, run_id)
     other = LeaseBook(store)
     other.take(run_id)
-    threading.Timer(1.0, other.give_back, args=(run_id,)).start()
+    threading.Timer(3.0, other.give_back, args=(run_id,)).start()
 
+    began = time.monotonic()
     response = client.post(f"/v1/interactions/{asked['id']}", json={"kind": "approve"})
 
-    assert response.status_code == 200, response.text
+    # the request does not wait for that process (a console's button read "Sending…" meanwhile): the
+    # answer is handed on (202) at once, and commits here once that process lets go
+    assert time.monotonic() - began < 2.5
+    assert response.status_code == 202, response.text
+    assert response.json()["accepted"] is True
     assert other.holder not in response.text
+    deadline = time.monotonic() + 20
+    while store.get_interaction(asked["id"]).status == "open" and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert store.get_interaction(asked["id"]).status == "resolved"
     idle(client, run_id)
     assert store.get_run(run_id).status == "completed"

@@ -24,6 +24,7 @@ from rich.table import Table
 from plangate.cli._console import err, fail, out, print_json
 from plangate.cli._options import ConfigOpt, JsonOpt, ModelOpt, StoreOpt
 from plangate.cli._session import session
+from plangate.cli._working import Working, say_if_busy
 from plangate.config import Config
 from plangate.copilot import AskStream, Copilot, Turn
 from plangate.copilot.saving import save_formula
@@ -159,10 +160,13 @@ def _status_line(event: StatusEvent) -> str | None:
 
 
 async def _follow(stream: AskStream) -> None:
-    async for event in stream:
-        line = event_line(event, stream.run_id)
-        if line is not None:
-            out.print(line)
+    """Print the turn's lines as they come, a spinner below them (on a terminal) naming its phase."""
+    with Working("starting") as working:
+        async for event in stream:
+            working.note(event)
+            line = event_line(event, stream.run_id)
+            if line is not None:
+                out.print(line)
 
 
 def _show(turn: Turn) -> None:
@@ -226,6 +230,7 @@ def ask_command(
     s = session(ctx, config=config, store=store)
     try:
         chosen = s.model(model, of="copilot model")
+        say_if_busy(chosen, json=json)
         sources, data = _sources(s.config, data, name, allow_privileged)
         if sources is not None:
             name = None  # the source is registered under its name already

@@ -1,4 +1,9 @@
-"""Shared terminal helpers: the consoles and the one-line error printer.
+"""Shared terminal helpers: the consoles, the one-line error printer and the exit codes.
+
+Exit codes, the same for every command: 0 done (a run completed); 1 a run ended without completing (or a
+check found errors); 2 a mistake in what was asked (an option, a file, a run or an id not found); 3 the store
+or the broker cannot be reached or used; 4 the terminal gave no answer (its input ended, or too many answers
+were none of the choices) and the run is left waiting; 130 interrupted.
 
 Output that goes to a file or a pipe is never cut to a terminal's width: a table or a tree there keeps its
 lines whole (``$COLUMNS`` still sets a width where a script wants one).
@@ -39,6 +44,15 @@ class _Console(Console):
 out = _Console(highlight=False, soft_wrap=True)
 err = _Console(stderr=True, highlight=False, soft_wrap=True)
 
+
+EXIT_USAGE = 2
+"""A mistake in what was asked: an option, a file, a tool, a run or an interaction that is not there."""
+
+EXIT_UNREACHABLE = 3
+"""The store or the broker cannot be reached or used (a server down, a folder that cannot be written)."""
+
+EXIT_NO_ANSWER = 4
+"""The terminal gave no answer (its input ended, or too many were none of the choices): the run waits."""
 
 PROG_ENV = "PLANGATE_PROG"
 """How the person runs the CLI (``./dev plangate`` sets it), used in the commands printed to run next."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json as jsonlib
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -30,10 +31,10 @@ from plangate.cli._options import (
 )
 from plangate.cli._report import Standing, answered_for_workers, command_hint, open_interaction, report
 from plangate.cli._session import Session, session
-from plangate.errors import UserError
-from plangate.interactions import Answer, Approve, Reject, Resolution
+from plangate.errors import InteractionError, UserError
+from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.runs import Runs
-from plangate.store import RunRecord
+from plangate.store import Interaction, RunRecord
 
 ResumeOpt = Annotated[bool, typer.Option("--resume/--no-resume", help="Continue the run here afterwards.")]
 IdArg = Annotated[
@@ -79,7 +80,7 @@ def resume_command(
 
     A sub-run (or a formula's agent step's agent) continues with its root. The run's lease is taken
     first: a run that another live process advances is refused, unchanged."""
-    s = session(ctx, config=config, store=store, tools=tools)
+    s = session(ctx, config=config, store=store, tools=tools, existing=True)
     try:
         root = s.store.root_of(s.store.get_run(run_id).id)
         runs = s.continuing(root, model=model)
@@ -104,8 +105,13 @@ def _resolve(
     """Answer the open interaction ``target`` names, then continue its run here (or on the workers)."""
     try:
         interaction = open_interaction(s.store, target)
+        if interaction.status != "open":
+            raise InteractionError(answered_already(interaction))
         root = s.store.root_of(interaction.run_id)
-        runs = s.continuing(root, model=model, broker=broker)
+        # Recording an answer needs no tools, but for an edit, which the tool's schema validates.
+        runs = s.continuing(
+            root, model=model, broker=broker, all_tools=resume or isinstance(resolution, Edit)
+        )
         if broker is not None:
             # Only the answer is committed here: the worker runs what it allows, with its own tools.
             asked = answer(s, interaction.id, resolution, by="cli")
@@ -123,9 +129,53 @@ def _resolve(
     report(Standing.of(runs, root), json=json, hint=command_hint(s, model))
 
 
+def answered_already(interaction: Interaction) -> str:
+    """What to say of an interaction that is not open any more: how it was answered, by whom and when."""
+    if interaction.status == "expired":
+        return f"interaction {interaction.id} expired (its run ended or moved on); nothing to answer"
+    kind = (interaction.resolution or {}).get("kind", "answered")
+    how = {"approve": "approved", "reject": "rejected", "edit": "approved with edited arguments"}.get(
+        str(kind), "answered"
+    )
+    when = (
+        datetime.fromtimestamp(interaction.resolved_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if interaction.resolved_at is not None
+        else "an unknown time"
+    )
+    who = interaction.resolved_by or "someone"
+    return (
+        f"interaction {interaction.id} was already {how} by {who} at {when}; "
+        f"nothing changed (see the run with: {prog()} status {interaction.run_id})"
+    )
+
+
+def _edited(edit: str | None) -> Resolution:
+    """``--edit JSON``: the arguments to approve the call with instead (else a plain approval)."""
+    if edit is None:
+        return Approve()
+    try:
+        value = jsonlib.loads(edit)
+    except jsonlib.JSONDecodeError as exc:
+        value, problem = None, f"not JSON: {exc.msg} at column {exc.colno}"
+    else:
+        problem = f"expected a JSON object of the tool's arguments, got {type(value).__name__}"
+    if not isinstance(value, dict):
+        fail(f"--edit: {problem}")
+        return Approve()  # not reached: fail() exits
+    return Edit(arguments=value)
+
+
 def approve_command(
     ctx: typer.Context,
     interaction: IdArg,
+    edit: Annotated[
+        str | None,
+        typer.Option(
+            "--edit",
+            help="Approve the call with these arguments instead, a JSON object (validated against the "
+            "tool's schema before anything runs).",
+        ),
+    ] = None,
     tools: ToolsOpt = None,
     store: StoreOpt = None,
     resume: ResumeOpt = True,
@@ -134,9 +184,10 @@ def approve_command(
     broker: BrokerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Approve an open interaction (a consent request or an approval gate)."""
-    s = session(ctx, config=config, store=store, tools=tools)
-    _resolve(s, interaction, Approve(), resume=resume, json=json, model=model, broker=broker)
+    """Approve an open interaction (a consent request or an approval gate), as asked or with --edit."""
+    resolution = _edited(edit)
+    s = session(ctx, config=config, store=store, tools=tools, existing=True)
+    _resolve(s, interaction, resolution, resume=resume, json=json, model=model, broker=broker)
 
 
 def reject_command(
@@ -152,7 +203,7 @@ def reject_command(
     config: ConfigOpt = None,
 ) -> None:
     """Reject an open interaction, with a reason."""
-    s = session(ctx, config=config, store=store, tools=tools)
+    s = session(ctx, config=config, store=store, tools=tools, existing=True)
     _resolve(s, interaction, Reject(reason=reason), resume=resume, json=json, model=model, broker=broker)
 
 
@@ -169,7 +220,7 @@ def answer_command(
     config: ConfigOpt = None,
 ) -> None:
     """Answer an open question."""
-    s = session(ctx, config=config, store=store, tools=tools)
+    s = session(ctx, config=config, store=store, tools=tools, existing=True)
     _resolve(s, interaction, Answer(text=text), resume=resume, json=json, model=model, broker=broker)
 
 
@@ -193,7 +244,7 @@ def complete_command(
     if not isinstance(value, dict):
         fail(f"--output: expected a JSON object, got {type(value).__name__}")
         return
-    s = session(ctx, config=config, store=store, tools=tools)
+    s = session(ctx, config=config, store=store, tools=tools, existing=True)
     try:
         root = s.store.root_of(s.store.get_run(run_id).id)
         runs = s.continuing(root)
@@ -218,7 +269,7 @@ def cancel_command(
 ) -> None:
     """Cancel a run that has not ended, with its sub-runs (a formula's steps' agents among them); its open
     question expires."""
-    s = session(ctx, config=config, store=store)
+    s = session(ctx, config=config, store=store, existing=True)
     try:
         asyncio.run(_cancel(s.runs(), s.store.get_run(run_id), reason))
     except UserError as exc:

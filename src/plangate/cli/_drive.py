@@ -12,21 +12,23 @@ command ends with (``_report.py``).
 from __future__ import annotations
 
 import asyncio
-import json as jsonlib
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import NoReturn
 
+import typer
 from pydantic import JsonValue
 from rich.live import Live
 from rich.markup import escape
-from rich.prompt import Prompt
 from rich.table import Table
 
-from plangate.cli._console import out
+from plangate.cli import _prompts as prompts
+from plangate.cli._console import err, out
 from plangate.cli._events import STEP_STYLE, EventPrinter
-from plangate.cli._report import QUESTIONS, described_steps, open_questions
+from plangate.cli._report import QUESTIONS, answer_commands, command_hint, described_steps, open_questions
 from plangate.cli._session import Session
+from plangate.cli._working import Working
 from plangate.errors import InteractionError, StaleInteraction
 from plangate.events import GateEvent, StepStateEvent
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
@@ -57,17 +59,21 @@ class Progress:
         self.live = Live(self._table(), console=out, refresh_per_second=8, transient=False)
         # on a terminal the live table shows each step's state; elsewhere a line says each change
         self.printer = EventPrinter(store, root, steps=not (out.is_terminal and self.rows))
+        # a run without steps (an agent's) gets a spinner naming its phase instead, on a terminal only
+        self.working = Working(shown=None if not self.rows else False)
 
     def __enter__(self) -> Progress:
         self.unsubscribe = self.store.subscribe(self._on_commit)
         self.printer.__enter__()
         if out.is_terminal and self.rows:
             self.live.start()
+        self.working.resume()
         Progress.current = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         Progress.current = None
+        self.working.pause()
         self.printer.__exit__()
         self.unsubscribe()
         if self.live.is_started:
@@ -83,11 +89,15 @@ class Progress:
         live = progress.live if progress is not None and progress.live.is_started else None
         if live is not None:
             live.stop()
+        if progress is not None:
+            progress.working.pause()
         try:
             yield
         finally:
             if live is not None:
                 live.start()
+            if progress is not None:
+                progress.working.resume()
 
     @staticmethod
     def shown(interaction_id: str) -> bool:
@@ -97,6 +107,7 @@ class Progress:
 
     def _on_commit(self, commit: Commit) -> None:
         for event in commit.events:
+            self.working.note(event)
             if event.run_id != self.root:
                 continue  # a sub-run's or an agent step's: the table is the root's steps
             if isinstance(event, StepStateEvent):
@@ -129,31 +140,24 @@ def progress(runs: Runs, root: str, *, shown: bool = True) -> AbstractContextMan
 
 
 def ask(interaction: Interaction) -> Resolution:
-    """Ask the person at the terminal: an answer to a question; approve, reject or edit for consent."""
+    """Ask the person at the terminal: an answer to a question; approve, reject or edit for consent.
+
+    Raises:
+        NoAnswer: the terminal gave none (its input ended, or too many answers were none of the choices).
+    """
     if interaction.kind in QUESTIONS:
-        return Answer(text=Prompt.ask("[bold]your answer[/]", console=out))
-    choices = ["a", "r", "e"] if interaction.tool is not None else ["a", "r"]
+        return Answer(text=prompts.text("[bold]your answer[/]"))
+    choices: dict[str, tuple[str, ...]] = {"approve": prompts.APPROVE_WORDS, "reject": prompts.REJECT_WORDS}
+    if interaction.tool is not None:
+        choices["edit"] = prompts.EDIT_WORDS
     labels = "approve / reject / edit the arguments" if interaction.tool is not None else "approve / reject"
-    choice = Prompt.ask(f"[bold]{labels}[/]", choices=choices, default="a", console=out)
-    if choice == "a":
+    choice = prompts.choose(f"[bold]{labels}[/]", choices, default="approve")
+    if choice == "approve":
         return Approve()
-    if choice == "r":
-        return Reject(reason=Prompt.ask("reason", default="", console=out))
-    return _edit(interaction)
-
-
-def _edit(interaction: Interaction) -> Edit:
-    current = jsonlib.dumps(interaction.tool.arguments if interaction.tool else {}, ensure_ascii=False)
-    while True:
-        text = Prompt.ask("arguments (JSON)", default=current, console=out)
-        try:
-            value = jsonlib.loads(text)
-        except jsonlib.JSONDecodeError as exc:
-            out.print(f"[red]not JSON:[/] {escape(exc.msg)} at column {exc.colno}")
-            continue
-        if isinstance(value, dict):
-            return Edit(arguments=value)
-        out.print(f"[red]expected a JSON object, got {type(value).__name__}[/]")
+    if choice == "reject":
+        return Reject(reason=prompts.text("reason"))
+    arguments = interaction.tool.arguments if interaction.tool is not None else {}
+    return Edit(arguments=prompts.json_object("arguments (JSON)", arguments))
 
 
 def asks_here(interactive: bool | None, detach: bool) -> bool:
@@ -194,12 +198,23 @@ def answer(session: Session, interaction_id: str, resolution: Resolution, *, by:
     return asyncio.run(session.runs().answer(interaction_id, resolution, by=by))
 
 
+def left_waiting(session: Session, root: str, interaction: Interaction, why: str) -> NoReturn:
+    """Stop asking: say why, that the run waits (nothing is lost) and how to answer it, then exit with
+    :data:`~plangate.cli._prompts.EXIT_NO_ANSWER`."""
+    err.print(
+        f"[bold yellow]stopped asking:[/] {escape(why)}. Run {root} is left waiting on {interaction.id}; "
+        f"answer it with: {escape(answer_commands(interaction, command_hint(session)))}"
+    )
+    raise typer.Exit(prompts.EXIT_NO_ANSWER)
+
+
 def drive(session: Session, root: str, *, ask_here: bool) -> None:
     """Advance the root here and, while it waits on a person and we may ask, ask, answer and go on.
 
     The questions are the same for every run: one set of prompts (:func:`ask`)."""
     runs = session.runs()
     advance(runs, root)
+    refused = 0
     while ask_here:
         run = runs.store.get_run(root)
         waiting = open_questions(runs.store, root) if run.status == "waiting" else []
@@ -209,16 +224,32 @@ def drive(session: Session, root: str, *, ask_here: bool) -> None:
         with Progress.paused():
             if not Progress.shown(interaction.id):
                 out.print(f"[bold yellow]? {interaction.kind}[/] {escape(interaction.prompt)}")
-            resolution = ask(interaction)
+            try:
+                resolution = ask(interaction)
+            except prompts.NoAnswer as stopped:
+                left_waiting(session, root, interaction, stopped.why)
         try:
             answer(session, interaction.id, resolution, by="terminal")
         except StaleInteraction:
             raise
         except InteractionError as exc:
-            # A resolution that does not fit (an edit the tool refuses) changed nothing: ask again.
+            # An answer that does not fit (an edit the tool refuses) changed nothing: ask again (a few times).
             out.print(f"[red]{escape(str(exc))}[/]")
+            refused += 1
+            if refused >= prompts.MAX_INVALID:
+                left_waiting(session, root, interaction, f"{refused} answers did not fit")
             continue
         advance_due(session)
 
 
-__all__ = ["Progress", "advance", "advance_due", "answer", "ask", "asks_here", "drive", "progress"]
+__all__ = [
+    "Progress",
+    "advance",
+    "advance_due",
+    "answer",
+    "ask",
+    "asks_here",
+    "drive",
+    "left_waiting",
+    "progress",
+]

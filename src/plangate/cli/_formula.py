@@ -28,6 +28,7 @@ from plangate.errors import ConfigError, FormulaError, FormulaNotFound
 from plangate.formulas import CookedStep, Formula, Issue, Plan, check_formula, cook, has_errors, load_formula
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.loader import FormulaLoader
+from plangate.formulas.plan import AgentExecutor, ToolExecutor
 
 NameArg = Annotated[str, typer.Argument(help="A formula name, or a path to a .formula.toml / .formula.json.")]
 PathOpt = Annotated[
@@ -108,8 +109,31 @@ def _checked(
     theirs); without, tool names and effects go unchecked."""
     vars = parse_vars(var)
     if not project_tool_specs(s.config, s.tool_flags) and not s.config.mcp:
-        return check_formula(formula, vars, search_paths=path)
+        plan, issues = check_formula(formula, vars, search_paths=path)
+        return plan, issues + (_unverified(plan) if plan is not None else [])
     return check_formula(formula, vars, tools=s.tools(), search_paths=path)
+
+
+def _unverified(plan: Plan) -> list[Issue]:
+    """A warning for each tool a step names that a check without tools cannot verify (it may not exist)."""
+    found: list[Issue] = []
+    for step in plan.steps:
+        at = step.source or step.id
+        executor = step.executor
+        named = [(executor.name, f"{at}.tool.name")] if isinstance(executor, ToolExecutor) else []
+        if isinstance(executor, AgentExecutor):
+            named = [(tool, f"{at}.agent.tools") for tool in executor.tools]
+        found.extend(
+            Issue(
+                level="warning",
+                code="unverified-tool",
+                path=where,
+                message=f"tool {tool!r} is not verified: no tools are named here (give them with --tools "
+                "MODULE:ATTR or FILE.py:ATTR, $PLANGATE_TOOLS, or plangate.toml's tools)",
+            )
+            for tool, where in named
+        )
+    return found
 
 
 def _load_issues(exc: FormulaError | ConfigError) -> list[dict[str, str]]:

@@ -51,7 +51,7 @@ def status_command(
 ) -> None:
     """Show a run: its status, each of its steps (when it has steps) with its state and why, and its open
     interactions."""
-    s = session(ctx, config=config, store=store)
+    s = session(ctx, config=config, store=store, existing=True)
     try:
         run = s.store.get_run(run_id)
         steps = described_steps(s.runs(), run)
@@ -97,7 +97,7 @@ def runs_command(
     config: ConfigOpt = None,
 ) -> None:
     """List runs, newest first."""
-    s = session(ctx, config=config, store=store)
+    s = session(ctx, config=config, store=store, existing=True)
     try:
         page = s.store.list_runs(status=status, limit=limit)  # type: ignore[arg-type]
     except UserError as exc:
@@ -147,7 +147,7 @@ def events_command(
     config: ConfigOpt = None,
 ) -> None:
     """Print a run's events (one JSON object per line with --json)."""
-    s = session(ctx, config=config, store=store)
+    s = session(ctx, config=config, store=store, existing=True)
     try:
         opened = s.store
         opened.get_run(run_id)

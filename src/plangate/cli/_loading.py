@@ -28,12 +28,13 @@ from rich.markup import escape
 
 from plangate.cli._console import err
 from plangate.config import Config
-from plangate.errors import ConfigError, PlangateError
+from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.models import Model
 from plangate.models.registry import ENV_VAR as MODEL_ENV
 from plangate.models.registry import default_model_spec, describe_model, resolve_model
 from plangate.store import Store
-from plangate.store.url import STORE_ENV
+from plangate.store.sqlite import MEMORY
+from plangate.store.url import STORE_ENV, postgres_url, sqlite_target
 from plangate.tools import Tool, ToolRegistry
 from plangate.tools.specs import import_target, tools_in
 
@@ -61,6 +62,24 @@ def store_url(config: Config, flag: str | None) -> str | None:
     if "://" not in url and not url.lower().startswith("sqlite:"):
         return str(config.resolve(url))
     return url
+
+
+def require_store(url: str | None) -> None:
+    """Refuse a SQLite store that does not exist yet (a command that reads runs creates none).
+
+    Raises:
+        NotFoundError: no file at the store's path; the message names it and where a store is named.
+    """
+    if postgres_url(url) is not None:
+        return
+    target = sqlite_target(url)
+    if target == MEMORY or Path(target).is_file():
+        return
+    raise NotFoundError(
+        f"no store at {Path(target).resolve()} (nothing was created there): name the store your runs are in "
+        f"with --store, ${STORE_ENV} or store = ... in plangate.toml (default: .plangate/plangate.db under "
+        "the folder the command runs in)"
+    )
 
 
 # -- the model ----------------------------------------------------------------------------------------------
@@ -197,6 +216,24 @@ def entry_point_tools(stored: Iterable[str], registry: ToolRegistry) -> None:
             add_tools(registry, tools_in(target, where), where)
 
 
+def entry_points_offering(names: Iterable[str], registry: ToolRegistry) -> None:
+    """Add the installed ``plangate.tools`` entry points that offer a tool of ``names`` (a run's recorded
+    tool names), each whole; one that cannot be loaded is passed over (it is not what the run named)."""
+    wanted = {name for name in names if name not in registry}
+    if not wanted:
+        return
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        try:
+            offered = list(tools_in(entry.load(), f"entry point {entry.name}"))
+        except Exception:  # a broken package's entry point is not this run's tools
+            continue
+        if wanted & {item.name for item in offered}:
+            add_tools(registry, offered, f"entry point {entry.name} ({entry.value})")
+            wanted -= {item.name for item in offered}
+        if not wanted:
+            return
+
+
 class Servers(Protocol):
     """MCP servers started for a command."""
 
@@ -228,13 +265,17 @@ def start_mcp(config: Config, registry: ToolRegistry) -> Servers:
     return servers
 
 
-def missing_tools(run_id: str, missing: list[str], stored: list[str]) -> ConfigError:
-    """The error of a run that needs tools none of this command's sources provide."""
+def missing_tools(run_id: str, missing: list[str], stored: list[str], config: Config) -> ConfigError:
+    """The error of a run that needs tools none of this command's sources (its flags, the plangate.toml
+    read, the installed entry points) provide: which, where it looked, and how to name them."""
     started = f" (it was started with --tools {' --tools '.join(stored)})" if stored else ""
+    looked = f"{config.source}'s tools" if config.source is not None else "no plangate.toml here"
     return ConfigError(
-        f"run {run_id!r} needs tools that are not available here: {', '.join(missing)}{started}. Name them "
-        "when you run this command: --tools MODULE:ATTR or --tools FILE.py:ATTR, $PLANGATE_TOOLS, or tools = "
-        "[...] / [[mcp]] servers in plangate.toml; a run's stored tool specs are never imported"
+        f"run {run_id!r} needs tools that are not available here: {', '.join(missing)}{started}; looked in "
+        f"--tools, ${TOOLS_ENV}, {looked} and the installed plangate.tools entry points. Name them when you "
+        "run this command: --tools MODULE:ATTR or --tools FILE.py:ATTR, $PLANGATE_TOOLS, or run it in the "
+        "folder of the plangate.toml that lists them (or --config it); a run's stored tool specs are never "
+        "imported (approve, reject and answer with --no-resume only record the answer, and need none)"
     )
 
 
@@ -245,10 +286,12 @@ __all__ = [
     "add_tools",
     "announced_model",
     "entry_point_tools",
+    "entry_points_offering",
     "missing_tools",
     "model_spec",
     "named_tools",
     "project_tool_specs",
+    "require_store",
     "start_mcp",
     "step_model",
     "store_url",

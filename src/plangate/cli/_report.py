@@ -141,8 +141,8 @@ def open_interaction(store: Store, target: str) -> Interaction:
     except NotFoundError:
         try:
             run = store.get_run(target)
-        except NotFoundError:
-            raise NotFoundError(f"no interaction and no run {target!r}") from None
+        except NotFoundError as exc:  # it names the store it looked in
+            raise NotFoundError(f"no interaction and {exc}") from None
     found = open_questions(store, run.id)
     if len(found) == 1:
         return found[0]

@@ -89,6 +89,7 @@ class Session:
     def __init__(self, config_path: Path | None = None) -> None:
         self.config_path = config_path
         self.store_flag: str | None = None
+        self.existing = False
         self.tool_flags: list[str] | None = None
         self._config: Config | None = None
         self._store: Store | None = None
@@ -101,13 +102,20 @@ class Session:
         self._servers = ExitStack()
 
     def use(
-        self, *, config: Path | None = None, store: str | None = None, tools: list[str] | None = None
+        self,
+        *,
+        config: Path | None = None,
+        store: str | None = None,
+        tools: list[str] | None = None,
+        existing: bool = False,
     ) -> Session:
-        """Take the command's own ``--config``, ``--store`` and ``--tools`` (before anything is loaded)."""
+        """Take the command's own ``--config``, ``--store`` and ``--tools`` (before anything is loaded);
+        ``existing``: the command reads or continues runs, so the store must exist already."""
         if config is not None:
             self.config_path, self._config = config, None
         self.store_flag = store
         self.tool_flags = tools
+        self.existing = existing
         return self
 
     # -- configuration and store --------------------------------------------------------------------------
@@ -132,9 +140,18 @@ class Session:
 
     @property
     def store(self) -> Store:
-        """The store (opened once, closed when the command ends)."""
+        """The store (opened once, closed when the command ends); one that does not exist is not created
+        for a command that only reads or continues runs (:meth:`use` with ``existing``).
+
+        Raises:
+            NotFoundError: ``existing``, and no SQLite store is at the path (the message names it).
+            StoreError: the store cannot be reached or opened.
+        """
         if self._store is None:
-            self._store = open_store(_loading.store_url(self.config, self.store_flag))
+            url = _loading.store_url(self.config, self.store_flag)
+            if self.existing:
+                _loading.require_store(url)
+            self._store = open_store(url)
             self._closing.callback(self._store.close)
         return self._store
 
@@ -238,10 +255,14 @@ class Session:
             self._runs = Runs(self.store, self.engines().registry, self.queue)
         return self._runs
 
-    def continuing(self, run_id: str, *, model: str | None = None, broker: str | None = None) -> Runs:
+    def continuing(
+        self, run_id: str, *, model: str | None = None, broker: str | None = None, all_tools: bool = True
+    ) -> Runs:
         """The facade for continuing a stored run (``run_id`` or its root): this command's tools, which must
-        include every tool the run's tree needs unless the workers continue it (``broker``), and the model
-        ``--model`` names, which then continues its agents too (else each goes on with its own).
+        include every tool the run's tree needs unless the workers continue it (``broker``) or the command
+        only records an answer (not ``all_tools``), and the model ``--model`` names, which then continues
+        its agents too (else each goes on with its own). A tool the run recorded by name and this command
+        does not offer is looked for among the installed ``plangate.tools`` entry points.
 
         Raises:
             ConfigError: a tool the run needs is not offered here (named, with how to offer it), or a tool
@@ -252,10 +273,15 @@ class Session:
         chosen: Model | str | None = resolve_model(model) if model else self.step_model(None)
         self.engines(chosen, model_wins=model is not None)
         runs = self.runs(broker)
-        if broker is None:
+        if broker is None and all_tools:
             missing = [name for name in runs.tool_names(root) if name not in registry]
             if missing:
-                raise _loading.missing_tools(root, missing, _loading.stored_tool_specs(self.store, root))
+                _loading.entry_points_offering(missing, registry)
+                missing = [name for name in missing if name not in registry]
+            if missing:
+                raise _loading.missing_tools(
+                    root, missing, _loading.stored_tool_specs(self.store, root), self.config
+                )
         return runs
 
     def close(self) -> None:
@@ -273,8 +299,10 @@ def session(
     config: Path | None = None,
     store: str | None = None,
     tools: list[str] | None = None,
+    existing: bool = False,
 ) -> Session:
-    """The command's session, with its own ``--config``, ``--store`` and ``--tools``.
+    """The command's session, with its own ``--config``, ``--store`` and ``--tools``; ``existing``: a
+    command that reads or continues runs, which never creates a store.
 
     The root command makes it; a command registered on another root (a test's) gets one made here, closed
     when that root ends.
@@ -285,7 +313,7 @@ def session(
         root = ctx.find_root()
         root.obj = found
         root.call_on_close(found.close)
-    return found.use(config=config, store=store, tools=tools)
+    return found.use(config=config, store=store, tools=tools, existing=existing)
 
 
 __all__ = ["OWNER", "HandOff", "Session", "session"]

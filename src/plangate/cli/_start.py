@@ -30,6 +30,7 @@ from plangate.cli._options import (
 )
 from plangate.cli._report import Standing, command_hint, queued, report
 from plangate.cli._session import OWNER, Session, session
+from plangate.cli._working import say_if_busy
 from plangate.errors import UserError
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
 
@@ -149,6 +150,8 @@ def agent_command(
     s = session(ctx, config=config, store=store, tools=tools)
     try:
         chosen = s.model(model)
+        if broker is None:
+            say_if_busy(chosen, json=json)
         s.tools()
         agents = s.engines(chosen).agents
         s.runs(broker)  # a bad --broker is refused before anything is stored

@@ -129,6 +129,13 @@ def _check(s: Session, settings: WorkerSettings) -> None:
     s.stop_tools()
     opened = open_store(settings.store)
     opened.close()
+    from plangate.workers import RunQueue
+
+    queue = RunQueue(settings.broker)
+    try:
+        queue.reachable()
+    finally:
+        queue.close()
     paths = ", ".join(settings.paths) or "the default places"
     err.print(f"worker: tools {escape(names)}; formulas from {escape(paths)}")
 

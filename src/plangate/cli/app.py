@@ -23,10 +23,10 @@ from plangate.cli import (
     _start,
     _worker,
 )
-from plangate.cli._console import err
+from plangate.cli._console import EXIT_UNREACHABLE, EXIT_USAGE, err
 from plangate.cli._options import ConfigOpt
 from plangate.cli._session import Session
-from plangate.errors import UserError
+from plangate.errors import PlangateError, UserError
 
 app = typer.Typer(
     name="plangate",
@@ -77,9 +77,13 @@ _schedule.register(app)
 
 
 def main() -> None:
-    """Entry point of the console script: user mistakes print one line, never a traceback."""
+    """Entry point of the console script: what a user can cause (a mistake, a store or a broker that cannot
+    be reached) prints one line, never a traceback, and exits with its documented code."""
     try:
         app()
     except UserError as exc:  # commands handle their own; this is the last net
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
+    except PlangateError as exc:  # the store or the broker cannot be reached or used
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        sys.exit(EXIT_UNREACHABLE)

@@ -227,4 +227,18 @@ def stored_answers(store: Store, run_id: str) -> Iterator[tuple[Interaction, Res
         yield interaction, resolution, by if isinstance(by, str) else None
 
 
-__all__ = ["STORED_ANSWERS", "Answered", "Settled", "answer_step", "commit_answer", "stored_answers"]
+def answer_handed_on(store: Store, interaction_id: str) -> bool:
+    """Whether an answer to ``interaction_id`` is stored for the process that advances its run to take
+    (given, safe in the store, not applied yet)."""
+    return Documents(store).get(STORED_ANSWERS, interaction_id) is not None
+
+
+__all__ = [
+    "STORED_ANSWERS",
+    "Answered",
+    "Settled",
+    "answer_handed_on",
+    "answer_step",
+    "commit_answer",
+    "stored_answers",
+]

@@ -131,14 +131,11 @@ class PostgresStore(Backend):
             timeout=self._connect_timeout,
             name="plangate-store",
         )
-        # The pool makes its first connection in the background while the schema is checked on a connection
-        # of its own (which also gives a clear error at once when the server cannot be reached).
+        # The schema is checked on a connection of its own first: a server that cannot be reached is one
+        # clear error at once, and the pool (making its first connection in the background) is opened only
+        # then, so that it logs no failed attempts of its own beside that error.
+        self._channel = self._open_schema()
         self._pool.open(wait=False)
-        try:
-            self._channel = self._open_schema()
-        except BaseException:
-            self._pool.close()
-            raise
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 

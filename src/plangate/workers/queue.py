@@ -11,9 +11,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from plangate.errors import RunError
 from plangate.workers._app import ADVANCE_TASK, DEFAULT_VISIBILITY_TIMEOUT, QUEUE, celery_app
 
 logger = logging.getLogger("plangate.workers")
+
+
+class BrokerError(RunError):
+    """The workers' broker cannot be reached."""
 
 
 class RunQueue:
@@ -39,6 +44,23 @@ class RunQueue:
             return False
         return True
 
+    def reachable(self, timeout: float = 3.0) -> None:
+        """Check, once and within ``timeout`` seconds, that the broker answers (a worker that starts
+        against a broker that is down would otherwise retry for ever).
+
+        Raises:
+            BrokerError: the broker cannot be reached (the URL's password is not repeated).
+        """
+        try:
+            with self.app.connection_for_read() as connection:
+                connection.ensure_connection(max_retries=0, timeout=timeout)
+        except Exception as exc:  # kombu's errors for a broker that is down have no common root
+            where = self.app.conf.broker_url.split("@")[-1] if self.app.conf.broker_url else "?"
+            raise BrokerError(
+                f"cannot reach the workers' broker at {where}: {type(exc).__name__}: {exc}; check that Redis "
+                "runs and the --broker URL's host, port and password"
+            ) from None
+
     def pending(self) -> int | None:
         """Messages in the queue or delivered and not yet acknowledged; None when the broker cannot say.
 
@@ -57,4 +79,4 @@ class RunQueue:
         self.app.close()
 
 
-__all__ = ["RunQueue"]
+__all__ = ["BrokerError", "RunQueue"]

@@ -306,8 +306,11 @@ export class RunView {
       throw error;
     }
     const done = { approve: "Approved.", reject: "Rejected.", answer: "Answer sent.", edit: "Approved with your changes." };
-    announce(done[body.kind] || "Sent.");
+    const said = done[body.kind] || "Sent.";
+    announce(said);
     if (this.interaction && this.interaction.id === interaction.id) this.showInteraction(null);
+    // the answer is in: say so where the card was, until the run's next wait (or its end) takes its place
+    replace($("interaction"), h("p", { class: "answered-note muted", role: "status", text: `${said} The run goes on…` }));
     if (!TERMINAL.has(this.status)) this.setStatus("running");
     // the stream may have stopped while the run waited; pick it up again where it left off
     this.follow(this.lastSeq);
