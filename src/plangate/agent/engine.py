@@ -11,10 +11,11 @@ from the run's spec). Not for: what a run does (``loop.py`` and its phases) or t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
+from plangate.agent._fork import check_request
 from plangate.agent._state import AgentConfig, Mode
 from plangate.agent.agent import Agent
 from plangate.errors import ConfigError
@@ -90,6 +91,17 @@ class AgentEngine:
             tool_specs=self.tool_specs,
         )
         return agent.submit(prompt)
+
+    def fork(self, run: RunRecord, request: Mapping[str, JsonValue]) -> str:
+        """Store a fork of the agent run (``queued``, its history copied when it is first advanced).
+
+        Raises:
+            InteractionError: no such round, or no tool call to edit there; not an agent run.
+            ConfigError: a request value is invalid, or its model cannot be resolved.
+        """
+        checked = check_request(request)
+        agent = Agent(model=None, tools=self.tools, store=self.store, owner=run.owner, leases=self.leases)
+        return agent.submit_fork(run.id, checked)
 
     async def advance(self, run_id: str) -> RunStatus:
         """Continue the run to its next wait or its end (an approved write runs first, exactly once)."""
