@@ -10,7 +10,17 @@ import typer
 from rich.markup import escape
 
 from plangate import __version__
-from plangate.cli import _ask, _conditions, _continue, _formula, _inspect, _serve, _start, _worker
+from plangate.cli import (
+    _ask,
+    _conditions,
+    _continue,
+    _formula,
+    _inspect,
+    _serve,
+    _start,
+    _timetravel,
+    _worker,
+)
 from plangate.cli._console import err
 from plangate.cli._options import ConfigOpt
 from plangate.cli._session import Session
@@ -55,6 +65,7 @@ _conditions.register(app)
 _formula.register(app)
 _start.register(app)
 _continue.register(app)
+_timetravel.register(app)
 _inspect.register(app)
 _ask.register(app)
 _serve.register(app)

@@ -73,6 +73,19 @@ class CancelRequest(_Request):
     reason: Annotated[str, Field(max_length=2000)] = "cancelled through the API"
 
 
+class ForkRunRequest(_Request):
+    """Where to fork a run (``at_round``, or ``at_event``: the round holding that event) and what changes
+    there: an instruction appended, another model, the round's tool call with other arguments, and whether
+    the fork's writes run without asking (never inherited from the origin)."""
+
+    at_round: Annotated[int, Field(ge=1)] | None = None
+    at_event: Annotated[int, Field(ge=1)] | None = None
+    instruction: Annotated[str, Field(min_length=1, max_length=100_000)] | None = None
+    model: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    arguments: dict[str, JsonValue] | None = None
+    always_execute: bool = False
+
+
 class ResolveRequest(_Request):
     """A person's answer to an open interaction: ``kind`` (approve, reject, answer, edit), the word the
     Python resolutions use (``Reject(reason=...).kind``)."""

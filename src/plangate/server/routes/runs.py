@@ -26,6 +26,7 @@ from plangate.server._public import public_text
 from plangate.server.schemas import (
     AgentRunRequest,
     CancelRequest,
+    ForkRunRequest,
     FormulaRunRequest,
     RunRequest,
     interaction_view,
@@ -127,6 +128,18 @@ async def cancel_run(
     run = await run_in_threadpool(services.store.get_run, run_id, owner=owner)
     await services.runs.cancel(run, (body or CancelRequest()).reason)
     return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
+
+
+@router.post("/{run_id}/fork", response_model=None, status_code=201, summary="Fork a run before a round")
+async def fork_run(
+    run_id: str, body: ForkRunRequest, services: ServicesDep, owner: OwnerDep
+) -> dict[str, JsonValue]:
+    """A new run whose history is this run's up to the point, continued from there (in the background):
+    writes completed before it are not made again, one at or after it asks for consent in the new run.
+    Another owner's run is a 404; a point the run does not have, a 409."""
+    request: dict[str, JsonValue] = body.model_dump(mode="json", exclude_none=True)
+    fork_id = await services.runs.fork(run_id, request, owner=owner)
+    return {"run": run_view(await run_in_threadpool(services.store.get_run, fork_id, owner=owner))}
 
 
 _SUB_RUNS = 100

@@ -1,0 +1,95 @@
+"""``plangate fork`` and ``plangate diff``: a fork from the command line asks again for a write at or after
+its point, and the diff of the fork with its origin marks where they part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from test_agent_cli import TOOLS_PY, invoke, script
+
+from plangate.cli import _continue, _inspect, _start, _timetravel
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+
+    @root.callback()
+    def _root() -> None:
+        """The root command."""
+
+    for module in (_start, _continue, _inspect, _timetravel):
+        module.register(root)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLANGATE_MODEL", raising=False)
+    monkeypatch.setenv("PLANGATE_TOOLS", "tools.py:tools")
+    monkeypatch.setenv("PLANGATE_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
+    (tmp_path / "tools.py").write_text(TOOLS_PY, encoding="utf-8")
+    return tmp_path
+
+
+def _place(slot: int) -> dict[str, object]:
+    return {"action": "continue", "tool_call": {"name": "place", "arguments": {"task": "gym", "slot": slot}}}
+
+
+def _origin(app: typer.Typer, home: Path) -> str:
+    model = script(home, "origin", _place(3))
+    code, out, _ = invoke(app, "agent", "Place the gym", "--model", model, "--mode", "react", "--json")
+    assert code == 0, out
+    run_id: str = json.loads(out)["run_id"]
+    rest = script(home, "rest", {"action": "done", "speak": "Placed."}, "In slot 3.")
+    code, out, _ = invoke(app, "approve", run_id, "--model", rest, "--json")
+    assert code == 0 and json.loads(out)["status"] == "completed", out
+    return run_id
+
+
+def test_fork_asks_again_in_the_new_run_and_diff_marks_the_divergence(app: typer.Typer, home: Path) -> None:
+    origin = _origin(app, home)
+    model = script(home, "fork", _place(5), {"action": "done", "speak": "Placed."}, "In slot 5.")
+
+    code, out, err = invoke(
+        app,
+        "fork",
+        origin,
+        "--at",
+        "1",
+        "--model",
+        model,
+        "--instruction",
+        "slot 5",
+        "--interactive",
+        input="a\n",
+    )
+
+    assert code == 0, (out, err)
+    assert "Allow place" in out and '"slot": 5' in out
+    fork_id = out.splitlines()[-1].split()[1]
+    assert fork_id != origin and "completed" in out.splitlines()[-1]
+    code, out, err = invoke(app, "diff", origin, fork_id, "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert (found["unit"], found["first_divergence"]) == ("round", "1")
+    assert found["why"] == 'arguments: {"slot":3,"task":"gym"} vs {"slot":5,"task":"gym"}'
+    code, out, _ = invoke(app, "diff", origin, fork_id)
+    assert code == 0 and "first divergence at round 1: arguments" in out
+
+
+def test_fork_refusals_are_one_line_errors(app: typer.Typer, home: Path) -> None:
+    origin = _origin(app, home)
+
+    code, _, err = invoke(app, "fork", origin, "--at", "9")
+    assert code == 2 and err.strip().startswith(f"error: run '{origin}' has no round 9")
+    code, _, err = invoke(app, "fork", origin, "--at", "1", "--args", "[1]")
+    assert code == 2 and err.strip() == "error: --args: expected a JSON object, got list"
+    code, _, err = invoke(app, "fork", "run_nosuch", "--at", "1")
+    assert code == 2 and "run_nosuch" in err
+    code, _, err = invoke(app, "diff", origin, "run_nosuch")
+    assert code == 2 and "run_nosuch" in err
