@@ -93,3 +93,73 @@ def test_fork_refusals_are_one_line_errors(app: typer.Typer, home: Path) -> None
     assert code == 2 and "run_nosuch" in err
     code, _, err = invoke(app, "diff", origin, "run_nosuch")
     assert code == 2 and "run_nosuch" in err
+
+
+RETRY_TOOLS = """
+from pathlib import Path
+
+from plangate.tools import tool
+
+
+def _log(name):
+    with Path("calls.log").open("a", encoding="utf-8") as log:
+        log.write(name + "\\n")
+
+
+@tool
+def fetch() -> dict:
+    \"\"\"Fetch.\"\"\"
+    _log("fetch")
+    return {"ok": True}
+
+
+@tool
+def build() -> dict:
+    \"\"\"Build (fails while the file 'broken' exists).\"\"\"
+    import os
+
+    _log("build")
+    if os.path.exists("broken"):
+        raise RuntimeError("the compiler crashed")
+    return {"artifact": "a.tar.gz"}
+
+
+tools = [fetch, build]
+"""
+
+TWO = """formula = "two"
+[[steps]]
+id = "fetch"
+tool = { name = "fetch", args = {} }
+
+[[steps]]
+id = "build"
+needs = ["fetch"]
+tool = { name = "build", args = {} }
+"""
+
+
+def test_retry_from_the_failed_step_runs_only_it_and_a_changed_formula_asks(
+    app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (home / "retry_tools.py").write_text(RETRY_TOOLS, encoding="utf-8")
+    monkeypatch.setenv("PLANGATE_TOOLS", "retry_tools.py:tools")
+    (home / "two.formula.toml").write_text(TWO, encoding="utf-8")
+    (home / "broken").write_text("", encoding="utf-8")
+    code, out, _ = invoke(app, "run", "two", "--path", ".", "--json")
+    assert code != 0 or json.loads(out)["status"] == "failed"
+    origin = json.loads(out)["run_id"]
+    (home / "broken").unlink()
+
+    code, out, err = invoke(app, "retry", origin, "--from", "build", "--path", ".", "--json")
+
+    assert code == 0, (out, err)
+    assert json.loads(out)["status"] == "completed"
+    assert (home / "calls.log").read_text(encoding="utf-8").split() == ["fetch", "build", "build"]
+    (home / "two.formula.toml").write_text(TWO.replace("args = {} }\n\n", 'args = {} }\ntimeout = "5m"\n\n'))
+    code, _, err = invoke(app, "retry", origin, "--from", "build", "--path", ".")
+    assert code == 2 and "--formula-changed=use-new" in err
+    code, out, err = invoke(
+        app, "retry", origin, "--from", "build", "--path", ".", "--formula-changed", "use-new", "--json"
+    )
+    assert code == 0 and json.loads(out)["status"] == "completed", err

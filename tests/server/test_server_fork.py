@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -79,3 +80,41 @@ def test_a_fork_through_the_api_asks_again_and_only_its_owner_may_fork(
         assert _approve_all(client, fork["id"], alice)["run"]["status"] == "completed"
     assert booked == ["Blue", "Red"]
     assert store.get_run(fork["id"]).input["forked_from"]["run_id"] == origin
+
+
+def test_a_formula_run_is_retried_from_a_step_through_the_same_route(
+    make_app: Callable[..., FastAPI], tmp_path: Path
+) -> None:
+    calls: list[str] = []
+
+    @tool
+    def fetch() -> dict[str, Any]:
+        """Fetch."""
+        calls.append("fetch")
+        return {"ok": True}
+
+    @tool
+    def build() -> dict[str, Any]:
+        """Build."""
+        calls.append("build")
+        return {"artifact": "a.tar.gz"}
+
+    folder = tmp_path
+    (folder / "two.formula.toml").write_text(
+        'formula = "two"\n[[steps]]\nid = "fetch"\ntool = { name = "fetch", args = {} }\n'
+        '[[steps]]\nid = "build"\nneeds = ["fetch"]\ntool = { name = "build", args = {} }\n',
+        encoding="utf-8",
+    )
+    app = make_app(auth=False, tools=ToolRegistry([fetch, build]), search_paths=[folder])
+    with TestClient(app) as client:
+        origin = client.post("/v1/runs", json={"kind": "formula", "formula": "two"}).json()["run"]["id"]
+        idle(client, origin)
+        assert calls == ["fetch", "build"]
+        wrong = client.post(f"/v1/runs/{origin}/fork", json={"at_round": 1})
+        assert wrong.status_code == 422 and "at_round" in wrong.json()["detail"]
+        response = client.post(f"/v1/runs/{origin}/fork", json={"from_step": "build"})
+        assert response.status_code == 201, response.text
+        retried = response.json()["run"]["id"]
+        idle(client, retried)
+        assert client.get(f"/v1/runs/{retried}").json()["run"]["status"] == "completed"
+    assert calls == ["fetch", "build", "build"]

@@ -1,10 +1,11 @@
-"""``plangate fork RUN`` and ``plangate diff RUN_A RUN_B``: go back in a run's history, and compare two runs.
+"""``plangate fork | retry | diff``: go back in a run's history, try again from there, and compare two runs.
 
 For: the commands of time travel. ``fork`` creates a new run through the ``Runs`` facade (``Runs.fork``)
 whose history is the origin's up to a round, then drives it here as ``agent`` does (consent asked in the
 terminal unless ``--detach``; a write at or after the fork point is asked for again, in the new run);
-``diff`` prints two runs side by side, aligned by round, with the first divergence marked
-(``plangate.runs.diff``). Not for: any run logic (the engines).
+``retry`` does the same for a formula run from a step (``Runs.fork`` with ``from_step``); ``diff`` prints
+two runs side by side, aligned by round or step, with the first divergence marked (``plangate.runs.diff``).
+Not for: any run logic (the engines).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from rich.table import Table
 
 from plangate.cli._console import fail, out
 from plangate.cli._drive import asks_here, drive, progress
-from plangate.cli._options import ConfigOpt, DetachOpt, InteractiveOpt, JsonOpt, StoreOpt, ToolsOpt
+from plangate.cli._options import (
+    ConfigOpt,
+    DetachOpt,
+    InteractiveOpt,
+    JsonOpt,
+    PathOpt,
+    StoreOpt,
+    ToolsOpt,
+)
 from plangate.cli._report import Standing, command_hint, report
 from plangate.cli._session import session
 from plangate.errors import ConfigError, UserError
@@ -49,9 +58,23 @@ YesOpt = Annotated[
 ]
 
 
+FromOpt = Annotated[
+    str, typer.Option("--from", help="The step to run again, with every step downstream of it.")
+]
+ChangedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--formula-changed",
+        help="When the formula's file changed since the run: use-new (the file as it is now) or use-recorded "
+        "(the plan the run ran).",
+    ),
+]
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``fork`` and ``diff`` to ``app``."""
+    """Add ``fork``, ``retry`` and ``diff`` to ``app``."""
     app.command("fork")(fork_command)
+    app.command("retry")(retry_command)
     app.command("diff")(diff_command)
 
 
@@ -97,6 +120,40 @@ def fork_command(
         fail(str(exc))
         return
     report(Standing.of(runs, fork_id), json=json, hint=command_hint(s, model))
+
+
+def retry_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The formula run to retry.")],
+    step: FromOpt,
+    formula_changed: ChangedOpt = None,
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    path: PathOpt = None,
+    detach: DetachOpt = False,
+    interactive: InteractiveOpt = None,
+    json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Retry a formula run from a step: a new run of the same formula and vars in which the steps that do
+    not depend on it keep their results, and it and everything downstream run again (a write step asks for
+    consent again, unless the run was started with --yes)."""
+    request: dict[str, JsonValue] = {"from_step": step}
+    if formula_changed is not None:
+        request["formula_changed"] = formula_changed
+    s = session(ctx, config=config, store=store, tools=tools)
+    try:
+        s.tools(run=s.store.root_of(run_id))
+        s.engines(s.step_model(None), search_paths=path)  # where the formula is cooked from, if it changed
+        runs = s.continuing(run_id)
+        retried = asyncio.run(runs.fork(run_id, request))
+        s.queue.take()  # advanced here, by drive
+        with progress(runs, retried, shown=not json):
+            drive(s, retried, ask_here=asks_here(interactive, detach))
+    except UserError as exc:
+        fail(str(exc))
+        return
+    report(Standing.of(runs, retried), json=json, hint=command_hint(s, None))
 
 
 def _arguments(text: str) -> dict[str, JsonValue]:
