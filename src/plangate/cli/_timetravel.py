@@ -53,6 +53,10 @@ ArgsOpt = Annotated[
         "write only with fresh consent.",
     ),
 ]
+QuietOpt = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="Print only the new run's id; ask nothing here (it waits instead)."),
+]
 YesOpt = Annotated[
     bool, typer.Option("--yes", "-y", help="Run the fork's writes without asking (recorded in its settings).")
 ]
@@ -92,6 +96,7 @@ def fork_command(
     detach: DetachOpt = False,
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
+    quiet: QuietOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """Fork an agent run before a round: a new run with its history up to there, continued here.
@@ -114,12 +119,12 @@ def fork_command(
         runs = s.continuing(run_id, model=model)
         fork_id = asyncio.run(runs.fork(run_id, request))
         s.queue.take()  # advanced here, by drive
-        with progress(runs, fork_id, shown=not json):
-            drive(s, fork_id, ask_here=asks_here(interactive, detach))
+        with progress(runs, fork_id, shown=not (json or quiet)):
+            drive(s, fork_id, ask_here=asks_here(interactive, detach or quiet))
     except UserError as exc:
         fail(str(exc))
         return
-    report(Standing.of(runs, fork_id), json=json, hint=command_hint(s, model))
+    report(Standing.of(runs, fork_id), json=json, hint=command_hint(s, model), quiet=quiet)
 
 
 def retry_command(
@@ -133,6 +138,7 @@ def retry_command(
     detach: DetachOpt = False,
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
+    quiet: QuietOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """Retry a formula run from a step: a new run of the same formula and vars in which the steps that do
@@ -148,12 +154,12 @@ def retry_command(
         runs = s.continuing(run_id)
         retried = asyncio.run(runs.fork(run_id, request))
         s.queue.take()  # advanced here, by drive
-        with progress(runs, retried, shown=not json):
-            drive(s, retried, ask_here=asks_here(interactive, detach))
+        with progress(runs, retried, shown=not (json or quiet)):
+            drive(s, retried, ask_here=asks_here(interactive, detach or quiet))
     except UserError as exc:
         fail(str(exc))
         return
-    report(Standing.of(runs, retried), json=json, hint=command_hint(s, None))
+    report(Standing.of(runs, retried), json=json, hint=command_hint(s, None), quiet=quiet)
 
 
 def _arguments(text: str) -> dict[str, JsonValue]:
