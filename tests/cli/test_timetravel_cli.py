@@ -163,3 +163,21 @@ def test_retry_from_the_failed_step_runs_only_it_and_a_changed_formula_asks(
         app, "retry", origin, "--from", "build", "--path", ".", "--formula-changed", "use-new", "--json"
     )
     assert code == 0 and json.loads(out)["status"] == "completed", err
+
+
+def test_replay_reproduces_a_run_offline_and_reports_a_changed_tool(app: typer.Typer, home: Path) -> None:
+    origin = _origin(app, home)
+
+    code, out, err = invoke(app, "replay", origin, "--json")
+    assert code == 0, (out, err)
+    assert json.loads(out)["reproduced"] is True
+    code, out, _ = invoke(app, "replay", origin)
+    assert code == 0 and f"run {origin} reproduced: 2 round(s)" in out
+
+    stricter = TOOLS_PY.replace(
+        "def place(task: str, slot: int)", "def place(task: str, slot: Literal[1, 2])"
+    )
+    (home / "strict.py").write_text("from typing import Literal\n" + stricter, encoding="utf-8")
+    code, out, _ = invoke(app, "replay", origin, "--tools", "strict.py:tools")
+    assert code == 1
+    assert "first divergence at round 1: result: ok: placed gym at 3 vs" in out

@@ -1,9 +1,10 @@
-"""``plangate fork | retry | diff``: go back in a run's history, try again from there, and compare two runs.
+"""``plangate fork | retry | replay | diff``: go back in a run's history, try again, replay it, compare runs.
 
 For: the commands of time travel. ``fork`` creates a new run through the ``Runs`` facade (``Runs.fork``)
 whose history is the origin's up to a round, then drives it here as ``agent`` does (consent asked in the
 terminal unless ``--detach``; a write at or after the fork point is asked for again, in the new run);
-``retry`` does the same for a formula run from a step (``Runs.fork`` with ``from_step``); ``diff`` prints
+``retry`` does the same for a formula run from a step (``Runs.fork`` with ``from_step``); ``replay`` plays
+an agent run back offline against its record (``plangate.agent.replay``); ``diff`` prints
 two runs side by side, aligned by round or step, with the first divergence marked (``plangate.runs.diff``).
 Not for: any run logic (the engines).
 """
@@ -19,6 +20,7 @@ from pydantic import JsonValue
 from rich.markup import escape
 from rich.table import Table
 
+from plangate.agent.replay import replay
 from plangate.cli._console import fail, out
 from plangate.cli._drive import asks_here, drive, progress
 from plangate.cli._options import (
@@ -79,6 +81,7 @@ def register(app: typer.Typer) -> None:
     """Add ``fork``, ``retry`` and ``diff`` to ``app``."""
     app.command("fork")(fork_command)
     app.command("retry")(retry_command)
+    app.command("replay")(replay_command)
     app.command("diff")(diff_command)
 
 
@@ -196,6 +199,35 @@ def diff_command(
         print(jsonlib.dumps(found.as_json(), ensure_ascii=False, indent=2))
         return
     _print_diff(found)
+
+
+def replay_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The finished agent run to replay.")],
+    tools: ToolsOpt = None,
+    store: StoreOpt = None,
+    json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Replay a finished agent run offline (its recorded model outputs, tool results and answers; no write
+    is called) and report the first point where the runtime now behaves differently; exit 1 if it does."""
+    s = session(ctx, config=config, store=store, tools=tools)
+    try:
+        verdict = replay(s.store, run_id, s.tools(run=run_id))
+    except UserError as exc:
+        fail(str(exc))
+        return
+    if json:
+        data = verdict.diff.as_json()
+        data.update({"reproduced": verdict.reproduced, "status": verdict.status})
+        print(jsonlib.dumps(data, ensure_ascii=False, indent=2))
+    elif verdict.reproduced:
+        rounds = sum(1 for row in verdict.diff.rows if row.key != "outcome")
+        out.print(f"run {run_id} reproduced: {rounds} round(s), the same calls, results and outcome")
+    else:
+        _print_diff(verdict.diff)
+    if not verdict.reproduced:
+        raise typer.Exit(1)
 
 
 def _print_diff(found: Diff) -> None:

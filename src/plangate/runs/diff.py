@@ -88,18 +88,27 @@ def diff_runs(store: Store, run_a: str, run_b: str, *, owner: str | None = None)
     """
     first, second = store.get_run(run_a, owner=owner), store.get_run(run_b, owner=owner)
     unit = "round" if first.kind == "agent" and second.kind == "agent" else "step"
+    return diff_events(unit, (first.id, store.events(first.id)), (second.id, store.events(second.id)))
+
+
+def diff_events(unit: str, a: tuple[str, Sequence[Event]], b: tuple[str, Sequence[Event]]) -> Diff:
+    """Align two event logs (``(run id, events)``) by ``round`` or ``step`` and find their first divergence
+    (for runs that are not in one store: a replay's and its record's)."""
     read = _rounds if unit == "round" else _steps
-    points_a, points_b = read(store.events(first.id)), read(store.events(second.id))
+    (first, events_a), (second, events_b) = a, b
+    points_a, points_b = read(events_a), read(events_b)
     rows: list[Row] = []
     found: str | None = None
     why = ""
     for key in _keys(points_a, points_b):
-        a, b = points_a.get(key), points_b.get(key)
-        differs = a is None or b is None or a.parts != b.parts
-        rows.append(Row(key, None if a is None else a.line(), None if b is None else b.line(), differs))
+        point_a, point_b = points_a.get(key), points_b.get(key)
+        differs = point_a is None or point_b is None or point_a.parts != point_b.parts
+        line_a = None if point_a is None else point_a.line()
+        line_b = None if point_b is None else point_b.line()
+        rows.append(Row(key, line_a, line_b, differs))
         if differs and found is None:
-            found, why = key, _why(a, b, first.id, second.id)
-    return Diff(first.id, second.id, unit, rows, found, why)
+            found, why = key, _why(point_a, point_b, first, second)
+    return Diff(first, second, unit, rows, found, why)
 
 
 def _keys(a: dict[str, Point], b: dict[str, Point]) -> list[str]:
@@ -160,4 +169,4 @@ def _compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-__all__ = ["Diff", "Row", "diff_runs"]
+__all__ = ["Diff", "Row", "diff_events", "diff_runs"]
