@@ -36,3 +36,4 @@ def test_every_block_of_the_pages_runs_as_written(page: Path, block: Block, sand
         output = run_bash(block.text(), sandbox, env)
     if page.stem == "time-travel" and block.lang == "python":
         assert "completed {'tue 9': 'gym', 'wed 9': 'gym'}" in output
+        assert "True {'tue 9': 'gym', 'wed 9': 'gym'}" in output
