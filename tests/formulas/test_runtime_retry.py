@@ -208,3 +208,24 @@ def test_downstream_follows_needs_children_and_containers(tmp_path: Path) -> Non
     plan = runner.plan("ship", {"version": "1"})
     assert downstream(plan, "build") == {"build", "publish"}
     assert downstream(plan, "fetch") == {"fetch", "lint", "build", "publish"}
+
+
+def test_a_retry_stored_but_not_committed_yet_is_committed_once_when_advanced(tmp_path: Path) -> None:
+    write_formula(tmp_path, "ship", BODY)
+    store, desk = memory_store(), Desk()
+    runner = _runner(store, desk, tmp_path)
+    failed = asyncio.run(runner.start("ship", {"version": "1.0"}))
+    retried = retry_run(runner, failed.run_id, "build")
+    # as a process killed right after storing the retry leaves it: no state, no events
+    assert store.get_snapshot(retried) is None and store.events(retried) == []
+    desk.calls.clear()
+    desk.broken = False
+
+    result = _approve_all(
+        runner, asyncio.run(FormulaRunner(store, desk.registry(), search_paths=[tmp_path]).resume(retried))
+    )
+
+    assert result.status == "completed"
+    assert desk.calls == ["build", "publish app-1.0.tar.gz"]
+    codes = [e.code for e in store.events(retried) if isinstance(e, StatusEvent)]
+    assert codes.count("retried") == 1
