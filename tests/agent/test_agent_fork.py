@@ -3,7 +3,7 @@ fresh consent in the new run (a write before the point is history; one at or aft
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from agent_helpers import Desk, agent, call, decision, make_desk, of_type, route
@@ -12,7 +12,7 @@ from plangate.agent import Agent
 from plangate.agent._fork import ForkRequest, create_fork
 from plangate.errors import ConfigError, InteractionError, NotFoundError
 from plangate.interactions import Answer, Approve
-from plangate.models import ScriptedModel
+from plangate.models import ModelChunk, ModelRequest, ReasoningDelta, ScriptedModel, TextDelta
 from plangate.store import Store, open_store
 
 
@@ -222,3 +222,36 @@ def test_a_fork_of_a_fork_keeps_the_answers_of_the_whole_chain(store: Store) -> 
 
     assert second.fork(middle, at=3).status == "completed"
     assert "slot forty-two" in _prompt(model)
+
+
+class _Reasoning:
+    """A model whose every answer comes after some reasoning (a ``thinking`` event opens each round's
+    commit, before its ``round`` event)."""
+
+    name = "reasoning"
+    wire = "json"
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        yield ReasoningDelta("let me think")
+        yield TextDelta(self.answers.pop(0))
+
+
+def test_a_fork_point_starts_where_the_rounds_commit_starts(store: Store) -> None:
+    desk = make_desk()
+    model = _Reasoning(
+        [call("lookup", query="slots"), call("lookup", query="more"), decision("done"), "Done."]
+    )
+    runner = Agent(model=model, tools=desk.registry, store=store, mode="react")
+    origin = runner.run("Look twice").run_id
+    assert [r.name for r in store.receipts(origin)] == ["lookup", "lookup"]
+    forker, _ = _forker(store, desk, [decision("done"), "Done."])
+
+    fork = forker.fork(origin, at=2)
+
+    events = store.events(fork.run_id)
+    forked = next(i for i, e in enumerate(events) if getattr(e, "code", "") == "forked")
+    assert events[forked - 1].type == "tool_result"  # round 2's reasoning stays out of the history
+    assert [r.summary for r in store.receipts(fork.run_id)] == ["found slots"]  # round 2's receipt too

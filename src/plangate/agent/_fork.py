@@ -34,6 +34,7 @@ from plangate.events import (
     RoundEvent,
     StatusEvent,
     StepAdvancedEvent,
+    ThinkingEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -97,9 +98,11 @@ def create_fork(
     if origin.kind != "agent":
         raise InteractionError(f"run {origin_id!r} is a {origin.kind} run; only agent runs are forked")
     _, config = read_input(origin.id, origin.input)
-    rounds = _rounds(store.events(origin.id))
+    events = store.events(origin.id)
+    rounds = _rounds(events)
     number = _point(origin.id, rounds, request)
     cut = rounds[number]
+    start = _commit_start(events, cut)
     decision = None if request.arguments is None else _edited(origin.id, cut, request.arguments)
     settings = config.model_copy(
         update={
@@ -107,7 +110,7 @@ def create_fork(
             "always_execute": request.always_execute,
         }
     )
-    record: JsonObject = {"run_id": origin.id, "round": number, "seq": cut.seq}
+    record: JsonObject = {"run_id": origin.id, "round": number, "seq": start}
     if request.instruction is not None:
         if not request.instruction.strip():
             raise ConfigError("fork instruction: expected some words, or no instruction; found an empty one")
@@ -119,6 +122,21 @@ def create_fork(
     run = store.create_run("agent", name, data, owner=origin.owner)
     read_input(run.id, run.input)
     return run.id
+
+
+def _commit_start(events: list[Event], cut: RoundEvent) -> int:
+    """The seq where the round's commit starts: its ``round`` event may follow the model's reasoning and a
+    compaction made for it (committed with it), which belong to the round, not to the history before it."""
+    index = next(i for i, event in enumerate(events) if event.seq == cut.seq)
+    while index > 0 and _leads_a_round(events[index - 1]):
+        index -= 1
+    return events[index].seq
+
+
+def _leads_a_round(event: Event) -> bool:
+    if isinstance(event, ThinkingEvent):
+        return True
+    return isinstance(event, StatusEvent) and event.code == "context_compacted"
 
 
 def _rounds(events: list[Event]) -> dict[int, RoundEvent]:
@@ -168,6 +186,8 @@ def materialize(
     if len(events) != cut - 1:
         raise StoreError(f"fork {run.id!r}: its origin {origin_id!r} has fewer than {cut - 1} events")
     state = _state_at(events, number, registry)
+    # A commit records its receipts before its events, and after the events of the commits before it: the
+    # receipts committed before the round are those recorded no later than the last event carried.
     last = events[-1].at if events else 0.0
     carried = [receipt for receipt in store.receipts(origin_id) if receipt.at <= last]
     opened = transaction if transaction is not None else store.transaction
