@@ -181,3 +181,37 @@ def test_replay_reproduces_a_run_offline_and_reports_a_changed_tool(app: typer.T
     code, out, _ = invoke(app, "replay", origin, "--tools", "strict.py:tools")
     assert code == 1
     assert "first divergence at round 1: result: ok: placed gym at 3 vs" in out
+
+
+GATED = """formula = "gated"
+[[steps]]
+id = "fetch"
+tool = { name = "fetch", args = {} }
+
+[[steps]]
+id = "ok"
+needs = ["fetch"]
+human = { prompt = "Go on?", kind = "approve" }
+"""
+
+
+def test_resume_of_a_run_whose_formula_changed_says_so_until_told(
+    app: typer.Typer, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (home / "retry_tools.py").write_text(RETRY_TOOLS, encoding="utf-8")
+    monkeypatch.setenv("PLANGATE_TOOLS", "retry_tools.py:tools")
+    (home / "gated.formula.toml").write_text(GATED, encoding="utf-8")
+    code, out, _ = invoke(app, "run", "gated", "--path", ".", "--detach", "-q")
+    assert code == 0, out
+    run_id = out.strip()
+    code, _, err = invoke(app, "resume", run_id, "--path", ".", "--detach")
+    assert code == 0, err  # unchanged: it goes on (and waits again)
+    (home / "gated.formula.toml").write_text(GATED.replace("Go on?", "Really go on?"), encoding="utf-8")
+
+    code, _, err = invoke(app, "resume", run_id, "--path", ".", "--detach")
+    assert code == 2 and "changed since run" in err and "--formula-changed=use-recorded" in err
+    code, _, err = invoke(app, "resume", run_id, "--path", ".", "--detach", "--formula-changed", "use-new")
+    assert code == 2 and "retry it" in err
+    resume = ["resume", run_id, "--path", ".", "--detach"]
+    code, _, err = invoke(app, *resume, "--formula-changed", "use-recorded")
+    assert code == 0, err

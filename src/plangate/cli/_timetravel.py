@@ -152,9 +152,7 @@ def retry_command(
         request["formula_changed"] = formula_changed
     s = session(ctx, config=config, store=store, tools=tools)
     try:
-        s.tools(run=s.store.root_of(run_id))
-        s.engines(s.step_model(None), search_paths=path)  # where the formula is cooked from, if it changed
-        runs = s.continuing(run_id)
+        runs = s.continuing(run_id, search_paths=path)  # where the formula is cooked again from
         retried = asyncio.run(runs.fork(run_id, request))
         s.queue.take()  # advanced here, by drive
         with progress(runs, retried, shown=not (json or quiet)):

@@ -18,7 +18,7 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import StatusEvent
 from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.plan import Plan
-from plangate.formulas.retry import FormulaChanged, retry_run
+from plangate.formulas.retry import FormulaChanged, formula_changed, retry_run
 from plangate.formulas.runtime import FormulaRunner, FormulaSource
 from plangate.interactions import Resolution
 from plangate.runs.contract import Answered
@@ -78,6 +78,11 @@ class FormulaEngine:
         if changed == "use-recorded":
             choice = "use-recorded"
         return retry_run(self.runner, run.id, step, formula_changed=choice)
+
+    def changed(self, run: RunRecord) -> str | None:
+        """Whether the run's formula, cooked again now with its vars, differs from the plan it recorded (its
+        digest); None when it does not, or when the run recorded no digest or the formula cannot be found."""
+        return formula_changed(self.runner, run)
 
     async def advance(self, run_id: str) -> RunStatus:
         """Continue the run from its last committed transition to its next wait or its end."""

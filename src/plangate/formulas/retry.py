@@ -126,6 +126,21 @@ def _plan_to_use(
     )
 
 
+def formula_changed(runner: FormulaRunner, run: RunRecord) -> str | None:
+    """Why the formula run ``run`` (a root) would now be cooked differently than it was, or None."""
+    digest = run.input.get(DIGEST_KEY)
+    if digest is None or run.parent_run_id is not None:
+        return None
+    vars_ = run.input.get("vars")
+    try:
+        current = runner.plan(str(run.input.get("formula")), vars_ if isinstance(vars_, dict) else {})
+    except (FormulaError, ConfigError):
+        return None
+    if plan_digest(current) == digest:
+        return None
+    return f"the formula {run.input.get('formula')!r} changed since run {run.id!r} was cooked from it"
+
+
 def downstream(plan: Plan, step: str) -> set[str]:
     """``step`` and every step that runs again with it: those that need it (transitively), the children
     of each, and the containers above each (which complete again when their children do)."""
@@ -203,6 +218,7 @@ __all__ = [
     "FormulaChanged",
     "FormulaChangedError",
     "downstream",
+    "formula_changed",
     "materialize",
     "plan_digest",
     "retry_of",

@@ -118,6 +118,16 @@ class ForkingEngine(Protocol):
         ...
 
 
+@runtime_checkable
+class ChangeAwareEngine(Protocol):
+    """An engine that can tell when what a run was started from changed since (a formula's file)."""
+
+    def changed(self, run: RunRecord) -> str | None:
+        """Why the run's source differs now from what it was started from, in words; None if it does not
+        (or cannot be told)."""
+        ...
+
+
 class Engines:
     """The engines of this process, by the kind of run each advances.
 
@@ -159,4 +169,4 @@ class Engines:
         return iter(self._by_kind.values())
 
 
-__all__ = ["Answered", "Engines", "ForkingEngine", "RunEngine", "Transactions"]
+__all__ = ["Answered", "ChangeAwareEngine", "Engines", "ForkingEngine", "RunEngine", "Transactions"]

@@ -30,7 +30,7 @@ from pydantic import JsonValue
 from plangate._offloop import off_loop
 from plangate.errors import InteractionError, NotFoundError, PlangateError, RunError, StaleInteraction
 from plangate.interactions import Resolution
-from plangate.runs.contract import Answered, Engines, ForkingEngine, RunEngine
+from plangate.runs.contract import Answered, ChangeAwareEngine, Engines, ForkingEngine, RunEngine
 from plangate.runs.executor import Local, Queue
 from plangate.runs.tools import ToolsDiffer
 from plangate.runs.tools import check as check_tools
@@ -177,6 +177,13 @@ class Runs:
         fork_id = await off_loop(engine.fork, run, request)
         await self.advance(fork_id)
         return fork_id
+
+    def changed(self, run_id: str) -> str | None:
+        """Why the run's source (a formula's file) differs now from what it was started from, as its engine
+        says; None when it does not, or the engine cannot tell."""
+        run = self.store.get_run(run_id)
+        engine = self.engines.of(run)
+        return engine.changed(run) if isinstance(engine, ChangeAwareEngine) else None
 
     # -- people ----------------------------------------------------------------------------------------------
 
