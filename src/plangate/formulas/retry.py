@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import JsonValue
 
@@ -29,10 +29,27 @@ from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import Plan
 from plangate.runs import tools as tool_identities
 from plangate.runs.contract import Transactions
-from plangate.store import RunRecord
+from plangate.store import RunRecord, Store
 
-if TYPE_CHECKING:
-    from plangate.formulas.runtime import FormulaRunner
+
+class FormulaRunner(Protocol):
+    """What a retry needs of the runner (``plangate.formulas.runtime.FormulaRunner``, which imports this
+    module: the runtime is above it)."""
+
+    store: Store
+    tool_specs: list[str]
+
+    def plan(self, formula: str, vars: Mapping[str, object] | None = None) -> Plan:
+        """The formula cooked and checked."""
+        ...
+
+    def load(self, run_id: str) -> RunState:
+        """A run's committed state."""
+        ...
+
+    def input_for(self, plan: Plan, always_execute: bool) -> dict[str, object]:
+        """What a new run of ``plan`` stores as its input."""
+        ...
 
 RETRY_KEY = "retried_from"
 """Where a retry's input names its origin: ``{"run_id", "step", "formula"}``."""
