@@ -51,6 +51,7 @@ class FormulaRunner(Protocol):
         """What a new run of ``plan`` stores as its input."""
         ...
 
+
 RETRY_KEY = "retried_from"
 """Where a retry's input names its origin: ``{"run_id", "step", "formula"}``."""
 
