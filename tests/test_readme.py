@@ -83,9 +83,9 @@ class Block:
         return code
 
 
-def readme_blocks() -> list[Block]:
-    """Every fenced block of README.md, with the directive of the comment right above it."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+def readme_blocks(page: Path = README) -> list[Block]:
+    """Every fenced block of README.md (or another page), with the directive of the comment right above it."""
+    lines = page.read_text(encoding="utf-8").splitlines()
     found: list[Block] = []
     index = 0
     while index < len(lines):

@@ -62,6 +62,7 @@ class _Round:
     step_index: int | None
     head: int
     usage: TokenUsage | None = None
+    raw: str | None = None
 
     @property
     def step_id(self) -> str | None:
@@ -76,6 +77,7 @@ class _Round:
             validation=validation.model_dump(mode="json"),
             result=result,
             usage=self.usage,
+            raw=self.raw,
         )
         self.batch.events.insert(self.head, event)
 
@@ -129,6 +131,7 @@ async def run_round(loop: RunContext) -> None:
         state.step_index if state.plan else None,
         len(batch.events),
         token_usage(answer.usage),
+        answer.text if answer.failure is None else None,
     )
     if answer.failure is not None:
         outcome = model_failed("execute", answer.failure)

@@ -10,8 +10,9 @@ turns; ``round`` / ``tool_call`` / ``tool_result`` events make the ReAct record;
 hidden notes kept until a round passes or a plan is accepted; an ``interaction_resolved`` event adds the
 person's words (an answer, or the reason a plan was declined), read from the interaction's stored resolution;
 a planning pass that asked for another one (a ``status`` event, stage ``plan``, code ``continue``) keeps its
-reason. ``order`` keeps turns, records and completed plan steps in the order they happened, for a prompt that
-only ever grows at its end.
+reason; a fork's new instruction (a ``status`` event, code ``instruction``) is a turn of the user. ``order``
+keeps turns, records and completed plan steps in the order they happened, for a prompt that only ever grows
+at its end.
 """
 
 from __future__ import annotations
@@ -164,6 +165,10 @@ class Transcript:
         elif isinstance(event, PlanEvent):
             self.corrections.clear()
             self._proposed = "\n".join(f"{i}. {step.content}" for i, step in enumerate(event.steps, start=1))
+        elif isinstance(event, StatusEvent) and event.code == "instruction":
+            # A fork's new instruction: the person's words, where the fork starts.
+            self.corrections.clear()
+            self._turn("user", event.text)
         elif isinstance(event, StatusEvent) and (event.stage, event.code) == ("plan", "continue"):
             # A planner that asks for another pass keeps its reason in view, or the next pass repeats it.
             self.corrections.clear()

@@ -9,11 +9,13 @@ run does (``loop.py`` and the phase modules).
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Generic, TypeVar, cast, get_args
 
 from plangate.agent import _interactions
+from plangate.agent._fork import ForkRequest, create_fork
 from plangate.agent._intent import Goal, infer_goal
 from plangate.agent._output import OutputSpec
 from plangate.agent._state import (
@@ -225,6 +227,87 @@ class Agent(Generic[DepsT, OutputT]):
                     return self._typed(loop, await loop.advance())
 
         return AgentStream(self.store, loop.run_id, advance)
+
+    # -- forks --------------------------------------------------------------------------------------------
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        at: int | None = None,
+        at_event: int | None = None,
+        instruction: str | None = None,
+        model: Model | str | None = None,
+        arguments: JsonObject | None = None,
+        always_execute: bool = False,
+    ) -> AgentResult[OutputT]:
+        """Fork a run before round ``at`` (or the round holding event ``at_event``) and advance the fork until
+        it ends or waits on a person (see ``fork_async``)."""
+        return _sync(
+            self.fork_async(
+                run_id,
+                at=at,
+                at_event=at_event,
+                instruction=instruction,
+                model=model,
+                arguments=arguments,
+                always_execute=always_execute,
+            )
+        )
+
+    async def fork_async(
+        self,
+        run_id: str,
+        *,
+        at: int | None = None,
+        at_event: int | None = None,
+        instruction: str | None = None,
+        model: Model | str | None = None,
+        arguments: JsonObject | None = None,
+        always_execute: bool = False,
+    ) -> AgentResult[OutputT]:
+        """Fork a run of this agent's owner and advance the fork until it ends or waits on a person.
+
+        The fork is a new run whose history is the origin's before that round (receipts included); it goes
+        on from there, with ``instruction`` appended to the conversation, on ``model`` (default: this
+        agent's, else the origin's), and with the tool call of that round made with ``arguments`` instead
+        (no model call for it). A write completed before the point is never run again; one at or after it
+        asks for consent in the fork (``always_execute``: it does not, and the fork records so).
+
+        Raises:
+            NotFoundError: no such run of this agent's owner.
+            InteractionError: it is not an agent run, or has no such round, or no tool call to edit there.
+            ConfigError: an invalid value; the model cannot be resolved.
+        """
+        request = ForkRequest(
+            at_round=at,
+            at_event=at_event,
+            instruction=instruction,
+            arguments=arguments,
+            always_execute=always_execute,
+        )
+        runner = self if model is None else self._sibling(model)
+        name = runner._model().name if runner._model_spec is not None else None
+        fork_id = create_fork(self.store, run_id, request, owner=self.owner, model_name=name)
+        return await runner.resume_async(fork_id)
+
+    def submit_fork(self, run_id: str, request: ForkRequest) -> str:
+        """Store a fork of ``run_id`` without advancing it (whoever advances it next copies its history and
+        starts it); returns its id. Refusals are those of ``fork_async``."""
+        name = request.model
+        if name is not None:
+            try:
+                name = resolve_model(name).name
+            except ConfigError as exc:
+                raise ConfigError(f"fork model: {exc}") from None
+        return create_fork(self.store, run_id, request, owner=self.owner, model_name=name)
+
+    def _sibling(self, model: Model | str) -> Agent[DepsT, OutputT]:
+        """This agent on another model (a fork's), everything else as it is."""
+        sibling = copy.copy(self)
+        sibling._model_spec = model
+        sibling._resolved = model if isinstance(model, Model) else None
+        return sibling
 
     # -- stored runs --------------------------------------------------------------------------------------
 

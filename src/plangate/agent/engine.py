@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
+from plangate.agent._fork import check_request
 from plangate.agent._state import AgentConfig, Mode
 from plangate.agent.agent import Agent
 from plangate.config import BudgetConfig, ModelPrice
@@ -102,6 +103,17 @@ class AgentEngine:
             prices=self.prices,
         )
         return agent.submit(prompt)
+
+    def fork(self, run: RunRecord, request: Mapping[str, JsonValue]) -> str:
+        """Store a fork of the agent run (``queued``, its history copied when it is first advanced).
+
+        Raises:
+            InteractionError: no such round, or no tool call to edit there; not an agent run.
+            ConfigError: a request value is invalid, or its model cannot be resolved.
+        """
+        checked = check_request(request)
+        agent = Agent(model=None, tools=self.tools, store=self.store, owner=run.owner, leases=self.leases)
+        return agent.submit_fork(run.id, checked)
 
     async def advance(self, run_id: str) -> RunStatus:
         """Continue the run to its next wait or its end (an approved write runs first, exactly once)."""

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from plangate._offloop import off_loop
-from plangate.agent import _deliver, _execute, _plan, _proof, _route, _writes
+from plangate.agent import _deliver, _execute, _fork, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._context import View
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
@@ -466,6 +466,10 @@ def load_loop(
     run = store.get_run(run_id)
     if run.kind != "agent":
         raise InteractionError(f"run {run_id!r} is a {run.kind} run; expected an agent run")
+    if run.last_seq == 0 and _fork.origin_of(run.input) is not None:
+        transaction = None if leases is None else leases.transaction
+        if _fork.materialize(store, run, registry, transaction):
+            run = store.get_run(run_id)
     prompt, config = read_input(run_id, run.input)
     snapshot = store.get_snapshot(run_id)
     if snapshot is None:
@@ -474,12 +478,13 @@ def load_loop(
     check_tools(run_id, run.input, config.tools, registry)
     interactions = store.list_interactions(run_id=run_id)
     resolutions = {item.id: item.resolution for item in interactions if item.resolution is not None}
+    resolutions.update(_fork.resolutions_of_origins(store, run.input))
     transcript = Transcript.fold(prompt, store.events(run_id), resolutions)
     waiting = state.waiting
     interaction = next((i for i in interactions if waiting and i.id == waiting.interaction_id), None)
     return RunLoop(
         store=store,
-        model=lambda: model(config),
+        model=_fork.first_round_model(run.input, state, lambda: model(config)),
         toolset=Toolset(registry, state.toolset),
         run_id=run_id,
         prompt=prompt,

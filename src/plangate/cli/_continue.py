@@ -26,12 +26,13 @@ from plangate.cli._options import (
     DetachOpt,
     InteractiveOpt,
     JsonOpt,
+    PathOpt,
     StoreOpt,
     ToolsOpt,
 )
 from plangate.cli._report import Standing, answered_for_workers, command_hint, open_interaction, report
 from plangate.cli._session import Session, session
-from plangate.errors import InteractionError, UserError
+from plangate.errors import ConfigError, InteractionError, UserError
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.runs import Runs
 from plangate.store import Interaction, RunRecord
@@ -74,22 +75,58 @@ def resume_command(
     interactive: InteractiveOpt = None,
     json: JsonOpt = False,
     model: ModelOpt = None,
+    formula_changed: ChangedOpt = None,
+    path: PathOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Continue a run from its last committed transition (after a crash, or once a person answered).
 
     A sub-run (or a formula's agent step's agent) continues with its root. The run's lease is taken
-    first: a run that another live process advances is refused, unchanged."""
+    first: a run that another live process advances is refused, unchanged. A formula run whose file
+    changed since it was cooked is refused, saying so, until --formula-changed says which to use."""
     s = session(ctx, config=config, store=store, tools=tools, existing=True)
     try:
         root = s.store.root_of(s.store.get_run(run_id).id)
-        runs = s.continuing(root, model=model)
+        runs = s.continuing(root, model=model, search_paths=path)
+        _check_changed(runs, root, formula_changed)
         with progress(runs, root, shown=not json):
             drive(s, root, ask_here=asks_here(interactive, detach))
     except UserError as exc:
         fail(str(exc))
         return
     report(Standing.of(runs, root), json=json, hint=command_hint(s, model))
+
+
+ChangedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--formula-changed",
+        help="When the run's formula file changed since: use-recorded (go on with the plan the run "
+        "recorded) or use-new (refused: retry the run with it instead).",
+    ),
+]
+
+
+def _check_changed(runs: Runs, root: str, choice: str | None) -> None:
+    """Refuse to go on silently with a run whose source changed since it started (a formula's file).
+
+    Raises:
+        ConfigError: it changed and ``choice`` is not use-recorded (or not a choice at all).
+    """
+    if choice not in (None, "use-new", "use-recorded"):
+        raise ConfigError(f"--formula-changed: expected use-new or use-recorded; found {choice!r}")
+    why = runs.changed(root)
+    if why is None or choice == "use-recorded":
+        return
+    if choice == "use-new":
+        raise ConfigError(
+            f"{why}: a run goes on with the plan it recorded; to run the formula as it is now, retry it: "
+            f"{prog()} retry {root} --from STEP --formula-changed=use-new"
+        )
+    raise ConfigError(
+        f"{why}: pass --formula-changed=use-recorded to go on with the plan it recorded, or retry it from a "
+        f"step with --formula-changed=use-new"
+    )
 
 
 def _resolve(

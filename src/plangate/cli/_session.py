@@ -256,13 +256,20 @@ class Session:
         return self._runs
 
     def continuing(
-        self, run_id: str, *, model: str | None = None, broker: str | None = None, all_tools: bool = True
+        self,
+        run_id: str,
+        *,
+        model: str | None = None,
+        broker: str | None = None,
+        search_paths: list[Path] | None = None,
+        all_tools: bool = True,
     ) -> Runs:
         """The facade for continuing a stored run (``run_id`` or its root): this command's tools, which must
         include every tool the run's tree needs unless the workers continue it (``broker``) or the command
-        only records an answer (not ``all_tools``), and the model ``--model`` names, which then continues
-        its agents too (else each goes on with its own). A tool the run recorded by name and this command
-        does not offer is looked for among the installed ``plangate.tools`` entry points.
+        only records an answer (not ``all_tools``), the model ``--model`` names, which then continues its
+        agents too (else each goes on with its own), and the folders searched for formulas first (where a
+        changed formula is cooked again from). A tool the run recorded by name and this command does not
+        offer is looked for among the installed ``plangate.tools`` entry points.
 
         Raises:
             ConfigError: a tool the run needs is not offered here (named, with how to offer it), or a tool
@@ -271,7 +278,7 @@ class Session:
         root = self.store.root_of(run_id)
         registry = self.tools(run=root)
         chosen: Model | str | None = resolve_model(model) if model else self.step_model(None)
-        self.engines(chosen, model_wins=model is not None)
+        self.engines(chosen, search_paths=search_paths, model_wins=model is not None)
         runs = self.runs(broker)
         if broker is None and all_tools:
             missing = [name for name in runs.tool_names(root) if name not in registry]

@@ -21,6 +21,7 @@ from plangate.cli import (
     _schedule,
     _serve,
     _start,
+    _timetravel,
     _worker,
 )
 from plangate.cli._console import EXIT_UNREACHABLE, EXIT_USAGE, err
@@ -68,6 +69,7 @@ _formula.register(app)
 _start.register(app)
 _demo.register(app)
 _continue.register(app)
+_timetravel.register(app)
 _inspect.register(app)
 _ask.register(app)
 _serve.register(app)

@@ -229,6 +229,9 @@ class RoundEvent(BaseEvent):
     usage: TokenUsage | None = Field(default=None, exclude_if=lambda value: value is None)
     """The tokens of the round's model call as its provider counted them (cached ones too), when it did;
     left out of the JSON form otherwise."""
+    raw: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the model returned for the round, as text (what ``plangate replay`` plays back); left out of the
+    JSON form when absent (rounds recorded before it was kept)."""
 
 
 class OutcomeEvent(BaseEvent):

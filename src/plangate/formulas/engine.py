@@ -14,10 +14,11 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from plangate.errors import NotFoundError, PlangateError
+from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import StatusEvent
 from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.plan import Plan
+from plangate.formulas.retry import FormulaChanged, formula_changed, retry_run
 from plangate.formulas.runtime import FormulaRunner, FormulaSource
 from plangate.interactions import Resolution
 from plangate.runs.contract import Answered
@@ -59,6 +60,33 @@ class FormulaEngine:
         return self.runner.submit(
             formula, vars, owner=owner, always_execute=always_execute, run_id=run_id, schedule=schedule
         )
+
+    def fork(self, run: RunRecord, request: Mapping[str, JsonValue]) -> str:
+        """Store a retry of the formula run from a step (``from_step``; ``formula_changed``: ``use-new`` or
+        ``use-recorded`` when its formula changed since): ``queued``, its first commit made when it is first
+        advanced.
+
+        Raises:
+            ConfigError: the request is not ``from_step`` (a step id) and an optional ``formula_changed``.
+            InteractionError: no such step; the formula changed and the request does not say what to use.
+        """
+        step, changed = request.get("from_step"), request.get("formula_changed")
+        unknown = sorted(set(request) - {"from_step", "formula_changed"})
+        if unknown:
+            raise ConfigError(f"retry: a formula run is retried from a step; unknown field {unknown[0]!r}")
+        if not isinstance(step, str) or not step:
+            raise ConfigError("retry: from_step: expected the id of one of the run's steps")
+        if changed not in (None, "use-new", "use-recorded"):
+            raise ConfigError(f"retry: formula_changed: expected use-new or use-recorded; found {changed!r}")
+        choice: FormulaChanged | None = "use-new" if changed == "use-new" else None
+        if changed == "use-recorded":
+            choice = "use-recorded"
+        return retry_run(self.runner, run.id, step, formula_changed=choice)
+
+    def changed(self, run: RunRecord) -> str | None:
+        """Whether the run's formula, cooked again now with its vars, differs from the plan it recorded (its
+        digest); None when it does not, or when the run recorded no digest or the formula cannot be found."""
+        return formula_changed(self.runner, run)
 
     async def advance(self, run_id: str) -> RunStatus:
         """Continue the run from its last committed transition to its next wait or its end."""

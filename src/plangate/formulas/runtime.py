@@ -40,6 +40,7 @@ from plangate.errors import (
     StaleInteraction,
 )
 from plangate.events import StatusEvent, StepStateEvent
+from plangate.formulas import retry
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._outcome import formula_outcome
@@ -240,7 +241,7 @@ class FormulaRunner:
         """
         plan = self.plan(formula, vars)
         state = self._new_state(plan)
-        run_input = self._input(plan, always_execute)
+        run_input = self.input_for(plan, always_execute)
         run = self.store.create_run(
             "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
         )
@@ -303,7 +304,7 @@ class FormulaRunner:
     ) -> str:
         plan = self.plan(formula, vars)
         state = self._new_state(plan)
-        run_input = self._input(plan, always_execute)
+        run_input = self.input_for(plan, always_execute)
         if schedule is not None:
             run_input["schedule"] = dict(schedule)
         run = self.store.create_run("formula", plan.formula, run_input, owner=owner, run_id=run_id)
@@ -323,13 +324,16 @@ class FormulaRunner:
         except ConfigError as exc:
             raise FormulaError(f"{plan.formula} cannot be stored: {exc}") from None
 
-    def _input(self, plan: Plan, always_execute: bool) -> dict[str, object]:
+    def input_for(self, plan: Plan, always_execute: bool) -> dict[str, object]:
+        """What a new run of ``plan`` stores as its input: the formula, its vars, the tools' specs and
+        identities, and the digest of the plan (a retry compares it with the formula as it is then)."""
         named = [self.tools.get(name) for name in plan.tool_names() if name in self.tools]
         run_input: dict[str, object] = {
             "formula": plan.formula,
             "vars": dict(plan.vars),
             "tools": list(self.tool_specs),
             tool_identities.INPUT_KEY: tool_identities.identities(named),
+            retry.DIGEST_KEY: retry.plan_digest(plan),
         }
         if always_execute:
             run_input["always_execute"] = True
@@ -370,6 +374,8 @@ class FormulaRunner:
             run = self.store.get_run(run_id)  # read under the lease: what nobody else can change now
             if new is not None:
                 state = self._first_commit(run, new)
+            elif retry.retry_of(run.input) is not None and self.store.get_snapshot(run_id) is None:
+                state = retry.materialize(self, run, self._transaction)  # a retry's first commit
             else:
                 state = self.load(run_id)
                 if run.status in TERMINAL_STATUSES:

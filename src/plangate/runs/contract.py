@@ -13,10 +13,10 @@ kind: two processes never advance one run, and one that lost the lease commits n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import JsonValue
 
@@ -101,6 +101,33 @@ class RunEngine(Protocol):
         ...
 
 
+@runtime_checkable
+class ForkingEngine(Protocol):
+    """An engine whose runs can be forked: a new run whose history is the origin's up to a point."""
+
+    def fork(self, run: RunRecord, request: Mapping[str, JsonValue]) -> str:
+        """Store a fork of ``run`` (``queued``: whoever advances it next starts it); returns its id.
+
+        ``request`` holds the point and the changes by the engine's own names (an agent's ``at_round``,
+        ``at_event``, ``instruction``, ``model``, ``arguments``, ``always_execute``).
+
+        Raises:
+            InteractionError: there is no such point in the run, or nothing to change there.
+            ConfigError: a request value is invalid.
+        """
+        ...
+
+
+@runtime_checkable
+class ChangeAwareEngine(Protocol):
+    """An engine that can tell when what a run was started from changed since (a formula's file)."""
+
+    def changed(self, run: RunRecord) -> str | None:
+        """Why the run's source differs now from what it was started from, in words; None if it does not
+        (or cannot be told)."""
+        ...
+
+
 class Engines:
     """The engines of this process, by the kind of run each advances.
 
@@ -142,4 +169,4 @@ class Engines:
         return iter(self._by_kind.values())
 
 
-__all__ = ["Answered", "Engines", "RunEngine", "Transactions"]
+__all__ = ["Answered", "ChangeAwareEngine", "Engines", "ForkingEngine", "RunEngine", "Transactions"]

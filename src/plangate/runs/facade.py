@@ -21,14 +21,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import JsonValue
 
 from plangate._offloop import off_loop
 from plangate.errors import InteractionError, NotFoundError, PlangateError, RunError, StaleInteraction
 from plangate.interactions import Resolution
-from plangate.runs.contract import Answered, Engines, RunEngine
+from plangate.runs.contract import Answered, ChangeAwareEngine, Engines, ForkingEngine, RunEngine
 from plangate.runs.executor import Local, Queue
 from plangate.runs.tools import ToolsDiffer
 from plangate.runs.tools import check as check_tools
@@ -158,6 +160,30 @@ class Runs:
         finally:
             unsubscribe()
         return run_id
+
+    async def fork(self, run_id: str, request: Mapping[str, JsonValue], owner: str | None = None) -> str:
+        """Fork a run of ``owner`` (any owner's when None) at the point ``request`` names, with its changes,
+        and advance the fork in the background; returns the fork's id. The origin is only read.
+
+        Raises:
+            NotFoundError: no such run of ``owner``.
+            InteractionError: runs of its kind cannot be forked, or the point is not in the run.
+            ConfigError: a request value is invalid (nothing was stored).
+        """
+        run = await off_loop(self.store.get_run, run_id, owner=owner)
+        engine = self.engines.of(run)
+        if not isinstance(engine, ForkingEngine):
+            raise InteractionError(f"run {run_id!r} is a {run.kind} run, which cannot be forked")
+        fork_id = await off_loop(engine.fork, run, request)
+        await self.advance(fork_id)
+        return fork_id
+
+    def changed(self, run_id: str) -> str | None:
+        """Why the run's source (a formula's file) differs now from what it was started from, as its engine
+        says; None when it does not, or the engine cannot tell."""
+        run = self.store.get_run(run_id)
+        engine = self.engines.of(run)
+        return engine.changed(run) if isinstance(engine, ChangeAwareEngine) else None
 
     # -- people ----------------------------------------------------------------------------------------------
 

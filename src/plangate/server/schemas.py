@@ -77,6 +77,23 @@ class CancelRequest(_Request):
     reason: Annotated[str, Field(max_length=2000)] = "cancelled through the API"
 
 
+class ForkRunRequest(_Request):
+    """Where to fork an agent run (``at_round``, or ``at_event``: the round holding that event) and what
+    changes there: an instruction appended, another model, the round's tool call with other arguments, and
+    whether the fork's writes run without asking (never inherited from the origin); or, for a formula run,
+    the step to retry from (``from_step``) and, when its formula changed since, which to use
+    (``formula_changed``)."""
+
+    at_round: Annotated[int, Field(ge=1)] | None = None
+    at_event: Annotated[int, Field(ge=1)] | None = None
+    instruction: Annotated[str, Field(min_length=1, max_length=100_000)] | None = None
+    model: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    arguments: dict[str, JsonValue] | None = None
+    always_execute: bool | None = None
+    from_step: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    formula_changed: Literal["use-new", "use-recorded"] | None = None
+
+
 class ResolveRequest(_Request):
     """A person's answer to an open interaction: ``kind`` (approve, reject, answer, edit), the word the
     Python resolutions use (``Reject(reason=...).kind``)."""
@@ -157,7 +174,7 @@ class SourceRequest(_Request):
     """The name to register it under; default: the file's stem or the database's name."""
 
 
-_SERVER_INPUT = frozenset({"tools", TOOL_IDENTITY})
+_SERVER_INPUT = frozenset({"tools", TOOL_IDENTITY, "formula_digest", "plan"})
 
 
 def run_view(run: RunRecord) -> dict[str, JsonValue]:
@@ -168,7 +185,8 @@ def run_view(run: RunRecord) -> dict[str, JsonValue]:
     input_ = data.get("input")
     if isinstance(input_, dict):
         # Where the tools came from (module paths on the server's disk, their identities), kept for
-        # resuming: nothing a client needs.
+        # resuming, the digest of a formula run's plan and a retry's new plan (kept for retries): nothing a
+        # client needs.
         data["input"] = {key: value for key, value in input_.items() if key not in _SERVER_INPUT}
     return data
 

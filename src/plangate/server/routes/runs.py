@@ -27,6 +27,7 @@ from plangate.server._rate import LimitedOwnerDep
 from plangate.server.schemas import (
     AgentRunRequest,
     CancelRequest,
+    ForkRunRequest,
     FormulaRunRequest,
     RunRequest,
     interaction_view,
@@ -128,6 +129,25 @@ async def cancel_run(
     run = await run_in_threadpool(services.store.get_run, run_id, owner=owner)
     await services.runs.cancel(run, (body or CancelRequest()).reason)
     return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
+
+
+@router.post(
+    "/{run_id}/fork",
+    response_model=None,
+    status_code=201,
+    summary="Fork an agent run before a round, or retry a formula run from a step",
+)
+async def fork_run(
+    run_id: str, body: ForkRunRequest, services: ServicesDep, owner: OwnerDep
+) -> dict[str, JsonValue]:
+    """A new run whose history is this run's up to the point, continued from there (in the background):
+    writes completed before it are not made again, one at or after it asks for consent in the new run (a
+    formula's retry keeps the results of the steps that do not depend on ``from_step``). Another owner's run
+    is a 404; a point the run does not have, or a formula changed since without ``formula_changed``, a 409;
+    a field the run's kind does not take, a 422."""
+    request: dict[str, JsonValue] = body.model_dump(mode="json", exclude_none=True)
+    fork_id = await services.runs.fork(run_id, request, owner=owner)
+    return {"run": run_view(await run_in_threadpool(services.store.get_run, fork_id, owner=owner))}
 
 
 _SUB_RUNS = 100

@@ -38,6 +38,7 @@ export class RunView {
     this.run = null;
     this.controller = null;
     this.timeline = new Timeline($("timeline"));
+    this.timeline.onFork = (body) => this.fork(body);
     this.graph = new StepGraph($("steps"));
     this.interaction = null;
     this.refreshTimer = null;
@@ -91,6 +92,8 @@ export class RunView {
     $("subruns-section").hidden = true;
     $("run-parent").hidden = true;
     replace($("run-parent"));
+    $("run-origin").hidden = true;
+    replace($("run-origin"));
   }
 
   showNone() {
@@ -122,6 +125,33 @@ export class RunView {
       this.graph.setSteps(doc.steps);
     }
     if (first) this.showParent(run).catch(() => {});
+    if (first) this.showOrigin(run);
+  }
+
+  /** "Forked from <run> before round N" / "Retried from <run> from step S", linked. */
+  showOrigin(run) {
+    const input = run.input || {};
+    const fork = input.forked_from;
+    const retry = input.retried_from;
+    const origin = fork || retry;
+    if (!origin || typeof origin.run_id !== "string") return;
+    const link = h("a", { href: `#/runs/${encodeURIComponent(origin.run_id)}`, class: "origin-link", text: origin.run_id });
+    const where = fork ? ` before round ${fork.round}` : ` from step ${retry.step}`;
+    replace($("run-origin"), fork ? "Forked from " : "Retried from ", link, where);
+    $("run-origin").hidden = false;
+  }
+
+  /** Fork the run (an agent's, before a round) or retry it (a formula's, from a step), then show the new run. */
+  async fork(body) {
+    if (!this.id) return;
+    try {
+      const created = await api("POST", `/v1/runs/${encodeURIComponent(this.id)}/fork`, body);
+      announce("at_round" in body ? "Forked: the new run goes on from there." : "Retrying from that step.");
+      runsChanged();
+      location.hash = `#/runs/${encodeURIComponent(created.run.id)}`;
+    } catch (error) {
+      showError(error);
+    }
   }
 
   /** "Sub-run of <parent>", linked, and the runs above it handed to the runs list. */

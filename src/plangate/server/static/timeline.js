@@ -15,6 +15,7 @@ const RESOLUTION_TEXT = {
 export class Timeline {
   constructor(list) {
     this.list = list;
+    this.onFork = null; // (body) => …: the run view's "fork from here" / "retry from this step"
     this.reset();
   }
 
@@ -58,6 +59,14 @@ export class Timeline {
     return item;
   }
 
+  /** A "fork from here" / "retry from this step" button, when the run view handles them. */
+  forkButton(text, title, body) {
+    if (!this.onFork) return null;
+    const wanted = "at_round" in body ? "agent" : "formula";
+    if (this.runKind !== wanted) return null;
+    return [" ", h("button", { type: "button", class: "fork", text, title, onclick: () => this.onFork(body) })];
+  }
+
   delta(type, event) {
     if (this.open && this.open.type === type) {
       this.open.text.textContent += event.text || "";
@@ -72,6 +81,9 @@ export class Timeline {
     this.open = { type, text };
   }
 }
+
+// a formula step that ended may be retried from (a new run: it and its downstream run again)
+const RETRIABLE = new Set(["complete", "failed"]);
 
 function stepName(stepId, runKind) {
   // an agent's interactions name the plan step by its index; people count from 1
@@ -186,6 +198,7 @@ const RENDERERS = {
       decision.reason ? ` — ${decision.reason}` : "",
       failed.length ? h("span", { class: "bad", text: ` ${failed.join(" and ")} check failed` }) : null,
       notes.length ? h("small", { class: "round-notes", text: ` — ${notes.join("; ")}` }) : null,
+      this.forkButton("Fork from here", `Fork this run before round ${event.round}`, { at_round: event.round }),
       jsonBlock({ decision: event.decision, validation: event.validation, result: event.result }, "decision", { inline: false }),
     ];
   },
@@ -207,6 +220,9 @@ const RENDERERS = {
       badge(event.status),
       event.attempt > 1 ? h("small", { text: ` attempt ${event.attempt}` }) : null,
       event.reason ? ` ${event.reason}` : "",
+      RETRIABLE.has(event.status)
+        ? this.forkButton("Retry from this step", `Retry this run from step ${event.step_id}`, { from_step: event.step_id })
+        : null,
       event.output ? jsonBlock(event.output, "output", { inline: false }) : null,
     ];
   },
