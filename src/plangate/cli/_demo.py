@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,6 +23,7 @@ from plangate.cli._console import fail
 from plangate.cli._options import ConfigOpt, DetachOpt, InteractiveOpt, JsonOpt
 from plangate.cli._start import QuietOpt, StepModelOpt, run_command
 from plangate.errors import ConfigError, UserError
+from plangate.formulas import check_formula
 
 FORMULA = "plan-week"
 """The formula the demo runs."""
@@ -58,6 +60,8 @@ def demo_command(
             return
         formulas = example_path("formulas")
         tools = formulas / "demo_tools.py"
+        if month is not None:
+            _check_month(formulas, month)  # before the week is replaced: a bad month changes nothing
         _fresh_week(str(tools))
     except UserError as exc:
         fail(str(exc))
@@ -78,6 +82,18 @@ def demo_command(
         broker=None,
         config=config,
     )
+
+
+def _check_month(formulas: Path, month: str) -> None:
+    """Check ``month`` against the formula's own rule for it (its var's pattern).
+
+    Raises:
+        ConfigError: the month does not fit (the message is the formula check's).
+    """
+    _, issues = check_formula(formulas / f"{FORMULA}.formula.toml", {"month": month})
+    wrong = [issue.message for issue in issues if issue.level == "error" and issue.path.startswith("vars.")]
+    if wrong:
+        raise ConfigError(f"--month: {'; '.join(wrong)}")
 
 
 def _fresh_week(tools: str) -> None:
