@@ -53,3 +53,17 @@ def test_a_bad_month_is_refused_in_one_line(cli: CliRunner, tmp_path: Path) -> N
         "error: --month: var 'month' is 'June', which does not match the pattern '^\\d{4}-\\d{2}$'\n"
     )
     assert not (tmp_path / "runs.db").exists()  # nothing was stored, not even a fresh week
+
+
+def test_a_model_that_cannot_run_here_is_refused_before_anything_changes(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("PLANGATE_MODEL", "openai:gpt-4o-mini")
+    result = cli.invoke(app, ["demo"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: PLANGATE_MODEL: 'openai:gpt-4o-mini': openai:gpt-4o-mini needs an API key: set "
+        "OPENAI_API_KEY or pass api_key=\n"
+    )
+    assert not (tmp_path / "runs.db").exists()
