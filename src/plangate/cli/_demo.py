@@ -13,15 +13,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from plangate.bundled import example_path, examples_dir
 from plangate.cli._console import fail
+from plangate.cli._loading import model_spec
 from plangate.cli._options import ConfigOpt, DetachOpt, InteractiveOpt, JsonOpt
+from plangate.cli._session import session
 from plangate.cli._start import QuietOpt, StepModelOpt, run_command
+from plangate.config import Config
 from plangate.errors import ConfigError, UserError
+from plangate.formulas import check_formula
+from plangate.models import resolve_model
 
 FORMULA = "plan-week"
 """The formula the demo runs."""
@@ -58,6 +64,10 @@ def demo_command(
             return
         formulas = example_path("formulas")
         tools = formulas / "demo_tools.py"
+        # before the week is replaced: a bad month or a model that cannot run here changes nothing
+        if month is not None:
+            _check_month(formulas, month)
+        _check_model(session(ctx, config=config).config, model)
         _fresh_week(str(tools))
     except UserError as exc:
         fail(str(exc))
@@ -78,6 +88,32 @@ def demo_command(
         broker=None,
         config=config,
     )
+
+
+def _check_month(formulas: Path, month: str) -> None:
+    """Check ``month`` against the formula's own rule for it (its var's pattern).
+
+    Raises:
+        ConfigError: the month does not fit (the message is the formula check's).
+    """
+    _, issues = check_formula(formulas / f"{FORMULA}.formula.toml", {"month": month})
+    wrong = [issue.message for issue in issues if issue.level == "error" and issue.path.startswith("vars.")]
+    if wrong:
+        raise ConfigError(f"--month: {'; '.join(wrong)}")
+
+
+def _check_model(config: Config, flag: str | None) -> None:
+    """Check that the model of the agent step (``--model``, else the project's or the default one) can run
+    here, as ``run`` will when it says which it is.
+
+    Raises:
+        ConfigError: it cannot (its extra or its API key is missing; the message says which).
+    """
+    chosen, origin = model_spec(config, flag)
+    try:
+        resolve_model(chosen)
+    except ConfigError as exc:
+        raise ConfigError(str(exc) if origin == "--model" else f"{origin}: {chosen!r}: {exc}") from None
 
 
 def _fresh_week(tools: str) -> None:
