@@ -80,6 +80,26 @@ def test_a_question_becomes_a_checked_run_reviewed_formula(store: Store) -> None
     assert_stored_whole(store, turn)
 
 
+def test_the_turns_outcome_carries_the_usage_its_model_calls_reported(store: Store) -> None:
+    turn, model = _ask(store, REVENUE_OPS, GOOD_ANSWER)
+    outcome = store.get_run(turn.run_id).outcome
+    assert outcome is not None
+    usage = outcome["usage"]
+    assert isinstance(usage, dict)
+    # The generation stops reading at its done op, before the provider's count (the stream's last chunk):
+    # only the answer step's call, read to its end, reports usage.
+    generation, answer = model.requests
+    assert (generation.purpose, answer.purpose) == ("copilot", "generate")
+    prompt = sum(-(-len(m.content) // 4) for m in answer.messages)
+    assert (usage["calls"], usage["input_tokens"], usage["output_tokens"]) == (
+        1,
+        prompt,
+        -(-len(GOOD_ANSWER) // 4),
+    )
+    events = store.events(turn.run_id)
+    assert isinstance(events[-1], OutcomeEvent) and events[-1].usage == usage
+
+
 def test_the_turns_events_are_its_ops_check_run_review_and_outcome(store: Store) -> None:
     turn, _ = _ask(store, REVENUE_OPS, GOOD_ANSWER)
     events = store.events(turn.run_id)

@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import fault_tools
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from worker_helpers import FORMULAS, Workers, approve_open, submit_agent, submit_formula, until
 
 from plangate.events import StepStateEvent
@@ -298,3 +301,33 @@ def test_an_answer_while_a_worker_runs_another_branch_is_taken_by_that_worker_wi
         until(lambda: store.get_run(run_id).status == "completed", 90, "the run to complete")
     assert _ran(store, run_id, "work") == 1
     assert fault_tools.executions(store_url) == {f"{run_id}:write:1": 1}
+
+
+def test_a_workers_metrics_count_what_its_pool_processes_advanced(
+    store: Store, queue: RunQueue, workers: Workers
+) -> None:
+    port = _free_port()
+    workers.wait_ready(workers.start(metrics_port=port))
+    run_id = submit_agent(store, queue, "agent-metrics")
+    until(lambda: store.get_run(run_id).status == "waiting", 60, "the agent to ask for consent")
+    assert approve_open(store, queue) == 1
+    until(lambda: store.get_run(run_id).status == "completed", 60, "the agent to finish")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    ended = ("plangate_runs_ended_total", (("code", "done"), ("kind", "agent"), ("status", "completed")))
+    assert samples.get(ended) == 1
+    # The approval was committed here, as a server commits it, so the worker did not count it.
+    assert samples.get(("plangate_consents_total", (("kind", "confirm"), ("resolution", "approve")))) is None
+    assert samples.get(("plangate_tool_calls_total", (("status", "done"), ("tool", "record")))) == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port

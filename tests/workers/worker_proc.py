@@ -1,8 +1,8 @@
 """A real ``plangate worker`` process for the tests, with the tests' tools, formulas and scripted model.
 
 Run as ``python worker_proc.py STORE_URL BROKER_URL [key=value ...]`` (keys: ttl, reap, grace,
-visibility, concurrency, pool, name). The model is the only thing a command line cannot name (a function
-script), which is why this starts the worker through ``run_worker`` instead of ``plangate worker``.
+visibility, concurrency, pool, name, metrics_port). The model is the only thing a command line cannot name
+(a function script), which is why this starts the worker through ``run_worker``, not ``plangate worker``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,14 @@ def main(argv: list[str]) -> None:
         transport=tuple((key, float(options[key])) for key in _TRANSPORT if key in options),
         model_object=model(),
     )
-    run_worker(settings, loglevel="INFO", pool=options.get("pool", "prefork"), name=options.get("name"))
+    port = options.get("metrics_port")
+    run_worker(
+        settings,
+        loglevel="INFO",
+        pool=options.get("pool", "prefork"),
+        name=options.get("name"),
+        metrics_port=int(port) if port else None,
+    )
 
 
 if __name__ == "__main__":

@@ -66,6 +66,12 @@ def worker_command(
     log_format: Annotated[
         str, typer.Option("--log-format", help="text, or json: one object a line, with the run's id.")
     ] = "text",
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port", min=1, max=65535, help="Prometheus metrics on this loopback port."
+        ),
+    ] = None,
 ) -> None:
     """Advance the runs that servers and commands hand to the workers (`--broker`), on a shared store.
 
@@ -97,7 +103,7 @@ def worker_command(
             "[bold yellow]warning:[/] the store is not PostgreSQL: workers on other machines cannot share "
             "it, and servers' event streams do not follow the commits made here"
         )
-    run_worker(settings, loglevel=loglevel.upper(), log_format=log_format)
+    run_worker(settings, loglevel=loglevel.upper(), log_format=log_format, metrics_port=metrics_port)
 
 
 def _with_config(s: Session, settings: WorkerSettings, model: str | None) -> WorkerSettings:

@@ -109,14 +109,18 @@ def checkpoint(transaction: Transactions, run_id: str, question: str, attempts: 
         tx.set_snapshot({"question": question, "attempts": records}, version=SNAPSHOT_VERSION)
 
 
-def finish(store: Store, transaction: Transactions, turn: Turn, stage: str) -> None:
-    """Store the finished turn, its attempts and the run's outcome, together."""
+def finish(
+    store: Store, transaction: Transactions, turn: Turn, stage: str, usage: dict[str, JsonValue] | None = None
+) -> None:
+    """Store the finished turn, its attempts and the run's outcome (with the turn's model usage), together."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
     outcome_status: OutcomeStatus = (
         "completed" if status == "completed" else "cancelled" if status == "cancelled" else "failed"
     )
-    ended = Outcome(status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500))
+    ended = Outcome(
+        status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500), usage=usage
+    )
     conversations = Conversations(store)  # made before the transaction: it may bring its tables up to date
     with transaction(turn.run_id) as tx:
         tx.append(ended.event())

@@ -20,6 +20,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from plangate.copilot import _store
 from plangate.copilot._attempt import AttemptRun, AttemptSetup
 from plangate.copilot._conversations import AttemptRecord, Conversations
@@ -32,6 +34,7 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
+from plangate.runs.usage import UsageTally
 from plangate.store import TERMINAL_STATUSES, Commit, LeaseBook, RunRecord, Store, open_store
 from plangate.tools.data import DataSources, QueryLimits
 from plangate.vocab import TurnStatus
@@ -180,6 +183,7 @@ class Copilot:
         attempts: list[Attempt] = []
         stage = "turn"
         source = label
+        tally = UsageTally()  # the turn's model calls, in its outcome
         try:
             strategy = strategy_for(model)  # once per turn: every attempt asks it, none asks the model
             try:
@@ -196,6 +200,8 @@ class Copilot:
                 attempts.append(_ended(1, "failed", str(exc), prepared.created_at))
                 return self._finish(prepared, attempts, "scope", label)
             source = scope.name
+            review = self._review_model(model)
+            model = tally.wrap(model)
             setup = AttemptSetup(
                 question=prepared.question,
                 history=_store.history(store, prepared.conversation_id, prepared.owner),
@@ -208,7 +214,7 @@ class Copilot:
                 run_id=prepared.run_id,
                 owner=prepared.owner,
                 emit=lambda event: self._emit(prepared.run_id, event),
-                review_model=self._review_model(model),
+                review_model=None if review is None else tally.wrap(review),
             )
             instruction: str | None = None
             for n in itertools.count(1):
@@ -222,7 +228,7 @@ class Copilot:
                     prepared.run_id, StatusEvent(stage="review", code="retry", text=result.attempt.reason)
                 )
                 instruction = result.retry
-            return self._finish(prepared, attempts, stage, source)
+            return self._finish(prepared, attempts, stage, source, tally.summary())
         except asyncio.CancelledError:
             attempts.append(
                 _ended(
@@ -232,19 +238,26 @@ class Copilot:
                     prepared.created_at,
                 )
             )
-            self._finish(prepared, attempts, stage, source)
+            self._finish(prepared, attempts, stage, source, tally.summary())
             raise
         except Exception as exc:
             # A defect must still end the turn with a reason, never a traceback for the user.
             logger.exception("turn %s stopped on an unexpected error", prepared.turn_id)
             reason = f"the turn stopped on an unexpected error ({type(exc).__name__}: {exc})"
             attempts.append(_ended(len(attempts) + 1, "failed", reason, prepared.created_at))
-            return self._finish(prepared, attempts, stage, source)
+            return self._finish(prepared, attempts, stage, source, tally.summary())
 
     def _emit(self, run_id: str, event: Event) -> None:
         _store.append(self.leases.transaction, run_id, event)
 
-    def _finish(self, prepared: _Prepared, attempts: list[Attempt], stage: str, source: str) -> Turn:
+    def _finish(
+        self,
+        prepared: _Prepared,
+        attempts: list[Attempt],
+        stage: str,
+        source: str,
+        usage: dict[str, JsonValue] | None = None,
+    ) -> Turn:
         chosen = chosen_attempt(attempts)
         turn = Turn(
             id=prepared.turn_id,
@@ -263,7 +276,7 @@ class Copilot:
             created_at=prepared.created_at,
             finished_at=time.time(),
         )
-        _store.finish(self.store, self.leases.transaction, turn, stage)
+        _store.finish(self.store, self.leases.transaction, turn, stage, usage)
         return turn
 
     # -- after a crash ---------------------------------------------------------------------------------------

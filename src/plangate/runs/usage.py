@@ -11,12 +11,13 @@ whose budget ran out). Not for: counting tokens of a prompt (``agent/_tokens.py`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from plangate.config import ModelPrice
-from plangate.models import Usage
+from plangate.models import Model, ModelChunk, ModelRequest, Usage, Wire
 from plangate.runs.outcome import Outcome
 from plangate.store import Store
 
@@ -183,6 +184,53 @@ class Budget(BaseModel):
         return f"{name} {value}"
 
 
+class UsageTally:
+    """The usage of the calls of models it wraps, added up in memory: for work that one process does from
+    start to end (a copilot turn, never resumed), whose outcome then carries it."""
+
+    def __init__(self) -> None:
+        self.usage = RunUsage()
+
+    def wrap(self, model: Model) -> Model:
+        """``model``, with each call's usage added to this tally."""
+        return _Counted(model, self)
+
+    def summary(self) -> dict[str, JsonValue] | None:
+        """The usage as an outcome shows it, or None when no call reported any."""
+        return self.usage.summary({}) if self.usage.models else None
+
+
+class _Counted:
+    """A model seen through a ``UsageTally``; everything else it has is the inner model's."""
+
+    def __init__(self, inner: Model, tally: UsageTally) -> None:
+        self.inner = inner
+        self.tally = tally
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def wire(self) -> Wire:
+        return self.inner.wire
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """The inner model's stream, unchanged; its usage counted when it ends or fails."""
+        usage: Usage | None = None
+        try:
+            async for chunk in self.inner.stream(request):
+                if isinstance(chunk, Usage):
+                    usage = chunk if usage is None else usage + chunk
+                yield chunk
+        finally:
+            if usage is not None:
+                self.tally.usage = self.tally.usage.plus(self.inner.name, usage)
+
+
 def children_usage(store: Store, run_id: str) -> dict[str, JsonValue] | None:
     """The usage of the runs ``run_id`` started (a formula's agent steps and sub-formulas, each of which
     counts its own children), as an outcome shows it: None when none of them called a model. The cost is
@@ -227,4 +275,4 @@ def budget_exhausted(stage: str, budget: Budget, name: str, usage: RunUsage) -> 
     )
 
 
-__all__ = ["Budget", "ModelUsage", "RunUsage", "budget_exhausted", "children_usage"]
+__all__ = ["Budget", "ModelUsage", "RunUsage", "UsageTally", "budget_exhausted", "children_usage"]

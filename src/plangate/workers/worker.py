@@ -20,6 +20,7 @@ from typing import Any
 
 from celery import signals
 
+from plangate.runs.telemetry import metrics
 from plangate.runs.telemetry.logs import JsonFormatter
 from plangate.workers._app import ADVANCE_TASK, QUEUE, celery_app
 from plangate.workers.advance import Advancer, WorkerSettings
@@ -44,6 +45,8 @@ class _Process:
         if self._advancer is None or self._pid != os.getpid():
             # A forked child must not use its parent's connections: it opens its own.
             self._advancer = Advancer(self.settings)
+            if metrics.pooled():
+                metrics.enable()  # counted into the files the worker's /metrics adds up
             self._pid = os.getpid()
         return self._advancer
 
@@ -102,9 +105,13 @@ def run_worker(
     pool: str = "prefork",
     name: str | None = None,
     log_format: str = "text",
+    metrics_port: int | None = None,
 ) -> None:
     """Run a Celery worker on ``settings`` until it is stopped (SIGTERM or Ctrl-C: a warm shutdown, which
-    finishes the advances in flight); ``log_format="json"``: one JSON object a line, with the run's id."""
+    finishes the advances in flight); ``log_format="json"``: one JSON object a line, with the run's id;
+    ``metrics_port``: Prometheus metrics of its pool processes on that loopback port."""
+    if metrics_port is not None:
+        metrics.serve_pool(metrics_port)
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = build_app(settings)
     if log_format == "json":

@@ -179,27 +179,21 @@ class RunTrace:
     # -- the spans ----------------------------------------------------------------------------------------
 
     def _emit(
-        self, span_id: int, parent: int | None, name: str, start: float, end: float, **rest: object
+        self,
+        span_id: int,
+        parent: int | None,
+        name: str,
+        start: float,
+        end: float,
+        *,
+        attributes: Attributes,
+        kind: str = "internal",
+        error: str | None = None,
     ) -> None:
-        attributes: Attributes = {sc.RUN_ID: self.run_id}
-        extra = rest.pop("attributes", None)
-        if isinstance(extra, dict):
-            attributes.update(extra)
-        kind = str(rest.pop("kind", "internal"))
-        error = rest.pop("error", None)
-        self.tracing.export(
-            SpanData(
-                self.trace_id,
-                span_id,
-                parent,
-                name,
-                start,
-                max(end, start),
-                attributes,
-                kind=kind,
-                error=None if error is None else str(error),
-            )
-        )
+        """Export one of the run's spans (the run's id among its attributes)."""
+        shown: Attributes = {sc.RUN_ID: self.run_id, **attributes}
+        span = SpanData(self.trace_id, span_id, parent, name, start, max(end, start), shown, kind, error)
+        self.tracing.export(span)
 
     def _chat(self, call: ModelCall, seq: int, index: int, rounds: Sequence[RoundEvent]) -> None:
         model = call.model.split(":", 1)

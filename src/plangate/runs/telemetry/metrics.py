@@ -17,6 +17,8 @@ Metrics: ``plangate_runs_started_total{kind}``, ``plangate_runs_ended_total{kind
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from plangate.models import Usage
     from plangate.store import Store
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _WAIT_BUCKETS = (1.0, 10.0, 60.0, 300.0, 1800.0, 3600.0, 4 * 3600.0, 24 * 3600.0, 7 * 24 * 3600.0)
 _lock = threading.Lock()
 _current: Metrics | None = None
@@ -121,6 +124,36 @@ def enable() -> Metrics:
         return _current
 
 
+def serve_pool(port: int, host: str = "127.0.0.1") -> None:
+    """Serve on ``host:port`` the metrics of this process's pool processes (a Celery worker's): each counts
+    into files under ``$PROMETHEUS_MULTIPROC_DIR`` (made here when unset), and ``/metrics`` adds them up.
+
+    Must run before ``prometheus-client`` is first imported, so that the pool processes forked afterwards
+    count in that mode.
+
+    Raises:
+        ConfigError: the ``metrics`` extra is missing, or the port cannot be bound.
+    """
+    folder = os.environ.get(MULTIPROC_ENV) or tempfile.mkdtemp(prefix="plangate-metrics-")
+    os.environ[MULTIPROC_ENV] = folder
+    try:
+        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client.multiprocess import MultiProcessCollector
+    except ImportError:
+        raise ConfigError('metrics need the metrics extra: pip install "plangate[metrics]"') from None
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=folder)  # type: ignore[no-untyped-call]
+    try:
+        start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise ConfigError(f"--metrics-port {port}: cannot listen on {host}:{port} ({exc.strerror})") from None
+
+
+def pooled() -> bool:
+    """Whether this process counts for a pool's ``/metrics`` (``serve_pool`` ran in its parent)."""
+    return bool(os.environ.get(MULTIPROC_ENV))
+
+
 def current() -> Metrics | None:
     """The enabled metrics, or None (metrics off)."""
     return _current
@@ -133,4 +166,4 @@ def timer() -> float:
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-__all__ = ["CONTENT_TYPE", "Metrics", "current", "enable", "timer"]
+__all__ = ["CONTENT_TYPE", "Metrics", "current", "enable", "pooled", "serve_pool", "timer"]
