@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from components import other_tables
 
 import plangate.store
 from plangate.errors import ConfigError, RunError, StoreError
@@ -134,9 +135,12 @@ def test_the_file_is_in_wal_mode_with_normal_sync(tmp_path: Path) -> None:
 def _schema(path: Path, expected_version: int = SCHEMA_VERSION) -> str:
     conn = sqlite3.connect(path)
     try:
-        found = conn.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type DESC, name"
+        rows = conn.execute(
+            "SELECT type, name, sql, tbl_name FROM sqlite_master WHERE sql IS NOT NULL "
+            "ORDER BY type DESC, name"
         ).fetchall()
+        others = other_tables()  # other components' tables: not the core's frozen schema
+        found = [(kind, name, sql) for kind, name, sql, table in rows if table not in others]
         version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
     finally:
         conn.close()
