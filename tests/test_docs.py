@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 MKDOCS = Path(sys.executable).with_name("mkdocs")
+README_LINES = 250
 
 
 def _hooks() -> ModuleType:
@@ -187,6 +188,17 @@ def test_a_quoted_example_file_is_the_file() -> None:
                     f"{page.name}: {path} changed; quote it again"
                 )
     assert quoted >= 1
+
+
+def test_the_readme_is_a_landing_page() -> None:
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= README_LINES, f"README.md has {len(lines)} lines; at most {README_LINES}"
+    first_block = text.index("```bash")
+    assert text[first_block:].splitlines()[1].startswith("./dev demo")  # the two commands come first
+    assert "./dev test" in text[first_block:].splitlines()[3]
+    for target in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (REPO / target).is_file(), f"README.md links to {target}, which does not exist"
 
 
 def test_getting_started_shows_the_readmes_two_commands() -> None:
