@@ -46,6 +46,8 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 BLOCK_TIMEOUT = 420
 """Seconds a block may take (``./dev test --collect-only`` runs ruff and a cold mypy)."""
+LOCAL_BLOCK_TIMEOUT = 900
+"""Seconds a block on the bundled model may take (a copilot turn on a loaded two-core machine: minutes)."""
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _DIRECTIVE = re.compile(r"^<!-- readme-test: (.*) -->$")
@@ -248,7 +250,7 @@ def run_bash(script: str, cwd: Path, env: dict[str, str], timeout: float = BLOCK
 
 
 def _params() -> list[object]:
-    marks = {True: [pytest.mark.local_model], False: []}
+    marks = {True: [pytest.mark.local_model, pytest.mark.timeout(LOCAL_BLOCK_TIMEOUT + 60)], False: []}
     return [pytest.param(block, id=block.id, marks=marks[block.has("local")]) for block in RUNNABLE]
 
 
@@ -257,6 +259,7 @@ def test_every_block_runs_as_written(block: Block, sandbox: Path) -> None:
     if block.has("needs") and os.environ.get("PLANGATE_TEST_POSTGRES", "").lower() == "off":
         pytest.skip("PLANGATE_TEST_POSTGRES=off: no PostgreSQL for this block")
     env = user_env(block.env())
+    timeout = LOCAL_BLOCK_TIMEOUT if block.has("local") else BLOCK_TIMEOUT
     try:
         if block.has("parse"):
             _parse(block)
@@ -265,9 +268,10 @@ def test_every_block_runs_as_written(block: Block, sandbox: Path) -> None:
         elif block.lang == "python":
             script = sandbox / f"block_line{block.line}.py"
             script.write_text(block.text(), encoding="utf-8")
-            run_bash(f"{shlex.quote(str(REPO / '.venv' / 'bin' / 'python'))} {script.name}", sandbox, env)
+            python = shlex.quote(str(REPO / ".venv" / "bin" / "python"))
+            run_bash(f"{python} {script.name}", sandbox, env, timeout)
         else:
-            run_bash(block.text(), sandbox, env)
+            run_bash(block.text(), sandbox, env, timeout)
     finally:
         if block.has("needs"):
             # a block that failed half-way must not leave its servers running
@@ -422,14 +426,15 @@ def test_the_demo_says_what_happened_and_goes_on_with_the_commands_it_prints(san
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(3 * LOCAL_BLOCK_TIMEOUT)
 def test_the_demo_completes_on_the_default_model_as_getting_started_says(sandbox: Path) -> None:
     """docs/getting-started.md: on the bundled model, the demo's approval, one placement request, then
     ``outcome: completed (proven)`` (one thread, as that page advises for a busy machine)."""
     env = user_env({"PLANGATE_LOCAL_THREADS": "1"})
-    output = run_bash("./dev demo", sandbox, env)
+    output = run_bash("./dev demo", sandbox, env, LOCAL_BLOCK_TIMEOUT)
     assert "? approval Revenue by region for 2026-06" in output
-    output = run_bash(_printed_command(output), sandbox, env)
+    output = run_bash(_printed_command(output), sandbox, env, LOCAL_BLOCK_TIMEOUT)
     assert "? confirm Allow place" in output, output
-    output = run_bash(_printed_command(output), sandbox, env)
+    output = run_bash(_printed_command(output), sandbox, env, LOCAL_BLOCK_TIMEOUT)
     assert "schedule › outcome: completed (proven)" in output.splitlines(), output
     assert re.search(r"^run run_\S+ completed: all 3 steps finished$", output, re.MULTILINE), output
