@@ -1,6 +1,6 @@
-"""plangate's packages import downward only, in the order README's architecture section states: a package
-imports only the packages of the tiers before its own (counting imports inside functions and those made
-only for type checking), so there is no cycle among them."""
+"""plangate's packages import downward only, in the order the architecture page (docs/architecture.md)
+states: a package imports only the packages of the tiers before its own (counting imports inside functions
+and those made only for type checking), so there is no cycle among them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import plangate
 
 ROOT = Path(plangate.__file__).parent
-README = ROOT.parents[1] / "README.md"
+ARCHITECTURE = ROOT.parents[1] / "docs" / "architecture.md"
 
 TIERS: list[list[str]] = [
     ["errors"],
@@ -76,9 +76,9 @@ def test_each_package_imports_only_the_tiers_before_its_own() -> None:
     assert upward == set()
 
 
-def test_the_readme_states_the_foundations_order() -> None:
+def test_the_architecture_page_states_the_foundations_order() -> None:
     stated = " → ".join(", ".join(f"`{unit}`" for unit in tier) for tier in TIERS[:FOUNDATIONS])
-    assert stated in " ".join(README.read_text(encoding="utf-8").split())
+    assert stated in " ".join(ARCHITECTURE.read_text(encoding="utf-8").split())
 
 
 def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:

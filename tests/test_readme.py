@@ -1,6 +1,8 @@
-"""README.md, run as written: every ``bash`` and ``python`` block, in a fresh copy of the repository.
+"""README.md and every page of docs/, run as written: each ``bash`` and ``python`` block, in a fresh copy of
+the repository.
 
-For: keeping the README true. Each block runs in its own copy of the tracked files (``.venv`` linked, so
+For: keeping the README and the docs true (every ``docs/**/*.md`` is picked up, a page added later too).
+Each block runs in its own copy of the tracked files (``.venv`` linked, so
 ``./dev`` installs nothing), with no ``PLANGATE_*`` variable set and without ``.venv/bin`` on the PATH, as
 on a new user's machine. An HTML comment right above a block says what the test does where a block cannot
 run as is (``<!-- readme-test: A | B -->``):
@@ -41,26 +43,41 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 BLOCK_TIMEOUT = 420
 """Seconds a block may take (``./dev test --collect-only`` runs ruff and a cold mypy)."""
+LOCAL_BLOCK_TIMEOUT = 900
+"""Seconds a block on the bundled model may take (a copilot turn on a loaded two-core machine: minutes)."""
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _DIRECTIVE = re.compile(r"^<!-- readme-test: (.*) -->$")
 _KNOWN = ("env", "replace", "parse", "serve", "needs", "local")
 
 
+def pages() -> list[Path]:
+    """The files whose blocks run: README.md, then every page of docs/ (sub-folders included), sorted."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
 @dataclass
 class Block:
-    """A fenced block of README.md: its language, its text, where it starts, and what the test does."""
+    """A fenced block of a page: its language, its text, where it starts, and what the test does."""
 
     lang: str
     code: str
     line: int
     directives: list[tuple[str, str]] = field(default_factory=list)
+    page: str = "README.md"
 
     @property
     def id(self) -> str:
-        return f"{self.lang}-line{self.line}"
+        prefix = "" if self.page == "README.md" else f"{self.page}:"
+        return f"{prefix}{self.lang}-line{self.line}"
+
+    @property
+    def where(self) -> str:
+        """The page and line, as messages name them (``docs/agents.md line 12``)."""
+        return f"{self.page} line {self.line}"
 
     def env(self) -> dict[str, str]:
         found = {}
@@ -78,14 +95,15 @@ class Block:
         for key, value in self.directives:
             if key == "replace":
                 old, _, new = value.partition(" => ")
-                assert old in code, f"README line {self.line}: nothing to replace: {old!r}"
+                assert old in code, f"{self.where}: nothing to replace: {old!r}"
                 code = code.replace(old, new)
         return code
 
 
-def readme_blocks(page: Path = README) -> list[Block]:
-    """Every fenced block of README.md (or another page), with the directive of the comment right above it."""
-    lines = page.read_text(encoding="utf-8").splitlines()
+def page_blocks(path: Path) -> list[Block]:
+    """Every fenced block of the page ``path``, with the directive of the comment right above it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    page = path.relative_to(REPO).as_posix()
     found: list[Block] = []
     index = 0
     while index < len(lines):
@@ -98,23 +116,39 @@ def readme_blocks(page: Path = README) -> list[Block]:
         directive = _DIRECTIVE.match(lines[start - 1]) if start > 0 else None
         parts = [part.strip() for part in directive.group(1).split(" | ")] if directive else []
         directives = [(part.split(" ", 1)[0], part.partition(" ")[2]) for part in parts]
-        found.append(Block(match.group(1), "\n".join(lines[start + 1 : end]) + "\n", start + 1, directives))
+        code = "\n".join(lines[start + 1 : end]) + "\n"
+        found.append(Block(match.group(1), code, start + 1, directives, page))
         index = end + 1
     return found
+
+
+def readme_blocks() -> list[Block]:
+    """Every fenced block of README.md and of the docs pages, page by page."""
+    return [block for path in pages() for block in page_blocks(path)]
 
 
 RUNNABLE = [block for block in readme_blocks() if block.lang in ("bash", "python")]
 
 
 def test_the_readme_has_runnable_blocks_and_every_mark_is_known() -> None:
-    assert len(RUNNABLE) >= 7, [block.id for block in RUNNABLE]
+    assert len([block for block in RUNNABLE if block.page == "README.md"]) >= 4, [b.id for b in RUNNABLE]
+    assert len(RUNNABLE) >= 20, [block.id for block in RUNNABLE]
     for block in readme_blocks():
         for key, _ in block.directives:
-            assert key in _KNOWN, f"README line {block.line}: unknown readme-test mark {key!r}"
+            assert key in _KNOWN, f"{block.where}: unknown readme-test mark {key!r}"
         if block.lang not in ("bash", "python", "toml", "text"):
-            pytest.fail(f"README line {block.line}: tagged {block.lang!r}; tag it bash, python, toml or text")
+            pytest.fail(f"{block.where}: tagged {block.lang!r}; tag it bash, python, toml or text")
     for block in RUNNABLE:
-        assert ".venv/bin/plangate" not in block.code, f"README line {block.line}: use ./dev plangate"
+        assert ".venv/bin/plangate" not in block.code, f"{block.where}: use ./dev plangate"
+
+
+def test_the_runner_picks_up_every_docs_page() -> None:
+    found = {block.page for block in readme_blocks()}
+    with_blocks = {
+        path.relative_to(REPO).as_posix() for path in pages() if "```" in path.read_text(encoding="utf-8")
+    }
+    assert with_blocks <= found
+    assert "docs/getting-started.md" in found
 
 
 @pytest.mark.parametrize("block", [b for b in readme_blocks() if b.lang == "toml"], ids=lambda b: b.id)
@@ -216,7 +250,7 @@ def run_bash(script: str, cwd: Path, env: dict[str, str], timeout: float = BLOCK
 
 
 def _params() -> list[object]:
-    marks = {True: [pytest.mark.local_model], False: []}
+    marks = {True: [pytest.mark.local_model, pytest.mark.timeout(LOCAL_BLOCK_TIMEOUT + 60)], False: []}
     return [pytest.param(block, id=block.id, marks=marks[block.has("local")]) for block in RUNNABLE]
 
 
@@ -225,17 +259,19 @@ def test_every_block_runs_as_written(block: Block, sandbox: Path) -> None:
     if block.has("needs") and os.environ.get("PLANGATE_TEST_POSTGRES", "").lower() == "off":
         pytest.skip("PLANGATE_TEST_POSTGRES=off: no PostgreSQL for this block")
     env = user_env(block.env())
+    timeout = LOCAL_BLOCK_TIMEOUT if block.has("local") else BLOCK_TIMEOUT
     try:
         if block.has("parse"):
             _parse(block)
         elif block.has("serve"):
             _serve(block, sandbox, env)
         elif block.lang == "python":
-            script = sandbox / f"readme_line{block.line}.py"
+            script = sandbox / f"block_line{block.line}.py"
             script.write_text(block.text(), encoding="utf-8")
-            run_bash(f"{shlex.quote(str(REPO / '.venv' / 'bin' / 'python'))} {script.name}", sandbox, env)
+            python = shlex.quote(str(REPO / ".venv" / "bin" / "python"))
+            run_bash(f"{python} {script.name}", sandbox, env, timeout)
         else:
-            run_bash(block.text(), sandbox, env)
+            run_bash(block.text(), sandbox, env, timeout)
     finally:
         if block.has("needs"):
             # a block that failed half-way must not leave its servers running
@@ -248,7 +284,7 @@ def _parse(block: Block) -> None:
         checked = subprocess.run(["bash", "-n"], input=block.code, capture_output=True, text=True, timeout=30)
         assert checked.returncode == 0, checked.stderr
     else:
-        compile(block.code, f"README.md:{block.line}", "exec")
+        compile(block.code, f"{block.page}:{block.line}", "exec")
 
 
 def _free_port() -> int:
@@ -387,3 +423,18 @@ def test_the_demo_says_what_happened_and_goes_on_with_the_commands_it_prints(san
     output = run_bash(done, sandbox, user_env())
     assert "already_placed" not in output
     assert "schedule ›   ← place review wed 09:00-10:00" in output.splitlines()
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(3 * LOCAL_BLOCK_TIMEOUT)
+def test_the_demo_completes_on_the_default_model_as_getting_started_says(sandbox: Path) -> None:
+    """docs/getting-started.md: on the bundled model, the demo's approval, one placement request, then
+    ``outcome: completed (proven)`` (one thread, as that page advises for a busy machine)."""
+    env = user_env({"PLANGATE_LOCAL_THREADS": "1"})
+    output = run_bash("./dev demo", sandbox, env, LOCAL_BLOCK_TIMEOUT)
+    assert "? approval Revenue by region for 2026-06" in output
+    output = run_bash(_printed_command(output), sandbox, env, LOCAL_BLOCK_TIMEOUT)
+    assert "? confirm Allow place" in output, output
+    output = run_bash(_printed_command(output), sandbox, env, LOCAL_BLOCK_TIMEOUT)
+    assert "schedule › outcome: completed (proven)" in output.splitlines(), output
+    assert re.search(r"^run run_\S+ completed: all 3 steps finished$", output, re.MULTILINE), output

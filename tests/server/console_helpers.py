@@ -204,9 +204,20 @@ def console_page(
             browser.close()
 
 
+DOCS_SHOTS = REPO / "docs" / "images" / "console"
+"""Where the docs' "Server and console" page finds its screenshots (taken by these tests)."""
+DOCS_SHOTS_ENV = "PLANGATE_DOCS_SCREENSHOTS"
+"""Set to 1 to write the screenshots the docs use into ``docs/images/console/`` too."""
+DOCS_SHOT_NAMES = frozenset({"release-waiting.png", "release-completed.png", "agent-question.png"})
+
+
 def screenshot(page: Page, name: str) -> Path:
-    """Save a full-page screenshot under ``artifacts/console/`` (kept by CI as a test artefact)."""
+    """Save a full-page screenshot under ``artifacts/console/`` (kept by CI as a test artefact); with
+    ``PLANGATE_DOCS_SCREENSHOTS=1``, the ones the docs show are written into ``docs/images/console/`` too."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / name
     page.screenshot(path=str(path), full_page=True)
+    if os.environ.get(DOCS_SHOTS_ENV) == "1" and name in DOCS_SHOT_NAMES:
+        DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+        (DOCS_SHOTS / name).write_bytes(path.read_bytes())
     return path

@@ -1,0 +1,163 @@
+"""Write docs/http-api.md from the server's OpenAPI schema, so that the HTTP API page is the app's own.
+
+For: the docs site's HTTP API page. ``python scripts/http_api_docs.py`` writes it; ``--check`` exits 1 when
+the page on disk is not what the app's schema gives now (tests/test_docs.py runs that). The schema is the
+one ``create_app`` serves at ``/openapi.json``, built on a throwaway SQLite store. Not for: the API itself
+(``plangate.server``), whose routes' summaries and docstrings are the text of this page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "http-api.md"
+Schema = dict[str, Any]
+_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def openapi_schema() -> Schema:
+    """The OpenAPI document the server serves, from an app on a throwaway store."""
+    from plangate.server.app import create_app
+    from plangate.store import open_store
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = open_store(str(Path(folder) / "plangate.db"))
+        try:
+            schema: Schema = create_app(store, recover=False).openapi()
+        finally:
+            store.close()
+    return schema
+
+
+def _text(value: str | None) -> str:
+    """Docstring text as Markdown: ``code`` in reST's double backticks becomes single ones."""
+    return re.sub(r"``([^`]+)``", r"`\1`", (value or "").strip())
+
+
+def _cell(value: str) -> str:
+    """Text for one table cell: one line, pipes escaped."""
+    return " ".join(_text(value).split()).replace("|", "\\|")
+
+
+def type_of(schema: Schema) -> str:
+    """A schema's type in a few words: ``string``, ``list of string``, a linked component, ``a | b``."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#schema-{name.lower()})"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(type_of(option) for option in schema[key])
+    if "enum" in schema:
+        return " or ".join(
+            f"`{value!r}`" if isinstance(value, str) else f"`{value}`" for value in schema["enum"]
+        )
+    if "const" in schema:
+        return f"`{schema['const']!r}`"
+    kind = schema.get("type")
+    if kind == "array":
+        items = type_of(schema.get("items", {}))
+        return f"list of ({items})" if " or " in items else f"list of {items}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return f"object of {type_of(schema['additionalProperties'])}"
+    if isinstance(kind, list):
+        return " or ".join(str(part) for part in kind)
+    return str(kind) if kind else "any JSON"
+
+
+def _operation(path: str, method: str, op: Schema) -> list[str]:
+    lines = [f"### {method.upper()} `{path}`", "", f"**{_text(op.get('summary'))}**", ""]
+    if op.get("description"):
+        lines += [_text(op["description"]), ""]
+    if not op.get("security"):
+        lines += ["No token needed.", ""]
+    params = op.get("parameters", [])
+    if params:
+        lines += ["| parameter | in | type | required | description |", "| --- | --- | --- | --- | --- |"]
+        for param in params:
+            required = "yes" if param.get("required") else "no"
+            about = _cell(param.get("description") or param.get("schema", {}).get("description", ""))
+            kind = _cell(type_of(param.get("schema", {})))
+            lines.append(f"| `{param['name']}` | {param['in']} | {kind} | {required} | {about} |")
+        lines.append("")
+    body = op.get("requestBody", {}).get("content", {})
+    for media, content in body.items():
+        lines += [f"Body ({media}): {type_of(content.get('schema', {}))}", ""]
+    codes = ", ".join(
+        f"`{code}` {_cell(response.get('description', ''))}" for code, response in op["responses"].items()
+    )
+    lines += [f"Responses: {codes}.", ""]
+    return lines
+
+
+def _component(name: str, schema: Schema) -> list[str]:
+    lines = [f"### {name} {{#schema-{name.lower()}}}", ""]
+    if schema.get("description"):
+        lines += [_text(schema["description"]), ""]
+    properties: Schema = schema.get("properties", {})
+    if not properties:
+        lines += [f"Type: {type_of(schema)}.", ""]
+        return lines
+    required = set(schema.get("required", []))
+    lines += ["| field | type | required | description |", "| --- | --- | --- | --- |"]
+    for field, spec in properties.items():
+        flag = "yes" if field in required else "no"
+        about = _cell(spec.get("description", ""))
+        lines.append(f"| `{field}` | {_cell(type_of(spec))} | {flag} | {about} |")
+    lines.append("")
+    return lines
+
+
+def render(schema: Schema) -> str:
+    """The HTTP API page for ``schema``: its description, every route by tag, every component schema."""
+    info = schema["info"]
+    lines = [
+        "# HTTP API",
+        "",
+        "<!-- Generated by scripts/http_api_docs.py from the app's OpenAPI schema: do not edit by hand. -->",
+        "",
+        f"{_text(info.get('description'))}",
+        "",
+        "A running server serves the same schema at `/openapi.json` and an interactive page at `/docs`.",
+        "",
+    ]
+    by_tag: dict[str, list[tuple[str, str, Schema]]] = {}
+    for path, operations in schema["paths"].items():
+        for method in _METHODS:
+            if method in operations:
+                op = operations[method]
+                by_tag.setdefault((op.get("tags") or ["other"])[0], []).append((path, method, op))
+    for tag, operations in by_tag.items():
+        lines += [f"## {tag.capitalize()}", ""]
+        for path, method, op in operations:
+            lines += _operation(path, method, op)
+    lines += ["## Schemas", ""]
+    for name, component in schema.get("components", {}).get("schemas", {}).items():
+        lines += _component(name, component)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the page, or with ``--check`` say whether it is current (exit 1 when not)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if docs/http-api.md is not current")
+    args = parser.parse_args(argv)
+    page = render(openapi_schema())
+    if args.check:
+        current = PAGE.read_text(encoding="utf-8") if PAGE.is_file() else ""
+        if current != page:
+            print(f"{PAGE} is out of date: run python scripts/http_api_docs.py", file=sys.stderr)
+            return 1
+        print(f"{PAGE} is current")
+        return 0
+    PAGE.write_text(page, encoding="utf-8")
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
