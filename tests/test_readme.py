@@ -414,7 +414,7 @@ def test_the_demo_says_what_happened_and_goes_on_with_the_commands_it_prints(san
     assert 'schedule ›   ↳ place {"day": "wed", "slot": "09:00", "task": "review"}' in lines
     assert "schedule ›   ← place review wed 09:00-10:00" in lines
     assert "schedule › outcome: completed (proven)" in lines  # its done_when holds: the placement ran
-    assert re.search(r"^run run_\S+ completed: all 3 steps finished$", output, re.MULTILINE), output
+    assert re.search(r"^run run_\S+ completed: all 3 steps finished( · .+)?$", output, re.MULTILINE), output
 
     # a second demo starts from a fresh week: its write is not refused as already_placed
     output = run_bash("./dev demo", sandbox, _demo_env("demo.json"))
@@ -437,4 +437,4 @@ def test_the_demo_completes_on_the_default_model_as_getting_started_says(sandbox
     assert "? confirm Allow place" in output, output
     output = run_bash(_printed_command(output), sandbox, env, LOCAL_BLOCK_TIMEOUT)
     assert "schedule › outcome: completed (proven)" in output.splitlines(), output
-    assert re.search(r"^run run_\S+ completed: all 3 steps finished$", output, re.MULTILINE), output
+    assert re.search(r"^run run_\S+ completed: all 3 steps finished( · .+)?$", output, re.MULTILINE), output
