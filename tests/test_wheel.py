@@ -193,7 +193,7 @@ def test_the_demo_runs_from_the_wheel_through_its_approvals(installed: Installed
     assert "schedule › round 1 consent place" in consent
     done = installed.plangate(*_printed_command(consent)[1:], model="demo-done.json")
     assert "schedule ›   ← place review wed 09:00-10:00" in done.splitlines()
-    assert re.search(r"^run run_\S+ completed: all 3 steps finished$", done, re.MULTILINE), done
+    assert re.search(r"^run run_\S+ completed: all 3 steps finished( · .*)?$", done, re.MULTILINE), done
 
 
 # -- serve --------------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ the code)::
     │   ├── NotFoundError                a run, step or interaction id that does not exist (for this owner)
     │   ├── RunLeased                    another live process holds the run's lease (it advances the run)
     │   ├── InteractionError             a resolution that cannot be applied
-    │   │   └── StaleInteraction         the interaction is not the run's open one, or was already resolved
+    │   │   ├── StaleInteraction         the interaction is not the run's open one, or was already resolved
+    │   │   └── FormulaChangedError      a run's formula file changed since it was cooked (formulas/retry.py)
     │   ├── UsageError                   an object used out of order (a one-shot stream iterated twice)
     │   ├── EventFormatError             data that is not a valid event of this format (events/wire.py)
     │   ├── ToolArgumentsError           a tool call's arguments break the tool's schema (tools/errors.py)

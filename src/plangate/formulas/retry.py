@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 
 from pydantic import JsonValue
 
-from plangate.errors import ConfigError, FormulaError, InteractionError
+from plangate.errors import ConfigError, FormulaError, InteractionError, StoreError
 from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import Plan
@@ -188,7 +188,8 @@ def materialize(runner: FormulaRunner, run: RunRecord, transaction: Transactions
         StoreError: the origin can no longer be read.
     """
     record = run.input[RETRY_KEY]
-    assert isinstance(record, dict)
+    if not isinstance(record, dict):
+        raise StoreError(f"run {run.id!r}: its retry record is not an object")
     origin_id, step = str(record["run_id"]), str(record["step"])
     origin = runner.load(origin_id)
     stored_plan = run.input.get("plan")
