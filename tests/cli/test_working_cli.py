@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from plangate.cli import _working
 from plangate.cli._working import Working, busy_advice, phase_of
 from plangate.events import StatusEvent, ToolCallEvent
 
@@ -109,3 +110,8 @@ def test_a_busy_machine_gets_the_local_threads_advice(monkeypatch: pytest.Monkey
     )
     assert busy_advice("local", load=1.5, cpus=2) is None  # not busy
     assert busy_advice("openai:gpt-4o-mini", load=7.1, cpus=2) is None  # not the local model
+
+
+def test_the_threads_variable_named_here_is_the_local_models() -> None:
+    local = pytest.importorskip("plangate.models.local")  # the local extra
+    assert _working.THREADS_ENV == local.THREADS_ENV

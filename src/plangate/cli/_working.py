@@ -21,7 +21,10 @@ from rich.spinner import Spinner
 from plangate.cli._console import err, out
 from plangate.events import Event, StatusEvent, ToolCallEvent
 from plangate.models import Model
-from plangate.models.local import THREADS_ENV, LocalModel
+
+THREADS_ENV = "PLANGATE_LOCAL_THREADS"
+"""``plangate.models.local.THREADS_ENV``, named here: that module needs llama-cpp-python, which the CLI does
+not (a server or a remote model runs without the ``local`` extra)."""
 
 PHASES = {
     "route": "routing the request",
@@ -110,7 +113,8 @@ def busy_advice(
 ) -> str | None:
     """The advice to give when the local model runs on a machine busier than its CPUs (None: not busy, or
     not the local model, or the load cannot be read). ``load`` and ``cpus`` default to the machine's."""
-    local = isinstance(model, LocalModel) or (isinstance(model, str) and model.startswith("local"))
+    name = model.name if isinstance(model, Model) else model or ""
+    local = name == "local" or name.startswith("local:")
     if not local:
         return None
     try:
