@@ -159,10 +159,15 @@ def test_help_formula_check_and_ask_work_from_an_empty_folder(installed: Install
         assert re.search(rf"│ {command}\b", shown), shown
 
     formulas = Path(installed.plangate("demo", "--where").strip()) / "formulas"
+    tools = f"{formulas / 'tools.py'}:registry"  # the bundled tools: every tool name is verified
     checked = installed.plangate(
+        "formula", "check", "release", "--path", str(formulas), "--var", "version=1.4.0", "--tools", tools
+    )
+    assert "ok" in checked.lower() and "unverified" not in checked, checked
+    unverified = installed.plangate(
         "formula", "check", "release", "--path", str(formulas), "--var", "version=1.4.0"
     )
-    assert "ok" in checked.lower(), checked
+    assert "0 errors, 3 warnings" in unverified and "unverified-tool" in unverified, unverified
     semantic = installed.plangate("formula", "check", str(formulas.parent / "data" / "shop.semantic.toml"))
     assert "ok" in semantic.lower(), semantic
 
