@@ -39,7 +39,7 @@ from plangate.events import (
     ToolResultEvent,
 )
 from plangate.models import Model
-from plangate.models.base import ModelChunk, ModelRequest, TextDelta, Usage, Wire
+from plangate.models.base import ModelChunk, ModelRequest, ModelWrapper, TextDelta, Usage
 from plangate.runs.contract import Transactions
 from plangate.store import TERMINAL_STATUSES, RunRecord, Store
 from plangate.tools import ToolRegistry, Toolset
@@ -285,7 +285,7 @@ def first_round_model(
     return lambda: Prefilled(build(), decision)
 
 
-class Prefilled:
+class Prefilled(ModelWrapper):
     """A model whose next ``execute`` call returns a decision given in advance (a fork's edited tool call),
     and which is its inner model for every other call."""
 
@@ -293,16 +293,6 @@ class Prefilled:
         self.inner = inner
         self._decision: Mapping[str, JsonValue] | None = decision
         self.compact_prompts = getattr(inner, "compact_prompts", False)
-
-    @property
-    def name(self) -> str:
-        """The inner model's name (the fork records its model, not this wrapper)."""
-        return self.inner.name
-
-    @property
-    def wire(self) -> Wire:
-        """The inner model's wire."""
-        return self.inner.wire
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """The decision given in advance on the first ``execute`` call; otherwise the inner model's stream."""

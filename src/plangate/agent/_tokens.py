@@ -19,9 +19,9 @@ from plangate.models import (
     Model,
     ModelChunk,
     ModelRequest,
+    ModelWrapper,
     TextDelta,
     Usage,
-    Wire,
     wants_compact_prompts,
 )
 from plangate.runs.telemetry import RunTrace, metrics
@@ -142,7 +142,7 @@ class Meter:
         return math.floor(tokens / self.scale + 1e-9)
 
 
-class MeteredModel:
+class MeteredModel(ModelWrapper):
     """A run's model seen through the run's meter: every ``Usage`` it streams calibrates the meter, each
     call's usage is handed to ``on_usage`` (the run's tally) when its stream ends or fails, and ``called``
     (when given) hears of every call as it starts (the run counts its calls)."""
@@ -160,14 +160,6 @@ class MeteredModel:
         self.on_usage = on_usage
         self.trace = trace
         self.called = called
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def wire(self) -> Wire:
-        return self.inner.wire
 
     @property
     def compact_prompts(self) -> bool:

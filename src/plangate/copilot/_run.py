@@ -23,7 +23,7 @@ from plangate.events import StepStateEvent, ToolResultEvent
 from plangate.formulas import Plan
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
-from plangate.models import Model, ModelChunk, ModelRequest, Wire
+from plangate.models import Model, ModelChunk, ModelRequest, ModelWrapper
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools.data._format import shown_cell, shown_table
 
@@ -35,7 +35,7 @@ generation strategy says otherwise."""
 DATA_TOOLS = ("db_query", "db_aggregate")
 
 
-class CappedModel:
+class CappedModel(ModelWrapper):
     """A model whose calls write at most ``max_tokens`` tokens: the answer step of a turn needs a few
     sentences, and a small model left unbounded can ramble until its context is full."""
 
@@ -43,14 +43,6 @@ class CappedModel:
         self.inner = model
         self.max_tokens = max_tokens
         self.temperature = temperature
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def wire(self) -> Wire:
-        return self.inner.wire
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         limit = self.max_tokens if request.max_tokens is None else min(request.max_tokens, self.max_tokens)

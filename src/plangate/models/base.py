@@ -174,6 +174,22 @@ class Model(Protocol):
         ...
 
 
+class ModelWrapper:
+    """The base of a model seen through a wrapper (a meter, a cap, a prefilled reply): its ``name`` and
+    ``wire`` are the inner model's, so the store records the model, never the wrapper. Subclasses set
+    ``inner`` and define ``stream``."""
+
+    inner: Model
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def wire(self) -> Wire:
+        return self.inner.wire
+
+
 def wants_compact_prompts(model: object) -> bool:
     """Whether ``model`` asks for the prompts of small models: an attribute ``compact_prompts`` that is True.
 
@@ -229,6 +245,7 @@ __all__ = [
     "Model",
     "ModelChunk",
     "ModelRequest",
+    "ModelWrapper",
     "Purpose",
     "ReasoningDelta",
     "ResponseSchema",

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from plangate.config import ModelPrice
-from plangate.models import Model, ModelChunk, ModelRequest, Usage, Wire
+from plangate.models import Model, ModelChunk, ModelRequest, ModelWrapper, Usage
 from plangate.runs.outcome import Outcome
 from plangate.store import Store
 
@@ -200,20 +200,12 @@ class UsageTally:
         return self.usage.summary({}) if self.usage.models else None
 
 
-class _Counted:
+class _Counted(ModelWrapper):
     """A model seen through a ``UsageTally``; everything else it has is the inner model's."""
 
     def __init__(self, inner: Model, tally: UsageTally) -> None:
         self.inner = inner
         self.tally = tally
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def wire(self) -> Wire:
-        return self.inner.wire
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
