@@ -205,6 +205,29 @@ def test_receipts_written_before_version_5_read_back_with_no_output(postgres_ser
         assert without_other_tables(dump(conn)) == _frozen(SCHEMA_VERSION)
 
 
+def test_forks_and_retries_made_before_version_8_get_their_origin_from_their_input(
+    postgres_server: PostgresServer,
+) -> None:
+    postgres_url = postgres_server.new_url()
+    inputs = (
+        ("run_a", '{"prompt": "p"}'),
+        ("run_f", '{"prompt": "p", "forked_from": {"run_id": "run_a", "round": 2, "seq": 7}}'),
+        ("run_r", '{"formula": "f", "retried_from": {"run_id": "run_a", "step": "build"}}'),
+        ("run_v", '{"vars": {"note": "forked_from nothing"}, "retried_from": "not a record"}'),
+    )
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        migrate(conn, "test", upto=7)
+        for run_id, input_ in inputs:
+            conn.execute(
+                "INSERT INTO runs (id, kind, name, owner, status, input, created_at, updated_at) "
+                "VALUES (%s, 'agent', 'old', 'local', 'completed', %s, 1.0, 1.0)",
+                (run_id, input_),
+            )
+    with PostgresStore(postgres_url) as store:
+        assert [run.id for run in store.list_runs(origin_run_id="run_a").items] == ["run_r", "run_f"]
+        assert [store.get_run(r).origin_run_id for r, _ in inputs] == [None, "run_a", "run_a", None]
+
+
 def test_processes_opening_a_new_schema_at_once_migrate_it_once(postgres_server: PostgresServer) -> None:
     postgres_url = postgres_server.new_url()  # a schema without tables
     opener = textwrap.dedent(

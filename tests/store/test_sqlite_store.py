@@ -213,6 +213,40 @@ def test_receipts_written_before_version_5_read_back_with_no_output(tmp_path: Pa
     assert _schema(path) == _frozen(SCHEMA_VERSION)
 
 
+_BEFORE_ORIGINS = (
+    ("run_a", '{"prompt": "p"}'),
+    ("run_f", '{"prompt": "p", "forked_from": {"run_id": "run_a", "round": 2, "seq": 7}}'),
+    ("run_r", '{"formula": "f", "retried_from": {"run_id": "run_a", "step": "build"}}'),
+    ("run_v", '{"vars": {"note": "forked_from nothing"}, "retried_from": "not a record"}'),
+)
+
+
+def test_forks_and_retries_made_before_version_8_get_their_origin_from_their_input(tmp_path: Path) -> None:
+    path = tmp_path / "v7.db"
+    _store_at_version(path, 7)
+    conn = sqlite3.connect(path)
+    with conn:
+        for run_id, input_ in _BEFORE_ORIGINS:
+            conn.execute(
+                "INSERT INTO runs (id, kind, name, owner, status, input, created_at, updated_at) "
+                "VALUES (?, 'agent', 'old', 'local', 'completed', ?, 1.0, 1.0)",
+                (run_id, input_),
+            )
+    conn.close()
+    with SQLiteStore(path) as store:
+        assert [run.id for run in store.list_runs(origin_run_id="run_a").items] == ["run_r", "run_f"]
+        assert [store.get_run(r).origin_run_id for r, _ in _BEFORE_ORIGINS] == [None, "run_a", "run_a", None]
+    conn = sqlite3.connect(path)
+    try:  # the forks of a run are read through their index, not by reading every run
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE origin_run_id = ? ORDER BY pos DESC LIMIT 101",
+            ("run_a",),
+        ).fetchall()
+    finally:
+        conn.close()
+    assert any("runs_by_origin" in str(row[-1]) for row in plan), plan
+
+
 def test_an_empty_sqlite_file_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()

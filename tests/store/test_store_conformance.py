@@ -186,6 +186,29 @@ def test_list_runs_by_parent(store: Store) -> None:
     assert [run.id for run in store.list_runs(parent_run_id=parent).items] == children[::-1]
 
 
+def test_a_run_names_its_origin_and_an_origin_lists_its_forks_and_retries(store: Store) -> None:
+    origin = _run(store)
+    forks = [_run(store, origin_run_id=origin) for _ in range(3)]
+    fork_of_fork = _run(store, origin_run_id=forks[0])
+    _run(store)
+    assert store.get_run(forks[0]).origin_run_id == origin
+    assert [run.id for run in store.list_runs(origin_run_id=origin).items] == forks[::-1]
+    assert [run.id for run in store.list_runs(origin_run_id=forks[0]).items] == [fork_of_fork]
+    page = store.list_runs(origin_run_id=origin, limit=2)
+    assert page.next_cursor is not None
+    rest = store.list_runs(origin_run_id=origin, limit=2, cursor=page.next_cursor)
+    assert [run.id for run in [*page.items, *rest.items]] == forks[::-1]
+    # a run that is no fork shows no origin in its JSON form (records read before it existed keep theirs)
+    assert "origin_run_id" not in store.get_run(origin).model_dump(mode="json")
+    assert store.get_run(forks[1]).model_dump(mode="json")["origin_run_id"] == origin
+
+
+def test_create_run_refuses_an_unknown_origin(store: Store) -> None:
+    with pytest.raises(NotFoundError, match="origin_run_id: no run 'run_nope'"):
+        store.create_run("agent", "b", {}, origin_run_id="run_nope")
+    assert store.list_runs().items == []
+
+
 def test_root_of_climbs_the_parent_chain_to_the_top(store: Store) -> None:
     top = _run(store)
     child = _run(store, parent_run_id=top)

@@ -119,7 +119,7 @@ def create_fork(
         record["decision"] = decision
     data: JsonObject = {**origin.input, "agent": settings.model_dump(mode="json"), FORK_KEY: record}
     name = f"fork of {origin.name} at round {number}"[:80]
-    run = store.create_run("agent", name, data, owner=origin.owner)
+    run = store.create_run("agent", name, data, owner=origin.owner, origin_run_id=origin.id)
     read_input(run.id, run.input)
     return run.id
 

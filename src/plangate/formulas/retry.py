@@ -111,7 +111,7 @@ def retry_run(
     if which == "use-new":
         data[tool_identities.INPUT_KEY] = runner.input_for(plan, False)[tool_identities.INPUT_KEY]
         data["plan"] = plan.to_dict()
-    run = runner.store.create_run("formula", plan.formula, data, owner=origin.owner)
+    run = runner.store.create_run("formula", plan.formula, data, owner=origin.owner, origin_run_id=origin.id)
     return run.id
 
 

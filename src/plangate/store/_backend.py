@@ -62,6 +62,26 @@ _ROOT_OF = (
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
 
 
+Related = tuple[str | None, str | None]
+"""The runs a new run names: its parent and its origin (either may be None)."""
+
+_RELATED = ("parent_run_id", "origin_run_id")
+
+
+def check_related(db: Db, related: Related, where: str) -> None:
+    """Raise NotFoundError when a run ``related`` names does not exist (inside the insert's write lock)."""
+    for column, run_id in zip(_RELATED, related, strict=True):
+        if run_id is not None and not run_exists(db, run_id):
+            raise NotFoundError(f"create_run: {column}: no run {run_id!r} in {where}")
+
+
+INSERT_RUN = (
+    "INSERT INTO runs (id, kind, name, owner, parent_run_id, origin_run_id, status, input, created_at, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"
+)
+"""The one insert of a run, both backends'."""
+
+
 class Backend(ABC):
     """The ``Store`` methods both backends share; a backend sets the attributes below and opens the
     connections.
@@ -198,12 +218,14 @@ class Backend(ABC):
         owner: str = "local",
         parent_run_id: str | None = None,
         run_id: str | None = None,
+        origin_run_id: str | None = None,
     ) -> RunRecord:
-        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given.
+        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given;
+        ``origin_run_id``: the run it is a fork or a retry of.
 
         Raises:
             ConfigError: a bad argument, or a run with ``run_id`` exists already.
-            NotFoundError: ``parent_run_id`` names no run.
+            NotFoundError: ``parent_run_id`` or ``origin_run_id`` names no run.
         """
         check.choice(kind, check.RUN_KINDS, "create_run: kind")
         check.text(name, "create_run: name")
@@ -212,13 +234,14 @@ class Backend(ABC):
         new_id = (
             check.new_run_id() if run_id is None else check.text(run_id, "create_run: run_id", empty=False)
         )
-        return self._insert_run(new_id, kind, name, owner, parent_run_id, input_json)
+        return self._insert_run(new_id, kind, name, owner, (parent_run_id, origin_run_id), input_json)
 
     @abstractmethod
     def _insert_run(
-        self, new_id: str, kind: RunKind, name: str, owner: str, parent_run_id: str | None, input_json: str
+        self, new_id: str, kind: RunKind, name: str, owner: str, related: Related, input_json: str
     ) -> RunRecord:
-        """Insert a run whose values ``create_run`` checked; ConfigError if its id is taken."""
+        """Insert a run whose values ``create_run`` checked (``related``: its parent and its origin); a
+        ConfigError if its id is taken, a NotFoundError if a run it names does not exist."""
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
         """The run with that id (NotFoundError if none, or if ``owner`` is given and is not its owner)."""
@@ -251,9 +274,11 @@ class Backend(ABC):
         top_level: bool = False,
         limit: int = 50,
         cursor: str | None = None,
+        origin_run_id: str | None = None,
     ) -> RunPage:
         """Runs matching every filter given, newest first, at most ``limit`` (1..1000) per page;
-        ``top_level``: only runs that are no other run's sub-run."""
+        ``top_level``: only runs that are no other run's sub-run; ``origin_run_id``: only the forks and
+        retries of that run."""
         limit = check.page_limit(limit)
         clauses: list[str] = []
         params: list[object] = []
@@ -264,7 +289,11 @@ class Backend(ABC):
         if kind is not None:
             clauses.append("kind = ?")
             params.append(check.choice(kind, check.RUN_KINDS, "list_runs: kind"))
-        for column, value in (("owner", owner), ("parent_run_id", parent_run_id)):
+        for column, value in (
+            ("owner", owner),
+            ("parent_run_id", parent_run_id),
+            ("origin_run_id", origin_run_id),
+        ):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)

@@ -23,8 +23,10 @@ from plangate.store.ddl import (
     REAL,
     TEXT,
     AddColumn,
+    AddIndex,
     Column,
     Create,
+    Fill,
     Index,
     Migration,
     Table,
@@ -219,6 +221,18 @@ SCHEMA_VERSIONS = Table(
 """The version of each component's own tables (``store/_migrate.py``); the core's stays in
 ``schema_version``, where every release looks for it."""
 
+# Each fork or retry named its origin in its input before migration 8 made a column of it.
+_ORIGINS_SQLITE = (
+    "UPDATE runs SET origin_run_id = COALESCE(json_extract(input, '$.forked_from.run_id'), "
+    "json_extract(input, '$.retried_from.run_id')) "
+    "WHERE input LIKE '%forked_from%' OR input LIKE '%retried_from%'"
+)
+_ORIGINS_POSTGRESQL = (
+    "UPDATE runs SET origin_run_id = COALESCE(input -> 'forked_from' ->> 'run_id', "
+    "input -> 'retried_from' ->> 'run_id') "
+    "WHERE input::text LIKE '%forked_from%' OR input::text LIKE '%retried_from%'"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     # 1: runs and their events, snapshots, interactions, receipts and write intents.
     (
@@ -244,6 +258,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 7: the versions of the components that keep migrations of their own (documents, tokens,
     # conversations), so that each goes on from the tables the core made for it.
     (Create(SCHEMA_VERSIONS),),
+    # 8: the run a fork or a retry was made from (its origin: no reference, so that pruning an origin keeps
+    # its forks), indexed so that a run's forks and retries are listed without reading every run; the forks
+    # and retries made before get theirs from their input.
+    (
+        AddColumn("runs", Column("origin_run_id", TEXT, nullable=True)),
+        AddIndex("runs", Index("runs_by_origin", ("origin_run_id", "pos"))),
+        Fill(_ORIGINS_SQLITE, _ORIGINS_POSTGRESQL),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

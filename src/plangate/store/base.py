@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import Event, InteractionKind, InteractionTool, JsonObject
@@ -44,6 +44,8 @@ class RunRecord(Record):
         last_seq: the ``seq`` of its last event (0 before the first).
         outcome: set with the terminal status (``{status, stage, code, user_message, ...}``), else None.
         lease_owner: the worker advancing it, while ``lease_expires_at`` is in the future.
+        origin_run_id: the run it was forked or retried from (None for any other run); left out of the
+            JSON form when None, so that records read before it existed keep their exact form.
     """
 
     id: str
@@ -59,6 +61,7 @@ class RunRecord(Record):
     updated_at: float
     lease_owner: str | None
     lease_expires_at: float | None
+    origin_run_id: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class RunPage(Record):
@@ -343,8 +346,10 @@ class Store(Protocol):
         owner: str = "local",
         parent_run_id: str | None = None,
         run_id: str | None = None,
+        origin_run_id: str | None = None,
     ) -> RunRecord:
-        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given."""
+        """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given;
+        ``origin_run_id``: the run it is a fork or a retry of."""
         ...
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
@@ -366,9 +371,11 @@ class Store(Protocol):
         top_level: bool = False,
         limit: int = 50,
         cursor: str | None = None,
+        origin_run_id: str | None = None,
     ) -> RunPage:
         """Runs matching every filter given, newest first, one page of at most ``limit``; ``top_level``: only
-        runs without a parent (no sub-runs, no agent steps' agents)."""
+        runs without a parent (no sub-runs, no agent steps' agents); ``origin_run_id``: only the forks and
+        retries of that run (an index reads them)."""
         ...
 
     def get_snapshot(self, run_id: str) -> Snapshot | None:

@@ -1,7 +1,8 @@
 """Tables described once, as data, and rendered to the DDL of each backend (SQLite and PostgreSQL).
 
 For: ``Table``, ``Column`` and ``Index`` (a table's columns, types, keys, checks and indexes, written once
-for both backends), the steps a migration is made of (``Create``, ``AddColumn``, ``FromCore``) and
+for both backends), the steps a migration is made of (``Create``, ``AddColumn``, ``AddIndex``, ``Fill``,
+``FromCore``) and
 ``statements``, which renders a migration in one dialect: the vocabulary of the core's migrations
 (``store/_schema.py``) and of every repository's (``store/repository.py``). Not for: running migrations
 (``store/_migrate.py``) or queries, which stay hand-written in the ``?`` form both backends accept
@@ -150,6 +151,28 @@ class AddColumn:
 
 
 @dataclass(frozen=True, slots=True)
+class AddIndex:
+    """A migration step: add ``index`` to the existing table ``table``."""
+
+    table: str
+    index: Index
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """A migration step: one statement that fills what a column added holds for the rows already there,
+    when that is not one constant (it reads another column), spelled for each dialect (their JSON
+    functions differ)."""
+
+    sqlite: str
+    postgresql: str
+
+    def spelled(self, dialect: Dialect) -> str:
+        """The statement as ``dialect`` writes it."""
+        return self.sqlite if dialect == "sqlite" else self.postgresql
+
+
+@dataclass(frozen=True, slots=True)
 class FromCore:
     """The first version of a component whose tables the core's migrations made before the component kept
     a list of its own: a store at core schema ``version`` or later holds ``tables`` already, so the step
@@ -159,7 +182,7 @@ class FromCore:
     tables: tuple[str, ...]
 
 
-Step = Create | AddColumn | FromCore
+Step = Create | AddColumn | AddIndex | Fill | FromCore
 Migration = tuple[Step, ...]
 """The steps that bring a schema from one version to the next, applied in one transaction."""
 
@@ -173,11 +196,19 @@ def _step(step: Step, dialect: Dialect) -> Iterator[str]:
     if isinstance(step, Create):
         yield _create(step.table, dialect)
         for index in step.table.indexes:
-            yield f"CREATE INDEX {index.name} ON {step.table.name} ({', '.join(index.columns)})"
+            yield _index(step.table.name, index)
     elif isinstance(step, AddColumn):
         head = f"ALTER TABLE {step.table} ADD COLUMN "
         yield head + step.column.render(dialect, len(head))
+    elif isinstance(step, AddIndex):
+        yield _index(step.table, step.index)
+    elif isinstance(step, Fill):
+        yield step.spelled(dialect)
     # FromCore: nothing to write
+
+
+def _index(table: str, index: Index) -> str:
+    return f"CREATE INDEX {index.name} ON {table} ({', '.join(index.columns)})"
 
 
 def _create(table: Table, dialect: Dialect) -> str:

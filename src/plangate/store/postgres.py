@@ -54,7 +54,7 @@ from plangate.events import Event
 from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store._backend import Backend, run_exists
+from plangate.store._backend import INSERT_RUN, Backend, Related, check_related, run_exists
 from plangate.store._migrate import Component
 from plangate.store._pg_listen import Listener
 from plangate.store._pg_schema import migrate, open_schema
@@ -160,19 +160,16 @@ class PostgresStore(Backend):
     # -- runs ---------------------------------------------------------------------------------------------
 
     def _insert_run(
-        self, new_id: str, kind: RunKind, name: str, owner: str, parent_run_id: str | None, input_json: str
+        self, new_id: str, kind: RunKind, name: str, owner: str, related: Related, input_json: str
     ) -> RunRecord:
         """Insert the run (``create_run`` checked its values)."""
         with self._reading("create_run") as db:
-            if parent_run_id is not None and not run_exists(db, parent_run_id):
-                raise NotFoundError(f"create_run: parent_run_id: no run {parent_run_id!r} in {self._where}")
+            check_related(db, related, self._where)
             now = self._clock()
             # One statement, so that of two processes creating the same id exactly one succeeds.
             row = db.one(
-                "INSERT INTO runs (id, kind, name, owner, parent_run_id, status, input, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?) ON CONFLICT (id) DO NOTHING "
-                f"RETURNING {rows.RUN_COLUMNS}",
-                (new_id, kind, name, owner, parent_run_id, input_json, now, now),
+                f"{INSERT_RUN} ON CONFLICT (id) DO NOTHING RETURNING {rows.RUN_COLUMNS}",
+                (new_id, kind, name, owner, *related, input_json, now, now),
             )
         if row is None:
             raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")

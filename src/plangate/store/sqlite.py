@@ -28,11 +28,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from plangate.errors import ConfigError, NotFoundError, StoreError
+from plangate.errors import ConfigError, StoreError
 from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store._backend import Backend, run_exists
+from plangate.store._backend import INSERT_RUN, Backend, Related, check_related, run_exists
 from plangate.store._migrate import Component
 from plangate.store._sql import SQLiteDb
 from plangate.store._sqlite_errors import Translated, explain
@@ -112,21 +112,16 @@ class SQLiteStore(Backend):
     # -- runs ---------------------------------------------------------------------------------------------
 
     def _insert_run(
-        self, new_id: str, kind: RunKind, name: str, owner: str, parent_run_id: str | None, input_json: str
+        self, new_id: str, kind: RunKind, name: str, owner: str, related: Related, input_json: str
     ) -> RunRecord:
         """Insert the run (``create_run`` checked its values): under the file's write lock, so of two
         processes creating the same id exactly one succeeds."""
         with self._writing("create_run") as db:
-            if parent_run_id is not None and not run_exists(db, parent_run_id):
-                raise NotFoundError(f"create_run: parent_run_id: no run {parent_run_id!r} in {self._where}")
+            check_related(db, related, self._where)
             if run_exists(db, new_id):
                 raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")
             now = self._clock()
-            db.run(
-                "INSERT INTO runs (id, kind, name, owner, parent_run_id, status, input, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
-                (new_id, kind, name, owner, parent_run_id, input_json, now, now),
-            )
+            db.run(INSERT_RUN, (new_id, kind, name, owner, *related, input_json, now, now))
             row = db.one(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (new_id,))
         if row is None:  # inserted under the write lock the block held: only a broken file loses it
             raise StoreError(f"create_run: run {new_id!r} could not be read back from {self._where}")
