@@ -15,14 +15,15 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
-from plangate.agent._fork import check_request
+from plangate.agent._fork import check_request, origin_of
 from plangate.agent._state import AgentConfig, Mode
 from plangate.agent.agent import Agent
+from plangate.agent.replay import replay_async
 from plangate.config import BudgetConfig, ModelPrice
 from plangate.errors import ConfigError
 from plangate.interactions import Resolution
 from plangate.models import Model
-from plangate.runs.contract import Answered
+from plangate.runs.contract import Answered, Origin, Replayed
 from plangate.runs.tools import refused_last
 from plangate.store import TERMINAL_STATUSES, Interaction, LeaseBook, RunRecord, RunStatus, Store
 from plangate.tools import ToolRegistry
@@ -114,6 +115,22 @@ class AgentEngine:
         checked = check_request(request)
         agent = Agent(model=None, tools=self.tools, store=self.store, owner=run.owner, leases=self.leases)
         return agent.submit_fork(run.id, checked)
+
+    def origin(self, run: RunRecord) -> Origin | None:
+        """The run the agent run was forked from, and before which round; None for a run that is no fork."""
+        record = origin_of(run.input)
+        if record is None:
+            return None
+        return Origin(str(record.get("run_id")), "fork", f"before round {record.get('round')}")
+
+    async def replay(self, run: RunRecord) -> Replayed:
+        """Replay the finished agent run offline with this process's tools (``plangate.agent.replay``).
+
+        Raises:
+            InteractionError: it has not ended.
+            ConfigError: this process lacks one of its tools.
+        """
+        return await replay_async(self.store, run, self.tools)
 
     async def advance(self, run_id: str) -> RunStatus:
         """Continue the run to its next wait or its end (an approved write runs first, exactly once)."""

@@ -14,6 +14,7 @@ steps call tools, not a model) or changing the stored run (it is only read).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -35,8 +36,9 @@ from plangate.events import (
 from plangate.interactions import parse_resolution
 from plangate.models.base import ModelChunk, ModelRequest, TextDelta, Usage, Wire
 from plangate.models.errors import ScriptExhaustedError
-from plangate.runs.diff import Diff, diff_events
-from plangate.store import SQLiteStore, Store
+from plangate.runs.contract import Replayed
+from plangate.runs.diff import diff_events
+from plangate.store import TERMINAL_STATUSES, RunRecord, SQLiteStore, Store
 from plangate.tools import Tool, ToolRegistry, ToolResult
 
 _MAX_ANSWERS = 1000
@@ -83,28 +85,6 @@ class RecordedModel:
             )
         yield TextDelta(queue.pop(0))
         yield Usage(input_tokens=0, output_tokens=0)
-
-
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    """A replay's verdict.
-
-    Attributes:
-        run_id: the recorded run.
-        replay_id: the replay's run, in the replay's own store (in memory: gone afterwards).
-        status: how the replay ended (``waiting``: it asked what the record never answered).
-        diff: the record and the replay aligned by round; ``diff.first`` is the first divergence, or None.
-    """
-
-    run_id: str
-    replay_id: str
-    status: str
-    diff: Diff
-
-    @property
-    def reproduced(self) -> bool:
-        """Whether the runtime behaved as the record says, round by round, to the same outcome."""
-        return self.diff.first is None
 
 
 def record_of(events: list[Event], resolutions: list[Mapping[str, object]]) -> Record:
@@ -176,18 +156,28 @@ def _played_back(tool: Tool, queue: list[ToolResult]) -> Tool:
 
 
 def replay(store: Store, run_id: str, tools: ToolRegistry, *, owner: str | None = None) -> Replayed:
-    """Replay the finished agent run ``run_id`` offline and compare it with its record.
+    """Replay the finished agent run ``run_id`` offline and compare it with its record (``replay_async``,
+    for callers without an event loop).
 
     Raises:
         NotFoundError: no such run (of ``owner``).
         InteractionError: it is not an agent run, or it has not ended.
         ConfigError: this process lacks one of its tools.
     """
-    run = store.get_run(run_id, owner=owner)
+    return asyncio.run(replay_async(store, store.get_run(run_id, owner=owner), tools))
+
+
+async def replay_async(store: Store, run: RunRecord, tools: ToolRegistry) -> Replayed:
+    """Replay the finished agent run ``run`` offline and compare it with its record.
+
+    Raises:
+        InteractionError: it is not an agent run, or it has not ended.
+        ConfigError: this process lacks one of its tools.
+    """
     if run.kind != "agent":
-        raise InteractionError(f"run {run_id!r} is a {run.kind} run; only agent runs are replayed")
-    if run.status not in ("completed", "aborted", "exhausted", "cancelled"):
-        raise InteractionError(f"run {run_id!r} is {run.status}: only a run that ended is replayed")
+        raise InteractionError(f"run {run.id!r} is a {run.kind} run; only agent runs are replayed here")
+    if run.status not in TERMINAL_STATUSES:
+        raise InteractionError(f"run {run.id!r} is {run.status}: only a run that ended is replayed")
     prompt, config = read_input(run.id, run.input)
     events = store.events(run.id)
     answered = sorted(
@@ -195,12 +185,7 @@ def replay(store: Store, run_id: str, tools: ToolRegistry, *, owner: str | None 
         key=lambda item: item.created_at,
     )
     record = record_of(events, [item.resolution or {} for item in answered])
-    wire: Wire = (
-        "tagged"
-        if any((e.raw or "").lstrip().startswith("<") for e in events if isinstance(e, RoundEvent))
-        else "json"
-    )
-    model = RecordedModel(config.model, wire, record.outputs)
+    model = RecordedModel(config.model, wire_of(events), record.outputs)
     sandbox = SQLiteStore(":memory:")
     agent = Agent(
         model=model,
@@ -217,16 +202,32 @@ def replay(store: Store, run_id: str, tools: ToolRegistry, *, owner: str | None 
         owner=run.owner,
     )
     try:
-        result = agent.run(prompt)
+        result = await agent.run_async(prompt)
         answers = list(record.resolutions)
         for _ in range(_MAX_ANSWERS):
             if result.interaction is None or not answers:
                 break
-            result = agent.resume(result.run_id, result.interaction.id, parse_resolution(answers.pop(0)))
+            resolution = parse_resolution(answers.pop(0))
+            result = await agent.resume_async(result.run_id, result.interaction.id, resolution)
         diff = diff_events("round", (run.id, events), (result.run_id, sandbox.events(result.run_id)))
         return Replayed(run.id, result.run_id, result.status, diff)
     finally:
         sandbox.close()
 
 
-__all__ = ["Record", "RecordedModel", "Replayed", "record_of", "recorded_tools", "replay"]
+def wire_of(events: list[Event]) -> Wire:
+    """The wire a run's recorded round texts are written on (``tagged`` when they are tags)."""
+    rounds = (event.raw or "" for event in events if isinstance(event, RoundEvent))
+    return "tagged" if any(text.lstrip().startswith("<") for text in rounds) else "json"
+
+
+__all__ = [
+    "Record",
+    "RecordedModel",
+    "Replayed",
+    "record_of",
+    "recorded_tools",
+    "replay",
+    "replay_async",
+    "wire_of",
+]

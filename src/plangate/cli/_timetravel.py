@@ -4,7 +4,7 @@ For: the commands of time travel. ``fork`` creates a new run through the ``Runs`
 whose history is the origin's up to a round, then drives it here as ``agent`` does (consent asked in the
 terminal unless ``--detach``; a write at or after the fork point is asked for again, in the new run);
 ``retry`` does the same for a formula run from a step (``Runs.fork`` with ``from_step``); ``replay`` plays
-an agent run back offline against its record (``plangate.agent.replay``); ``diff`` prints
+a finished run back offline against its record, whatever its kind (``Runs.replay``); ``diff`` prints
 two runs side by side, aligned by round or step, with the first divergence marked (``plangate.runs.diff``).
 Not for: any run logic (the engines).
 """
@@ -20,7 +20,6 @@ from pydantic import JsonValue
 from rich.markup import escape
 from rich.table import Table
 
-from plangate.agent.replay import replay
 from plangate.cli._console import fail, out
 from plangate.cli._drive import asks_here, drive, progress
 from plangate.cli._options import (
@@ -78,7 +77,7 @@ ChangedOpt = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``fork``, ``retry`` and ``diff`` to ``app``."""
+    """Add ``fork``, ``retry``, ``replay`` and ``diff`` to ``app``."""
     app.command("fork")(fork_command)
     app.command("retry")(retry_command)
     app.command("replay")(replay_command)
@@ -201,27 +200,28 @@ def diff_command(
 
 def replay_command(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(help="The finished agent run to replay.")],
+    run_id: Annotated[str, typer.Argument(help="The finished run to replay (agent, or root formula run).")],
     tools: ToolsOpt = None,
     store: StoreOpt = None,
+    path: PathOpt = None,
     json: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Replay a finished agent run offline (its recorded model outputs, tool results and answers; no write
-    is called) and report the first point where the runtime now behaves differently; exit 1 if it does."""
+    """Replay a finished run offline (its recorded model outputs, tool results and answers; no write is
+    called) and report the first point where the runtime now behaves differently; exit 1 if it does."""
     s = session(ctx, config=config, store=store, tools=tools)
     try:
-        verdict = replay(s.store, run_id, s.tools(run=run_id))
+        runs = s.continuing(run_id, search_paths=path)  # every tool the run needs, for its schema
+        verdict = asyncio.run(runs.replay(run_id))
     except UserError as exc:
         fail(str(exc))
         return
     if json:
-        data = verdict.diff.as_json()
-        data.update({"reproduced": verdict.reproduced, "status": verdict.status})
-        print(jsonlib.dumps(data, ensure_ascii=False, indent=2))
+        print(jsonlib.dumps(verdict.as_json(), ensure_ascii=False, indent=2))
     elif verdict.reproduced:
-        rounds = sum(1 for row in verdict.diff.rows if row.key != "outcome")
-        out.print(f"run {run_id} reproduced: {rounds} round(s), the same calls, results and outcome")
+        found = verdict.diff
+        points = sum(1 for row in found.rows if row.key != "outcome")
+        out.print(f"run {run_id} reproduced: {points} {found.unit}(s), the same calls, results and outcome")
     else:
         _print_diff(verdict.diff)
     if not verdict.reproduced:

@@ -288,6 +288,10 @@ class StepStateEvent(BaseEvent):
     output: JsonObject | None = None
     wait: JsonObject | None = None
     """What a ``waiting`` step waits for (``kind``: gate, timer, human, manual, ...) and its details."""
+    raw: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the model returned for the attempt of an ``llm`` step that ends here, as text (what ``plangate
+    replay`` plays back); left out of the JSON form when absent (every other step, and attempts recorded
+    before it was kept)."""
 
 
 class GateEvent(BaseEvent):

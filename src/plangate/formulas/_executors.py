@@ -53,6 +53,7 @@ class StepOutcome:
         status: ``complete``, ``failed``, ``waiting`` (a sub-run waits on a person; ``run_ids`` say which),
             or ``unknown`` (a write whose outcome nobody can tell: a person is asked).
         write: for a write step, what became of its call.
+        raw: for an ``llm`` step, what the model returned, as text (recorded with the step's state).
     """
 
     status: Literal["complete", "failed", "waiting", "unknown"]
@@ -60,6 +61,7 @@ class StepOutcome:
     reason: str = ""
     run_ids: list[str] = field(default_factory=list)
     write: WriteReport | None = None
+    raw: str | None = None
 
 
 SubRun = Callable[[str, dict[str, JsonValue], str], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
@@ -267,6 +269,7 @@ async def run_llm(
     """One model call (purpose ``generate``) on the rendered prompt.
 
     The model is the step's own (``llm.model``), else ``model`` (the runner's), else the default model.
+    What it returned is kept as the outcome's ``raw`` text (recorded with the step's state, for a replay).
     Without a schema the output is ``{text}``. With one, the schema is sent as the response schema and the
     answer must be JSON that fits it: an object becomes the output as it is, any other value ``{value}``.
     An answer that does not parse or fit fails the step with the reason and the raw ``text`` in its
@@ -298,14 +301,14 @@ async def run_llm(
         return StepOutcome("failed", reason=f"model {chosen.name}: {exc}")
     text = completion.text
     if schema is None:
-        return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters")
+        return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters", raw=text)
     value, problem = parse_json_answer(text)
     if problem is None:
         problem = fits_schema(value, schema)
     if problem is not None:
-        return StepOutcome("failed", {"text": text}, f"llm: {problem}")
+        return StepOutcome("failed", {"text": text}, f"llm: {problem}", raw=text)
     output: dict[str, JsonValue] = dict(value) if isinstance(value, dict) else {"value": value}
-    return StepOutcome("complete", output, "llm: the answer fits the schema")
+    return StepOutcome("complete", output, "llm: the answer fits the schema", raw=text)
 
 
 def parse_json_answer(text: str) -> tuple[JsonValue, str | None]:

@@ -142,8 +142,10 @@ class RunContext(Protocol):
         output: dict[str, JsonValue] | None = None,
         wait: dict[str, JsonValue] | None = None,
         attempt: int | None = None,
+        raw: str | None = None,
     ) -> None:
-        """Move the step to ``status`` (committed with the pass)."""
+        """Move the step to ``status`` (committed with the pass); ``raw``: what an ``llm`` step's model
+        returned for the attempt that ends here."""
         ...
 
     def emit(self, event: RunEvent) -> None:
@@ -173,9 +175,7 @@ class RunContext(Protocol):
         """Open the run's interaction for ``step`` (or queue the question behind the open one)."""
         ...
 
-    def context(
-        self, current: str | None, extra: Mapping[str, StepState] | None = None
-    ) -> ConditionContext:
+    def context(self, current: str | None, extra: Mapping[str, StepState] | None = None) -> ConditionContext:
         """What a condition evaluated for the step ``current`` reads (``extra``: more names for steps, as an
         until-loop's condition names its body's steps of the iteration just finished)."""
         ...

@@ -65,6 +65,8 @@ from plangate.runs import telemetry
 from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
+INTERRUPTED = "interrupted before it finished; running it again"
+"""Why a step whose work a stopped process cut off is ready again (its attempt recorded no result)."""
 _NO_SLOT = "waiting for a free slot"
 #: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
@@ -232,7 +234,7 @@ class Scheduler:
             elif run.status == "running" and kind == "subrun":
                 self.launch(run.id, "subrun")  # its sub-run's id is committed: adopt it
             elif run.status == "running" and not self._is_container(run.id):
-                self.transition(run, "ready", "interrupted before it finished; running it again")
+                self.transition(run, "ready", INTERRUPTED)
             elif run.status == "waiting" and kind in {"subrun", "fanout"}:
                 self.launch(run.id, str(kind))
             elif run.status in {"running", "waiting"} and kind == "children":
@@ -376,6 +378,7 @@ class Scheduler:
         output: dict[str, JsonValue] | None = None,
         wait: dict[str, JsonValue] | None = None,
         attempt: int | None = None,
+        raw: str | None = None,
     ) -> None:
         self.emit(
             StepStateEvent(
@@ -385,6 +388,7 @@ class Scheduler:
                 attempt=run.attempt if attempt is None else attempt,
                 output=output,
                 wait=wait,
+                raw=raw,
             )
         )
         self._after(run.id, status)
@@ -634,10 +638,10 @@ class Scheduler:
             self._end_sub_runs(step, run, outcome, "failed")
             if run.attempt <= step.retries:
                 retry = f"attempt {run.attempt} failed ({outcome.reason}); retrying"
-                self.transition(run, "ready", retry, wait=_writes.retry_wait(run))
+                self.transition(run, "ready", retry, wait=_writes.retry_wait(run), raw=outcome.raw)
                 self.candidates[step_id] = None
             else:
-                self.transition(run, "failed", outcome.reason, output=outcome.output or None)
+                self.transition(run, "failed", outcome.reason, output=outcome.output or None, raw=outcome.raw)
             return
         if step.on_complete is not None and run.wait.get("kind") != "fanout":
             # the sub-runs' ids commit with this state, before any of them exists: a restart adopts them
@@ -648,17 +652,23 @@ class Scheduler:
                 "fanning out",
                 output=outcome.output,
                 wait={"kind": "fanout", "run_ids": fanned},
+                raw=outcome.raw,
             )
             self.launch(step_id, "fanout")
             return
         self._end_sub_runs(step, run, outcome, "completed without it")
         if self._is_container(step_id):
             self.transition(
-                run, "running", "waiting for its children", output=outcome.output, wait={"kind": "children"}
+                run,
+                "running",
+                "waiting for its children",
+                output=outcome.output,
+                wait={"kind": "children"},
+                raw=outcome.raw,
             )
             _containers.check(self, step_id)
             return
-        self.transition(run, "complete", outcome.reason, output=outcome.output)
+        self.transition(run, "complete", outcome.reason, output=outcome.output, raw=outcome.raw)
 
     def _end_sub_runs(self, step: CookedStep, run: StepRun, outcome: StepOutcome, how: str) -> None:
         """Cancel the sub-runs a finished step leaves unfinished (timed out, failed beside a sibling, not
@@ -800,4 +810,4 @@ class Scheduler:
         return f"a step it needs did not complete ({', '.join(step.needs)})"
 
 
-__all__ = ["Scheduler"]
+__all__ = ["INTERRUPTED", "Scheduler"]

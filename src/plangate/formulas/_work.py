@@ -3,13 +3,16 @@
 For: ``step_work``, which the scheduler awaits in a task of its own once the step's ``running`` (or
 ``waiting``) state is committed: a tool, an llm, an agent or a sub-formula; a fan-out's sub-runs; a write
 under its intent's key; or, after a restart, the settling of a write whose receipt was never committed.
-Not for: the transitions the outcome leads to (``_scheduler.py``) or what each executor does
-(``_executors.py``, ``_agent_steps.py``, ``_writes.py``).
+While it works, ``working_step`` says which step of which run the task works for (what a replay's recorded
+tools and model play back by: steps work at once, so the order of calls says nothing). Not for: the
+transitions the outcome leads to (``_scheduler.py``) or what each executor does (``_executors.py``,
+``_agent_steps.py``, ``_writes.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from contextvars import ContextVar
 
 from pydantic import JsonValue
 
@@ -28,6 +31,14 @@ from plangate.formulas._runcontext import RunHost
 from plangate.formulas._runstate import RunState
 from plangate.formulas.plan import AgentExecutor, CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
 
+_WORKING: ContextVar[tuple[str, str, int] | None] = ContextVar("plangate_working_step", default=None)
+
+
+def working_step() -> tuple[str, str, int] | None:
+    """``(run id, step id, attempt)`` of the formula step whose work runs in this task (and in what it
+    awaits: an agent step's agent, a tool's thread), or None outside a step's work."""
+    return _WORKING.get()
+
 
 async def step_work(
     host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: CookedStep, what: str
@@ -37,6 +48,8 @@ async def step_work(
     Sub-runs inherit the run's ``always_execute``; the ids they get are those the step's state committed.
     """
     run = state.steps[step.id]
+    # Each step's work is a task of its own (the scheduler's): this stays with it and what it awaits.
+    _WORKING.set((run_id, step.id, run.attempt))
     recorded = run.wait.get("run_ids")
     existing = [r for r in recorded if isinstance(r, str)] if isinstance(recorded, list) else []
 
@@ -86,4 +99,4 @@ async def step_work(
         return StepOutcome("failed", reason=f"timed out after {step.timeout}s", run_ids=existing)
 
 
-__all__ = ["step_work"]
+__all__ = ["step_work", "working_step"]

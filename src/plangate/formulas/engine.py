@@ -18,10 +18,10 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import StatusEvent
 from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.plan import Plan
-from plangate.formulas.retry import FormulaChanged, formula_changed, retry_run
+from plangate.formulas.retry import FormulaChanged, formula_changed, retry_of, retry_run
 from plangate.formulas.runtime import FormulaRunner, FormulaSource
 from plangate.interactions import Resolution
-from plangate.runs.contract import Answered
+from plangate.runs.contract import Answered, Origin, Replayed
 from plangate.store import TERMINAL_STATUSES, Documents, Interaction, RunRecord, RunStatus
 from plangate.vocab import RunKind
 
@@ -82,6 +82,25 @@ class FormulaEngine:
         if changed == "use-recorded":
             choice = "use-recorded"
         return retry_run(self.runner, run.id, step, formula_changed=choice)
+
+    def origin(self, run: RunRecord) -> Origin | None:
+        """The run the formula run retries, and from which step; None for a run that is no retry."""
+        record = retry_of(run.input)
+        if record is None:
+            return None
+        return Origin(str(record.get("run_id")), "retry", f"from step {record.get('step')}")
+
+    async def replay(self, run: RunRecord) -> Replayed:
+        """Replay the finished formula run offline with this runner's tools and formulas
+        (``plangate.formulas.replay``).
+
+        Raises:
+            InteractionError: it is a sub-run, or it has not ended.
+            ConfigError: this process lacks one of its tools.
+        """
+        from plangate.formulas.replay import replay_run  # the agent runtime, for its agent steps' agents
+
+        return await replay_run(self.runner, run)
 
     def changed(self, run: RunRecord) -> str | None:
         """Whether the run's formula, cooked again now with its vars, differs from the plan it recorded (its

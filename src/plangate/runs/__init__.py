@@ -9,17 +9,20 @@ tools' identities a run is advanced with (``tools.py``). Not for: what any one e
 
 from __future__ import annotations
 
-from plangate.runs.contract import Answered, Engines, RunEngine, Transactions
-from plangate.runs.facade import Recovery, Runs
+from plangate.runs.contract import Answered, Engines, Origin, Replayed, RunEngine, Transactions
+from plangate.runs.facade import Lineage, Recovery, Runs
 from plangate.runs.outcome import Outcome, OutcomeStatus
 from plangate.runs.tools import ToolsDiffer
 
 __all__ = [
     "Answered",
     "Engines",
+    "Lineage",
+    "Origin",
     "Outcome",
     "OutcomeStatus",
     "Recovery",
+    "Replayed",
     "RunEngine",
     "Runs",
     "ToolsDiffer",

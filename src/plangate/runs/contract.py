@@ -4,8 +4,10 @@ For: ``RunEngine``, the one surface of agent, formula and copilot runs once they
 its next wait or its end, take a person's answer, cancel, say whether a run needs advancing, say which tools
 it may call — and ``Engines``, the registry that finds the engine of a run by its kind. Creating a run stays
 each engine's own call (a formula needs a plan, an agent a prompt, a turn a question); everything after
-that goes through this contract. Not for: scheduling the work (``executor.py``) or the facade the
-interfaces use (``facade.py``).
+that goes through this contract. The engines whose runs travel in time say so with the protocols of their
+own: ``ForkingEngine`` (a fork or a retry from a point, and where one came from: its ``Origin``) and
+``ReplayingEngine`` (a finished run re-executed offline against its record: ``Replayed``). Not for:
+scheduling the work (``executor.py``) or the facade the interfaces use (``facade.py``).
 
 Every engine holds the run's lease while it advances a run and fences every commit by it, whatever the
 kind: two processes never advance one run, and one that lost the lease commits nothing more.
@@ -16,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import JsonValue
 
 from plangate.errors import ConfigError
 from plangate.interactions import Resolution
+from plangate.runs.diff import Diff
 from plangate.store import Interaction, RunRecord, Transaction
 from plangate.tools import ToolRegistry
 from plangate.vocab import RunKind, RunStatus
@@ -101,6 +104,54 @@ class RunEngine(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a fork or a retry comes from, as the engine of its kind reads it from the run.
+
+    Attributes:
+        run_id: the run it was made from.
+        relation: ``fork`` (an agent run's, before a round) or ``retry`` (a formula run's, from a step).
+        at: the point, in words (``before round 2``, ``from step build``).
+    """
+
+    run_id: str
+    relation: Literal["fork", "retry"]
+    at: str
+
+    def as_json(self) -> dict[str, JsonValue]:
+        """The origin as the API and ``--json`` show it."""
+        return {"run_id": self.run_id, "relation": self.relation, "at": self.at}
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """A replay's verdict: a finished run re-executed offline, aligned with its record.
+
+    Attributes:
+        run_id: the recorded run.
+        replay_id: the replay's run, in the replay's own store (in memory: gone afterwards).
+        status: how the replay ended (``waiting``: it asked what the record never answered).
+        diff: the record and the replay aligned (by round or by step); ``diff.first`` is the first point
+            where the runtime behaved otherwise, or None.
+    """
+
+    run_id: str
+    replay_id: str
+    status: str
+    diff: Diff
+
+    @property
+    def reproduced(self) -> bool:
+        """Whether the runtime behaved as the record says, point by point, to the same outcome."""
+        return self.diff.first is None
+
+    def as_json(self) -> dict[str, JsonValue]:
+        """The verdict as ``--json`` prints it: the diff, whether it reproduced, how the replay ended."""
+        data = self.diff.as_json()
+        data.update({"reproduced": self.reproduced, "status": self.status})
+        return data
+
+
 @runtime_checkable
 class ForkingEngine(Protocol):
     """An engine whose runs can be forked: a new run whose history is the origin's up to a point."""
@@ -114,6 +165,26 @@ class ForkingEngine(Protocol):
         Raises:
             InteractionError: there is no such point in the run, or nothing to change there.
             ConfigError: a request value is invalid.
+        """
+        ...
+
+    def origin(self, run: RunRecord) -> Origin | None:
+        """Where ``run`` was forked or retried from, and at which point (None: it was not)."""
+        ...
+
+
+@runtime_checkable
+class ReplayingEngine(Protocol):
+    """An engine whose finished runs can be replayed offline: the runtime of this process re-executes the
+    run with what its record holds (the model's outputs, the tools' results, the people's answers), no
+    write called, no network, and says where it now behaves otherwise."""
+
+    async def replay(self, run: RunRecord) -> Replayed:
+        """Replay the finished ``run`` in a store of its own and compare it with its record.
+
+        Raises:
+            InteractionError: the run has not ended.
+            ConfigError: this process lacks one of its tools (its schema is needed to replay it).
         """
         ...
 
@@ -169,4 +240,14 @@ class Engines:
         return iter(self._by_kind.values())
 
 
-__all__ = ["Answered", "ChangeAwareEngine", "Engines", "ForkingEngine", "RunEngine", "Transactions"]
+__all__ = [
+    "Answered",
+    "ChangeAwareEngine",
+    "Engines",
+    "ForkingEngine",
+    "Origin",
+    "Replayed",
+    "ReplayingEngine",
+    "RunEngine",
+    "Transactions",
+]

@@ -1,11 +1,13 @@
 """Two runs side by side, aligned by round (agent runs) or by step (formulas), the first divergence marked.
 
-For: ``diff_runs``, what ``plangate diff`` and a console view show when a person compares a fork with its
-origin, or a retry with the run it retried. Each round is read from its events: the decision the model
+For: ``diff_runs``, what ``plangate diff`` and the console's compare view show when a person compares a
+fork with its origin, or a retry with the run it retried (or any two runs of theirs), and ``diff_tree``,
+what a replay compares: a run and the runs under it (sub-runs, agent steps' agents) against their replay,
+row by row in the order the record reached them. Each round is read from its events: the decision the model
 declared, the tool call and its arguments, what the call returned, and the run's outcome last; a formula's
-step is its last state and output. The first row whose parts differ is the divergence, and ``why`` names the
-part (``decision``, ``tool call``, ``arguments``, ``result``, ``outcome``). Not for: changing anything (it
-only reads).
+step is its last state (with its attempt, past the first) and output. The first row whose parts differ is
+the divergence, and ``why`` names the part (``decision``, ``tool call``, ``arguments``, ``result``,
+``status``, ``output``, ``outcome``). Not for: changing anything (it only reads).
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ _PARTS = ("decision", "tool call", "arguments", "result")
 
 @dataclass(slots=True)
 class Point:
-    """One round (or step) of a run, by its parts, and as one line."""
+    """One round (or step) of a run, by its parts, and as one line; ``at``: when its last event was
+    recorded (the order a tree's rows are read in); ``note``: why a step stands where it does (its last
+    state's reason), said with a divergence but never compared (it may hold times)."""
 
     parts: dict[str, str] = field(default_factory=dict)
+    at: float = 0.0
+    note: str = ""
 
     def line(self) -> str:
         """The parts, in order, as one line."""
@@ -87,8 +93,16 @@ def diff_runs(store: Store, run_a: str, run_b: str, *, owner: str | None = None)
         NotFoundError: either run does not exist (for ``owner``).
     """
     first, second = store.get_run(run_a, owner=owner), store.get_run(run_b, owner=owner)
-    unit = "round" if first.kind == "agent" and second.kind == "agent" else "step"
-    return diff_events(unit, (first.id, store.events(first.id)), (second.id, store.events(second.id)))
+    return diff_events(
+        unit_of(first.kind, second.kind),
+        (first.id, store.events(first.id)),
+        (second.id, store.events(second.id)),
+    )
+
+
+def unit_of(*kinds: str) -> str:
+    """How runs of these kinds are aligned: by ``round`` when all are agent runs, else by ``step``."""
+    return "round" if all(kind == "agent" for kind in kinds) else "step"
 
 
 def diff_events(unit: str, a: tuple[str, Sequence[Event]], b: tuple[str, Sequence[Event]]) -> Diff:
@@ -101,14 +115,61 @@ def diff_events(unit: str, a: tuple[str, Sequence[Event]], b: tuple[str, Sequenc
     found: str | None = None
     why = ""
     for key in _keys(points_a, points_b):
-        point_a, point_b = points_a.get(key), points_b.get(key)
-        differs = point_a is None or point_b is None or point_a.parts != point_b.parts
-        line_a = None if point_a is None else point_a.line()
-        line_b = None if point_b is None else point_b.line()
-        rows.append(Row(key, line_a, line_b, differs))
-        if differs and found is None:
-            found, why = key, _why(point_a, point_b, first, second)
+        row, said = _row(key, points_a.get(key), points_b.get(key), first, second)
+        rows.append(row)
+        if row.differs and found is None:
+            found, why = key, said
     return Diff(first, second, unit, rows, found, why)
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """One run of a tree being compared.
+
+    Attributes:
+        place: where it is in the tree: ``""`` for the root, else its id past the root's (``fan.fan1.0``).
+        unit: how it is aligned (``round`` or ``step``).
+        a: its events in the first tree (the record); empty where it has none.
+        b: its events in the second (the replay); empty where it has none.
+    """
+
+    place: str
+    unit: str
+    a: Sequence[Event]
+    b: Sequence[Event]
+
+
+def diff_tree(run_a: str, run_b: str, logs: Sequence[Log]) -> Diff:
+    """Align two trees of runs (a root and the runs under it), run by run, and find their first
+    divergence in the order the first tree reached each point (a sub-run's step before the step of its
+    parent that waited for it); the root's outcome comes last. A row of a run under the root is keyed
+    ``<place> › <key>``.
+    """
+    timed: list[tuple[tuple[int, float, int], Row, str]] = []
+    for log in logs:
+        read = _rounds if log.unit == "round" else _steps
+        points_a, points_b = read(log.a), read(log.b)
+        start = log.a[0].at if log.a else 0.0
+        when = 0.0
+        for key in _keys(points_a, points_b):
+            point_a, point_b = points_a.get(key), points_b.get(key)
+            if point_a is not None:
+                when = point_a.at - start
+            root_outcome = log.place == "" and key == "outcome"
+            label = key if log.place == "" else f"{log.place} › {key}"
+            row, why = _row(label, point_a, point_b, run_a, run_b)
+            timed.append(((1 if root_outcome else 0, when, len(timed)), row, why))
+    timed.sort(key=lambda item: item[0])
+    rows = [row for _, row, _ in timed]
+    first = next(((row.key, why) for _, row, why in timed if row.differs), None)
+    unit = logs[0].unit if logs else "step"
+    return Diff(run_a, run_b, unit, rows, first[0] if first else None, first[1] if first else "")
+
+
+def _row(key: str, a: Point | None, b: Point | None, run_a: str, run_b: str) -> tuple[Row, str]:
+    differs = a is None or b is None or a.parts != b.parts
+    row = Row(key, None if a is None else a.line(), None if b is None else b.line(), differs)
+    return row, _why(a, b, run_a, run_b) if differs else ""
 
 
 def _keys(a: dict[str, Point], b: dict[str, Point]) -> list[str]:
@@ -126,7 +187,8 @@ def _why(a: Point | None, b: Point | None, run_a: str, run_b: str) -> str:
         return f"run {missing} has no such point"
     for part in (*_PARTS, "status", "output", "outcome"):
         if a.parts.get(part) != b.parts.get(part):
-            return f"{part}: {a.parts.get(part) or '—'} vs {b.parts.get(part) or '—'}"
+            why = f"{part}: {a.parts.get(part) or '—'} vs {b.parts.get(part) or '—'}"
+            return f"{why} ({b.note})" if b.note and b.note != a.note else why
     return "the points differ"
 
 
@@ -136,7 +198,7 @@ def _rounds(events: Sequence[Event]) -> dict[str, Point]:
     calls: dict[str, Point] = {}
     for event in events:
         if isinstance(event, RoundEvent):
-            current = Point({"decision": str(event.decision.get("action", "?"))})
+            current = Point({"decision": str(event.decision.get("action", "?"))}, event.at)
             points[str(event.round)] = current
             call = event.decision.get("tool_call")
             if isinstance(call, dict):
@@ -149,8 +211,9 @@ def _rounds(events: Sequence[Event]) -> dict[str, Point]:
             if owner is not None:
                 verdict = "ok" if event.success else (event.error_code or event.status)
                 owner.parts["result"] = f"{verdict}: {event.summary}"
+                owner.at = event.at
         elif isinstance(event, OutcomeEvent):
-            points["outcome"] = Point({"outcome": f"{event.status} ({event.code})"})
+            points["outcome"] = Point({"outcome": f"{event.status} ({event.code})"}, event.at)
     return points
 
 
@@ -159,9 +222,11 @@ def _steps(events: Sequence[Event]) -> dict[str, Point]:
     for event in events:
         if isinstance(event, StepStateEvent):
             output = "" if event.output is None else _compact(event.output)
-            points[event.step_id] = Point({"status": event.status, "output": output})
+            # a step that needed a second attempt behaved otherwise than one that did not
+            status = event.status if event.attempt <= 1 else f"{event.status} (attempt {event.attempt})"
+            points[event.step_id] = Point({"status": status, "output": output}, event.at, event.reason)
         elif isinstance(event, OutcomeEvent):
-            points["outcome"] = Point({"outcome": f"{event.status} ({event.code})"})
+            points["outcome"] = Point({"outcome": f"{event.status} ({event.code})"}, event.at)
     return points
 
 
@@ -169,4 +234,4 @@ def _compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-__all__ = ["Diff", "Row", "diff_events", "diff_runs"]
+__all__ = ["Diff", "Log", "Row", "diff_events", "diff_runs", "diff_tree", "unit_of"]

@@ -2,7 +2,8 @@
 
 For: what happens to a run once an engine created it — advance it (here, or on the workers' queue), apply a
 person's answer wherever the run is, cancel it with its sub-runs, say whether it needs advancing, find the
-tools it needs, and recover every run a stopped process left unfinished — asking the engine registered for
+tools it needs, fork or retry it, say where it came from and what was made from it (its lineage), replay
+it offline, and recover every run a stopped process left unfinished — asking the engine registered for
 the run's kind, never comparing kinds itself. "In this process" and "on a queue" are not subclasses: runs of
 a kind workers advance (``RunEngine.remote``) go to the queue when one is given; every other piece of work
 is a task here (``executor.Local``). Not for: creating runs (each engine's ``create``) or HTTP and the
@@ -30,7 +31,16 @@ from pydantic import JsonValue
 from plangate._offloop import off_loop
 from plangate.errors import InteractionError, NotFoundError, PlangateError, RunError, StaleInteraction
 from plangate.interactions import Resolution
-from plangate.runs.contract import Answered, ChangeAwareEngine, Engines, ForkingEngine, RunEngine
+from plangate.runs.contract import (
+    Answered,
+    ChangeAwareEngine,
+    Engines,
+    ForkingEngine,
+    Origin,
+    Replayed,
+    ReplayingEngine,
+    RunEngine,
+)
 from plangate.runs.executor import Local, Queue
 from plangate.runs.tools import ToolsDiffer
 from plangate.runs.tools import check as check_tools
@@ -66,6 +76,21 @@ class Recovery:
         if self.ended:
             parts.append(f"cancelled {len(self.ended)} sub-run(s) whose root had ended")
         return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a run came from and what was made from it, both ways.
+
+    Attributes:
+        origin: the run it was forked or retried from, and where (None: it was neither).
+        derived: its forks and retries of the same owner, newest first, each with where it starts.
+        more: it has more than ``derived`` holds (listed with ``store.list_runs(origin_run_id=…)``).
+    """
+
+    origin: Origin | None
+    derived: list[tuple[RunRecord, Origin]]
+    more: bool
 
 
 class Runs:
@@ -177,6 +202,36 @@ class Runs:
         fork_id = await off_loop(engine.fork, run, request)
         await self.advance(fork_id)
         return fork_id
+
+    def lineage(self, run: RunRecord, *, owner: str | None = None, limit: int = 100) -> Lineage:
+        """Where ``run`` came from (its engine reads it) and its forks and retries (read through the store's
+        index of origins: never every run), only ``owner``'s when given (called from a route's worker
+        thread)."""
+        engine = self.engines.of(run) if run.kind in self.engines else None
+        origin = engine.origin(run) if isinstance(engine, ForkingEngine) else None
+        page = self.store.list_runs(origin_run_id=run.id, owner=owner, limit=limit)
+        derived: list[tuple[RunRecord, Origin]] = []
+        for child in page.items:
+            maker = self.engines.of(child) if child.kind in self.engines else None
+            found = maker.origin(child) if isinstance(maker, ForkingEngine) else None
+            if found is not None and found.run_id == run.id:
+                derived.append((child, found))
+        return Lineage(origin, derived, page.next_cursor is not None)
+
+    async def replay(self, run_id: str, owner: str | None = None) -> Replayed:
+        """Replay the finished run offline with its engine (a store of its own, the record's model outputs,
+        tool results and answers; no write called) and compare it with its record.
+
+        Raises:
+            NotFoundError: no such run of ``owner``.
+            InteractionError: runs of its kind cannot be replayed, or it has not ended.
+            ConfigError: this process lacks one of its tools.
+        """
+        run = await off_loop(self.store.get_run, run_id, owner=owner)
+        engine = self.engines.of(run)
+        if not isinstance(engine, ReplayingEngine):
+            raise InteractionError(f"run {run_id!r} is a {run.kind} run, which cannot be replayed")
+        return await engine.replay(run)
 
     def changed(self, run_id: str) -> str | None:
         """Why the run's source (a formula's file) differs now from what it was started from, as its engine
@@ -371,4 +426,4 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-__all__ = ["Recovery", "Runs"]
+__all__ = ["Lineage", "Recovery", "Runs"]
