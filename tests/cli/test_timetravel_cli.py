@@ -80,6 +80,14 @@ def test_fork_asks_again_in_the_new_run_and_diff_marks_the_divergence(app: typer
     assert found["why"] == 'arguments: {"slot":3,"task":"gym"} vs {"slot":5,"task":"gym"}'
     code, out, _ = invoke(app, "diff", origin, fork_id)
     assert code == 0 and "first divergence at round 1: arguments" in out
+    code, out, _ = invoke(app, "status", fork_id)
+    assert code == 0 and f"forked from {origin} before round 1" in out
+    code, out, _ = invoke(app, "status", origin)
+    assert code == 0 and f"forks: {fork_id} (completed, before round 1)" in out
+    code, out, _ = invoke(app, "status", origin, "--json")
+    assert json.loads(out)["forks"] == [{"run_id": fork_id, "status": "completed", "at": "before round 1"}]
+    code, out, _ = invoke(app, "runs", "--origin", origin, "--json")
+    assert [run["id"] for run in json.loads(out)] == [fork_id]
 
 
 def test_fork_refusals_are_one_line_errors(app: typer.Typer, home: Path) -> None:
@@ -156,6 +164,20 @@ def test_retry_from_the_failed_step_runs_only_it_and_a_changed_formula_asks(
     assert code == 0, (out, err)
     assert json.loads(out)["status"] == "completed"
     assert (home / "calls.log").read_text(encoding="utf-8").split() == ["fetch", "build", "build"]
+    retried = json.loads(out)["run_id"]
+    code, out, _ = invoke(app, "status", origin)
+    assert code == 0 and f"retries: {retried} (completed, from step build)" in out
+    code, out, _ = invoke(app, "status", retried, "--json")
+    assert json.loads(out)["origin"] == {"run_id": origin, "relation": "retry", "at": "from step build"}
+
+    code, out, err = invoke(app, "replay", retried, "--path", ".")
+    assert code == 0, (out, err)
+    assert f"run {retried} reproduced: 2 step(s)" in out  # offline: nothing called again
+    assert (home / "calls.log").read_text(encoding="utf-8").split() == ["fetch", "build", "build"]
+    stricter = RETRY_TOOLS.replace("def build() -> dict:", "def build(target: str) -> dict:")
+    (home / "strict_tools.py").write_text(stricter, encoding="utf-8")
+    code, out, _ = invoke(app, "replay", retried, "--path", ".", "--tools", "strict_tools.py:tools")
+    assert code == 1 and "first divergence at step build: status: complete vs failed" in out
     (home / "two.formula.toml").write_text(TWO.replace("args = {} }\n\n", 'args = {} }\ntimeout = "5m"\n\n'))
     code, _, err = invoke(app, "retry", origin, "--from", "build", "--path", ".")
     assert code == 2 and "--formula-changed=use-new" in err

@@ -116,5 +116,59 @@ def test_a_formula_run_is_retried_from_a_step_through_the_same_route(
         assert response.status_code == 201, response.text
         retried = response.json()["run"]["id"]
         idle(client, retried)
-        assert client.get(f"/v1/runs/{retried}").json()["run"]["status"] == "completed"
+        shown = client.get(f"/v1/runs/{retried}").json()
+        assert shown["run"]["status"] == "completed"
+        assert shown["origin"] == {"run_id": origin, "relation": "retry", "at": "from step build"}
+        page = client.get(f"/v1/runs/{origin}").json()
+        assert [(r["id"], r["at"]) for r in page["retries"]] == [(retried, "from step build")]
+        assert page["forks"] == []
+        diff = client.get(f"/v1/runs/{origin}/diff/{retried}").json()
+        assert (diff["unit"], diff["first_divergence"]) == ("step", None)
     assert calls == ["fetch", "build", "build"]
+
+
+def test_a_runs_page_shows_its_parentage_both_ways_and_only_its_owners_runs(
+    make_app: Callable[..., FastAPI], store: Store
+) -> None:
+    @tool
+    def look(topic: str) -> str:
+        """Look a topic up."""
+        return f"found {topic}"
+
+    script = [_call("look", topic="rooms"), _done("Found."), "Rooms found."]
+    script += [_call("look", topic="desks"), _done("Found desks."), "Desks found."]
+    app = make_app(tools=ToolRegistry([look]), model=ScriptedModel(script))
+    alice, bob = bearer(make_token(store, "alice")), bearer(make_token(store, "bob"))
+    with TestClient(app) as client:
+        body = {"kind": "agent", "prompt": "Look it up", "mode": "react"}
+        origin = client.post("/v1/runs", json=body, headers=alice).json()["run"]["id"]
+        idle(client, origin)
+        fork = client.post(f"/v1/runs/{origin}/fork", json={"at_round": 1}, headers=alice).json()["run"]["id"]
+        idle(client, fork)
+        # a run of another owner naming alice's run as its origin (made in the store: the API never makes one)
+        stray = store.create_run("agent", "bob's", {}, owner="bob", origin_run_id=origin).id
+
+        page = client.get(f"/v1/runs/{origin}", headers=alice).json()
+        assert page["origin"] is None and page["retries"] == [] and page["derived_more"] is False
+        assert [(f["id"], f["at"], f["status"]) for f in page["forks"]] == [
+            (fork, "before round 1", "completed")
+        ]
+        shown = client.get(f"/v1/runs/{fork}", headers=alice).json()
+        assert shown["origin"] == {"run_id": origin, "relation": "fork", "at": "before round 1"}
+        assert shown["run"]["origin_run_id"] == origin and "origin_run_id" not in page["run"]
+
+        listed = client.get("/v1/runs", params={"origin": origin}, headers=alice).json()
+        assert [item["id"] for item in listed["items"]] == [fork]
+        assert client.get("/v1/runs", params={"origin": origin}, headers=bob).json()["items"] == [
+            client.get(f"/v1/runs/{stray}", headers=bob).json()["run"] | {"has_sub_runs": False}
+        ]
+
+        diff = client.get(f"/v1/runs/{origin}/diff/{fork}", headers=alice)
+        assert diff.status_code == 200, diff.text
+        found = diff.json()
+        assert (found["unit"], found["first_divergence"]) == ("round", "1")
+        assert found["why"] == 'arguments: {"topic":"rooms"} vs {"topic":"desks"}'
+        assert [row["key"] for row in found["rows"]] == ["1", "2", "outcome"]
+        assert client.get(f"/v1/runs/{origin}/diff/{fork}", headers=bob).status_code == 404
+        assert client.get(f"/v1/runs/{origin}/diff/{stray}", headers=alice).status_code == 404
+        assert client.get(f"/v1/runs/{origin}/diff/run_nope", headers=alice).status_code == 404

@@ -1,9 +1,10 @@
 """``plangate status | runs | events``: look at stored runs without changing them.
 
-For: a run's record with what its engine describes of it (a steps table when it has steps) and its open
-interactions; the list of runs; a run's events, printed once or followed until it ends, as text or one
-JSON object a line. Not for: acting on a run (``_continue.py``) or the live lines of a run advanced here
-(``_events.py``).
+For: a run's record with what its engine describes of it (a steps table when it has steps), its parentage
+both ways (the run it was forked or retried from, its forks and retries) and its open interactions; the
+list of runs (a run's forks and retries with ``--origin``); a run's events, printed once or followed until
+it ends, as text or one JSON object a line. Not for: acting on a run (``_continue.py``) or the live lines of
+a run advanced here (``_events.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import JsonValue
 from rich.markup import escape
 from rich.table import Table
 
-from plangate.cli._console import fail, out, print_json
+from plangate.cli._console import fail, out, print_json, prog
 from plangate.cli._events import STEP_STYLE
 from plangate.cli._options import ConfigOpt, JsonOpt, StoreOpt
 from plangate.cli._report import described_steps
@@ -32,6 +33,7 @@ from plangate.events import (
     StepStateEvent,
     event_to_dict,
 )
+from plangate.runs import Lineage
 from plangate.store import TERMINAL_STATUSES
 
 
@@ -49,12 +51,13 @@ def status_command(
     json: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Show a run: its status, each of its steps (when it has steps) with its state and why, and its open
-    interactions."""
+    """Show a run: its status, the run it was forked or retried from and its own forks and retries, each of
+    its steps (when it has steps) with its state and why, and its open interactions."""
     s = session(ctx, config=config, store=store, existing=True)
     try:
         run = s.store.get_run(run_id)
         steps = described_steps(s.runs(), run)
+        lineage = s.runs().lineage(run)
         interactions = s.store.list_interactions(status="open", run_id=run_id)
     except UserError as exc:
         fail(str(exc))
@@ -68,10 +71,13 @@ def status_command(
                 "run": run.model_dump(mode="json"),
                 "steps": by_id or None,
                 "interactions": [i.model_dump(mode="json") for i in interactions],
+                **_lineage_json(lineage),
             }
         )
         return
     out.print(f"run [bold]{run.id}[/] ({run.kind} {escape(run.name)}): {run.status}")
+    for line in _lineage_lines(run.id, lineage):
+        out.print(line)
     if steps:
         table = Table("step", "state", "why")
         for step in steps:
@@ -88,9 +94,41 @@ def status_command(
         )
 
 
+_WORDS = {"fork": ("forked from", "forks"), "retry": ("retried from", "retries")}
+
+
+def _lineage_lines(run_id: str, lineage: Lineage) -> list[str]:
+    """``forked from run_a before round 2``; ``forks: run_b (completed, before round 1), …``."""
+    lines: list[str] = []
+    if lineage.origin is not None:
+        said = _WORDS[lineage.origin.relation][0]
+        lines.append(f"{said} [bold]{lineage.origin.run_id}[/] {escape(lineage.origin.at)}")
+    for relation, (_, plural) in _WORDS.items():
+        made = [(child, origin) for child, origin in lineage.derived if origin.relation == relation]
+        if made:
+            listed = ", ".join(f"{child.id} ({child.status}, {escape(origin.at)})" for child, origin in made)
+            lines.append(f"{plural}: {listed}")
+    if lineage.more:
+        lines.append(f"  and more: {prog()} runs --origin {run_id}")
+    return lines
+
+
+def _lineage_json(lineage: Lineage) -> dict[str, JsonValue]:
+    derived: dict[str, list[JsonValue]] = {"fork": [], "retry": []}
+    for child, origin in lineage.derived:
+        derived[origin.relation].append({"run_id": child.id, "status": child.status, "at": origin.at})
+    return {
+        "origin": lineage.origin.as_json() if lineage.origin is not None else None,
+        "forks": derived["fork"],
+        "retries": derived["retry"],
+        "derived_more": lineage.more,
+    }
+
+
 def runs_command(
     ctx: typer.Context,
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    origin: Annotated[str | None, typer.Option(help="Only the forks and retries of this run.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 20,
     store: StoreOpt = None,
     json: JsonOpt = False,
@@ -99,7 +137,7 @@ def runs_command(
     """List runs, newest first."""
     s = session(ctx, config=config, store=store, existing=True)
     try:
-        page = s.store.list_runs(status=status, limit=limit)  # type: ignore[arg-type]
+        page = s.store.list_runs(status=status, limit=limit, origin_run_id=origin)  # type: ignore[arg-type]
     except UserError as exc:
         fail(str(exc))
         return

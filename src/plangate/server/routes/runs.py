@@ -1,6 +1,7 @@
-"""``/v1/runs``: start agent and formula runs, list them, show one, cancel one.
+"""``/v1/runs``: start agent and formula runs, list them, show one, cancel, fork or retry one, compare two.
 
-For: the HTTP side of runs; every lookup is scoped to the caller's owner (another owner's run is a 404).
+For: the HTTP side of runs; every lookup is scoped to the caller's owner (another owner's run is a 404, and
+another owner's fork is never listed).
 Not for: executing runs (the ``Runs`` facade and the engines) or their event streams (``routes/events.py``).
 
 The store calls made here never run on the event loop (one may wait seconds on another process's write
@@ -20,6 +21,8 @@ from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.errors import ConfigError
 from plangate.formulas import Plan, check_formula, has_errors
 from plangate.formulas.runtime import FormulaRunner
+from plangate.runs import Lineage
+from plangate.runs.diff import diff_runs
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server._public import public_text
@@ -66,6 +69,9 @@ def list_runs(
         bool, Query(description="Only runs that are no other run's sub-run (the console's list).")
     ] = False,
     parent: Annotated[str | None, Query(max_length=200, description="Only the sub-runs of this run.")] = None,
+    origin: Annotated[
+        str | None, Query(max_length=200, description="Only the forks and retries of this run.")
+    ] = None,
     cursor: Annotated[
         str | None, Query(max_length=64, description="`next_cursor` of the previous page.")
     ] = None,
@@ -73,7 +79,7 @@ def list_runs(
 ) -> dict[str, JsonValue]:
     """One page of runs; pass ``next_cursor`` back as ``cursor`` for the next one (null: no more). Each run
     says whether it has sub-runs (``has_sub_runs``: a fan-out's, a sub-formula's, an agent step's agent),
-    listed with ``?parent=<its id>``."""
+    listed with ``?parent=<its id>``; a run's forks and retries are listed with ``?origin=<its id>``."""
     store = services.store
     try:
         page = store.list_runs(
@@ -84,6 +90,7 @@ def list_runs(
             top_level=top_level,
             limit=limit,
             cursor=cursor,
+            origin_run_id=origin,
         )
     except ConfigError as exc:
         raise Problem(400, "invalid-cursor", str(exc)) from None
@@ -101,7 +108,10 @@ def list_runs(
 def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The run; for a formula run also each step's state and reason; the open interaction (of the run or of
     one of its sub-runs: the one place to answer it), if any; its sub-runs (the first 100, newest first;
-    ``sub_runs_more`` when there are more, listed by ``GET /v1/runs?parent=``)."""
+    ``sub_runs_more`` when there are more, listed by ``GET /v1/runs?parent=``); its parentage both ways:
+    ``origin`` (the run it was forked or retried from, and where: ``{run_id, relation, at}``, or null),
+    its ``forks`` and ``retries`` (the first 100 of either, newest first, each with where it starts;
+    ``derived_more`` when there are more, listed by ``GET /v1/runs?origin=``)."""
     store = services.store
     run = store.get_run(run_id, owner=owner)
     interaction = _open_interaction(store, run)
@@ -113,6 +123,7 @@ def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, Js
         "sub_runs": [_sub_run(child) for child in children.items],
         "sub_runs_more": children.next_cursor is not None,
     }
+    data.update(_lineage(services.runs.lineage(run, owner=owner, limit=_SUB_RUNS)))
     data.update(_public_detail(services.runs.engine(run).describe(run)))
     return data
 
@@ -150,6 +161,21 @@ async def fork_run(
     return {"run": run_view(await run_in_threadpool(services.store.get_run, fork_id, owner=owner))}
 
 
+@router.get(
+    "/{run_id}/diff/{other_id}",
+    response_model=None,
+    summary="Two runs side by side, aligned by round or step, the first divergence marked",
+)
+def diff_two_runs(run_id: str, other_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
+    """The run and another of the caller's runs (its fork, its retry, its origin, or any other), aligned
+    by round (two agent runs) or by step: ``rows`` of ``{key, a, b, differs}`` (``a`` / ``b``: the point in
+    one line, null where a run has none), ``first_divergence`` (the key of the first row that differs, or
+    null) and ``why`` (the part that differs there, in words). Either run of another owner is a 404."""
+    found = diff_runs(services.store, run_id, other_id, owner=owner).as_json()
+    found["why"] = public_text(str(found["why"]))
+    return found
+
+
 _SUB_RUNS = 100
 
 
@@ -161,6 +187,19 @@ def _sub_run(run: RunRecord) -> dict[str, JsonValue]:
         "name": run.name,
         "status": run.status,
         "updated_at": run.updated_at,
+    }
+
+
+def _lineage(lineage: Lineage) -> dict[str, JsonValue]:
+    """A run's parentage as its page shows it: where it came from, and its forks and retries."""
+    derived: dict[str, list[JsonValue]] = {"fork": [], "retry": []}
+    for child, origin in lineage.derived:
+        derived[origin.relation].append({**_sub_run(child), "at": origin.at})
+    return {
+        "origin": lineage.origin.as_json() if lineage.origin is not None else None,
+        "forks": derived["fork"],
+        "retries": derived["retry"],
+        "derived_more": lineage.more,
     }
 
 
