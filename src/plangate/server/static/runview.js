@@ -1,13 +1,16 @@
-// The page of one run: its header and status (and the run it is a sub-run of, linked), the open interaction
-// at the top (its own, or one asked inside it by a sub-run or an agent step's agent: one place to answer,
-// with a link to the run that asks), the outcome, its sub-runs, a formula run's steps as a DAG, and the
-// timeline, all kept live from the run's event stream. The run document is what says which question is
-// open: replayed events never bring back a card.
+// The page of one run: its header and status (and the run it is a sub-run of, linked; the run it was forked
+// or retried from and its own forks and retries: lineage.js), the open interaction at the top (its own, or
+// one asked inside it by a sub-run or an agent step's agent: one place to answer, with a link to the run
+// that asks), the outcome, the comparison with another run (diffview.js), its sub-runs, a formula run's
+// steps as a DAG, and the timeline, all kept live from the run's event stream. The run document is what
+// says which question is open: replayed events never bring back a card.
 
 import { api, followEvents } from "./api.js";
 import { StepGraph } from "./dag.js";
+import { DiffView } from "./diffview.js";
 import { badge, clock, h, replace } from "./dom.js";
 import { interactionCard, normalizeInteraction } from "./interaction.js";
+import { clearLineage, showLineage } from "./lineage.js";
 import { $, TERMINAL, announce, runsChanged, showError } from "./page.js";
 import { catalog } from "./start.js";
 import { Timeline } from "./timeline.js";
@@ -40,6 +43,7 @@ export class RunView {
     this.timeline = new Timeline($("timeline"));
     this.timeline.onFork = (body) => this.fork(body);
     this.graph = new StepGraph($("steps"));
+    this.diff = new DiffView();
     this.interaction = null;
     this.refreshTimer = null;
     this.following = false;
@@ -92,8 +96,8 @@ export class RunView {
     $("subruns-section").hidden = true;
     $("run-parent").hidden = true;
     replace($("run-parent"));
-    $("run-origin").hidden = true;
-    replace($("run-origin"));
+    clearLineage();
+    this.diff.close();
   }
 
   showNone() {
@@ -125,20 +129,9 @@ export class RunView {
       this.graph.setSteps(doc.steps);
     }
     if (first) this.showParent(run).catch(() => {});
-    if (first) this.showOrigin(run);
-  }
-
-  /** "Forked from <run> before round N" / "Retried from <run> from step S", linked. */
-  showOrigin(run) {
-    const input = run.input || {};
-    const fork = input.forked_from;
-    const retry = input.retried_from;
-    const origin = fork || retry;
-    if (!origin || typeof origin.run_id !== "string") return;
-    const link = h("a", { href: `#/runs/${encodeURIComponent(origin.run_id)}`, class: "origin-link", text: origin.run_id });
-    const where = fork ? ` before round ${fork.round}` : ` from step ${retry.step}`;
-    replace($("run-origin"), fork ? "Forked from " : "Retried from ", link, where);
-    $("run-origin").hidden = false;
+    const related = showLineage(doc);
+    if (first) this.diff.open(run.id, related);
+    else this.diff.offer(related);
   }
 
   /** Fork the run (an agent's, before a round) or retry it (a formula's, from a step), then show the new run. */
