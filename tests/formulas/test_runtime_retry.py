@@ -18,7 +18,8 @@ from plangate.formulas.retry import FormulaChangedError, downstream, retry_run
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Approve
 from plangate.store import Store
-from plangate.tools import ToolRegistry, tool
+from plangate.tools import ToolRegistry, ToolResult, tool
+from plangate.tools.result import OUTCOME_UNKNOWN
 
 BODY = """
 [vars.version]
@@ -229,3 +230,72 @@ def test_a_retry_stored_but_not_committed_yet_is_committed_once_when_advanced(tm
     assert desk.calls == ["build", "publish app-1.0.tar.gz"]
     codes = [e.code for e in store.events(retried) if isinstance(e, StatusEvent)]
     assert codes.count("retried") == 1
+
+
+UNKNOWN = """
+[[steps]]
+id = "fetch"
+tool = { name = "fetch", args = { version = "1" } }
+
+[[steps]]
+id = "publish"
+needs = ["fetch"]
+tool = { name = "publish", args = { artifact = "{{steps.fetch.output.sources}}" } }
+
+[[steps]]
+id = "lint"
+needs = ["fetch"]
+tool = { name = "lint", args = {} }
+"""
+
+
+def test_a_write_whose_outcome_was_unknown_stays_unknown_in_a_retry_until_a_person_says(
+    tmp_path: Path,
+) -> None:
+    write_formula(tmp_path, "cut", UNKNOWN)
+    store = memory_store()
+    calls: list[str] = []
+
+    @tool
+    def fetch(version: str) -> dict[str, Any]:
+        """Fetch."""
+        calls.append("fetch")
+        return {"sources": f"src-{version}"}
+
+    @tool(effect="write")
+    def publish(artifact: str) -> ToolResult:
+        """Publish; the first call is cut off after it was sent (it may have happened)."""
+        calls.append(f"publish {artifact}")
+        return ToolResult.failed(OUTCOME_UNKNOWN, "the connection dropped after the request was sent")
+
+    @tool
+    def lint() -> dict[str, Any]:
+        """Lint."""
+        calls.append("lint")
+        return {"warnings": 0}
+
+    runner = FormulaRunner(store, ToolRegistry([fetch, publish, lint]), search_paths=[tmp_path])
+    origin = asyncio.run(runner.start("cut", always_execute=True))
+    assert origin.status == "waiting" and origin.interaction is not None
+    assert "may or may not have happened" in origin.interaction.prompt
+    runner.cancel(origin.run_id, "given up on")
+    assert calls.count("publish src-1") == 1
+
+    retried = _retry(runner, origin.run_id, "lint")  # publish is not downstream of lint
+
+    assert calls.count("publish src-1") == 1  # never run again blindly, --yes or not
+    assert retried.status == "waiting" and retried.interaction is not None
+    assert retried.interaction.run_id == retried.run_id
+    assert "may or may not have happened" in retried.interaction.prompt
+    assert f"run {origin.run_id}" in retried.interaction.prompt
+    done = _approve_all(runner, retried)  # a person says it happened
+    assert done.status == "completed"
+    assert done.steps["publish"].output == {"outcome_unknown": True, "happened": True}
+    assert calls.count("publish src-1") == 1 and calls.count("lint") == 2
+    (receipt,) = [r for r in store.receipts(done.run_id) if r.name == "publish"]
+    assert receipt.success and "a person said it happened" in receipt.summary
+
+    # offline, the retry is replayed as it ran: the write in doubt asked about again, and answered
+    verdict = asyncio.run(FormulaEngine(runner).replay(store.get_run(done.run_id)))
+    assert verdict.reproduced, verdict.diff.why
+    assert calls.count("publish src-1") == 1

@@ -9,7 +9,10 @@ two commits leaves a retry with no state, which its first load commits: the orig
 
 The promises: a carried step is history (a write it made is not made again); a write step downstream asks
 for consent again, unless the origin ran with ``always_execute`` (``--yes``), which the retry records
-explicitly, or the step says ``consent = "auto"``; fan-out sub-runs downstream are new sub-runs. A formula
+explicitly, or the step says ``consent = "auto"``; fan-out sub-runs downstream are new sub-runs. A write of
+a step that does not run again whose outcome the origin never settled (its call started, no receipt came)
+stays unknown: the retry asks a person whether it happened (its own intent, settled by the answer), and
+never runs it again, ``--yes`` or not. A formula
 whose file changed since the origin was cooked is never mixed in silently: the retry asks for
 ``formula_changed`` (``use-new``: cook the file as it is now; ``use-recorded``: the origin's plan).
 Not for: scheduling (the runner does, once the retry is stored).
@@ -24,12 +27,12 @@ from typing import Literal, Protocol
 from pydantic import JsonValue
 
 from plangate.errors import ConfigError, FormulaError, InteractionError, StoreError
-from plangate.events import StatusEvent, StepStateEvent
+from plangate.events import StatusEvent, StepStateEvent, ToolCallEvent
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import Plan
 from plangate.runs import tools as tool_identities
 from plangate.runs.contract import Transactions
-from plangate.store import RunRecord, Store
+from plangate.store import RunRecord, Store, WriteIntent
 
 
 class FormulaRunner(Protocol):
@@ -54,6 +57,9 @@ class FormulaRunner(Protocol):
 
 RETRY_KEY = "retried_from"
 """Where a retry's input names its origin: ``{"run_id", "step", "formula"}``."""
+
+CARRIED = "carried from run"
+"""How the state of a step a retry carried begins its reason (``carried from run <origin>``)."""
 
 DIGEST_KEY = "formula_digest"
 """Where a run's input keeps the digest of the plan it was cooked to."""
@@ -199,9 +205,28 @@ def materialize(runner: FormulaRunner, run: RunRecord, transaction: Transactions
     carried: list[StepRun] = []
     for step_id, done in origin.steps.items():
         if step_id in state.steps and step_id not in again and done.status == "complete":
-            kept = StepRun(step_id, "complete", done.attempt, f"carried from run {origin_id}", done.output)
+            kept = StepRun(step_id, "complete", done.attempt, f"{CARRIED} {origin_id}", done.output)
             state.steps[step_id] = kept
             carried.append(kept)
+    doubts: list[WriteIntent] = []
+    for step_id, intent, call in in_doubt(runner.store, origin_id, origin, again):
+        if step_id not in state.steps:
+            continue
+        key = f"{run.id}:{step_id}:carried"
+        why = f"its outcome in run {origin_id} was never settled"
+        wait: dict[str, JsonValue] = {
+            "kind": "outcome_unknown",
+            "key": key,
+            "tool": intent.tool,
+            "arguments": dict(call.arguments),
+            "digest": intent.arguments_digest,
+            "why": why,
+        }
+        reason = f"its write {intent.tool} has an unknown outcome in run {origin_id}: a person is asked"
+        kept = StepRun(step_id, "ready", origin.steps[step_id].attempt, reason, None, wait)
+        state.steps[step_id] = kept
+        carried.append(kept)
+        doubts.append(intent.model_copy(update={"key": key}))
     with transaction(run.id) as tx:
         text = f"retrying {plan.formula} from step {step} of run {origin_id}"
         tx.append(StatusEvent(stage="run", code="started", text=text))
@@ -209,20 +234,41 @@ def materialize(runner: FormulaRunner, run: RunRecord, transaction: Transactions
         if run.input.get("always_execute") is True:
             what = "write steps run without asking a person: the origin ran with always_execute (--yes)"
             tx.append(StatusEvent(stage="run", code="always_execute", text=what))
+        for doubt in doubts:  # the retry's own intent: a person's answer settles it, in the retry
+            tx.record_write_intent(doubt.key, doubt.tool, doubt.arguments_digest)
         for kept in carried:
             tx.append(
                 StepStateEvent(
                     step_id=kept.id,
-                    status="complete",
+                    status=kept.status,
                     reason=kept.reason,
                     attempt=kept.attempt,
                     output=kept.output,
+                    wait=kept.wait or None,
                 )
             )
         tx.set_status("queued")
         tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
         state.seq = tx.events[-1].seq
     return state
+
+
+def in_doubt(
+    store: Store, origin_id: str, origin: RunState, again: set[str]
+) -> list[tuple[str, WriteIntent, ToolCallEvent]]:
+    """The writes of ``origin_id`` whose call started and never got a receipt (their outcome is unknown),
+    of steps that did not complete and do not run again: ``(step, intent, call)``."""
+    pending = {intent.key: intent for intent in store.pending_write_intents(origin_id)}
+    if not pending:
+        return []
+    found: list[tuple[str, WriteIntent, ToolCallEvent]] = []
+    for event in store.events(origin_id):
+        if not isinstance(event, ToolCallEvent) or event.call_id not in pending or event.step_id is None:
+            continue
+        step = origin.steps.get(event.step_id)
+        if step is not None and step.status != "complete" and event.step_id not in again:
+            found.append((event.step_id, pending.pop(event.call_id), event))
+    return found
 
 
 def retry_of(data: Mapping[str, object]) -> Mapping[str, JsonValue] | None:
@@ -232,12 +278,14 @@ def retry_of(data: Mapping[str, object]) -> Mapping[str, JsonValue] | None:
 
 
 __all__ = [
+    "CARRIED",
     "DIGEST_KEY",
     "RETRY_KEY",
     "FormulaChanged",
     "FormulaChangedError",
     "downstream",
     "formula_changed",
+    "in_doubt",
     "materialize",
     "plan_digest",
     "retry_of",
