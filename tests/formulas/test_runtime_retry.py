@@ -299,3 +299,58 @@ def test_a_write_whose_outcome_was_unknown_stays_unknown_in_a_retry_until_a_pers
     verdict = asyncio.run(FormulaEngine(runner).replay(store.get_run(done.run_id)))
     assert verdict.reproduced, verdict.diff.why
     assert calls.count("publish src-1") == 1
+
+
+def test_fan_out_sub_runs_downstream_are_new_sub_runs_of_the_retry(tmp_path: Path) -> None:
+    write_formula(
+        tmp_path,
+        "region",
+        """
+        [vars.region]
+        required = true
+        [[steps]]
+        id = "deploy"
+        tool = { name = "deploy", args = { region = "{{region}}" } }
+        """,
+    )
+    write_formula(
+        tmp_path,
+        "wide",
+        """
+        [[steps]]
+        id = "list"
+        tool = { name = "regions" }
+        [steps.on_complete]
+        for_each = "output.regions"
+        formula = "region"
+        vars = { region = "{item}" }
+        parallel = true
+        """,
+    )
+    calls: list[str] = []
+
+    @tool
+    def regions() -> dict[str, Any]:
+        """The regions."""
+        calls.append("regions")
+        return {"regions": ["eu", "us"]}
+
+    @tool
+    def deploy(region: str) -> dict[str, Any]:
+        """Deploy a region."""
+        calls.append(f"deploy {region}")
+        return {"deployed": region}
+
+    store = memory_store()
+    runner = FormulaRunner(store, ToolRegistry([regions, deploy]), search_paths=[tmp_path])
+    origin = asyncio.run(runner.start("wide"))
+    assert origin.status == "completed"
+    before = sorted(run.id for run in store.list_runs(parent_run_id=origin.run_id).items)
+
+    again = _retry(runner, origin.run_id, "list")
+
+    assert again.status == "completed"
+    new = sorted(run.id for run in store.list_runs(parent_run_id=again.run_id).items)
+    assert len(new) == 2 and all(run_id.startswith(f"{again.run_id}.list.fan") for run_id in new)
+    assert sorted(run.id for run in store.list_runs(parent_run_id=origin.run_id).items) == before
+    assert sorted(calls) == ["deploy eu", "deploy eu", "deploy us", "deploy us", "regions", "regions"]

@@ -172,3 +172,26 @@ def test_a_runs_page_shows_its_parentage_both_ways_and_only_its_owners_runs(
         assert client.get(f"/v1/runs/{origin}/diff/{fork}", headers=bob).status_code == 404
         assert client.get(f"/v1/runs/{origin}/diff/{stray}", headers=alice).status_code == 404
         assert client.get(f"/v1/runs/{origin}/diff/run_nope", headers=alice).status_code == 404
+
+
+def test_another_owners_formula_run_is_never_retried(
+    make_app: Callable[..., FastAPI], store: Store, tmp_path: Path
+) -> None:
+    @tool
+    def fetch() -> dict[str, Any]:
+        """Fetch."""
+        return {"ok": True}
+
+    (tmp_path / "one.formula.toml").write_text(
+        'formula = "one"\n[[steps]]\nid = "fetch"\ntool = { name = "fetch", args = {} }\n', encoding="utf-8"
+    )
+    app = make_app(tools=ToolRegistry([fetch]), search_paths=[tmp_path])
+    alice, bob = bearer(make_token(store, "alice")), bearer(make_token(store, "bob"))
+    with TestClient(app) as client:
+        origin = client.post("/v1/runs", json={"kind": "formula", "formula": "one"}, headers=alice)
+        run_id = origin.json()["run"]["id"]
+        idle(client, run_id)
+        refused = client.post(f"/v1/runs/{run_id}/fork", json={"from_step": "fetch"}, headers=bob)
+        assert refused.status_code == 404
+        assert client.get(f"/v1/runs/{run_id}", headers=bob).status_code == 404
+    assert [run.id for run in store.list_runs(limit=10).items] == [run_id]  # nothing stored
