@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from agent_helpers import Desk, agent, call, decision, make_desk, of_type, route
+from agent_helpers import Desk, SimulatedCrash, agent, call, decision, make_desk, of_type, route
 
 from plangate.agent import Agent
 from plangate.agent._fork import ForkRequest, create_fork
@@ -255,3 +255,33 @@ def test_a_fork_point_starts_where_the_rounds_commit_starts(store: Store) -> Non
     forked = next(i for i, e in enumerate(events) if getattr(e, "code", "") == "forked")
     assert events[forked - 1].type == "tool_result"  # round 2's reasoning stays out of the history
     assert [r.summary for r in store.receipts(fork.run_id)] == ["found slots"]  # round 2's receipt too
+
+
+def test_a_write_whose_outcome_was_unknown_stays_unknown_in_a_fork(store: Store) -> None:
+    """Round 1 places; the process dies mid-call; a person says they cannot tell; round 2 is done. A fork
+    after it carries the write as unknown (its receipt proves nothing) and never runs it; the origin's
+    answer is history, not a consent the fork could use."""
+    runner, _ = agent(
+        [call("place", task="gym", slot=3)], make_desk(crash_on_write=True), store, mode="react"
+    )
+    waiting = runner.run("place the gym")
+    assert waiting.interaction is not None
+    with pytest.raises(SimulatedCrash):
+        runner.resume(waiting.run_id, waiting.interaction.id, Approve())
+    desk = make_desk()
+    resumer, _ = agent([decision("done"), "Not sure it is placed."], desk, store)
+    asked = resumer.resume(waiting.run_id)
+    assert asked.interaction is not None and "may or may not have happened" in asked.interaction.prompt
+    origin = resumer.resume(waiting.run_id, asked.interaction.id, Answer(text="I cannot tell."))
+    assert origin.status == "completed"
+
+    goal = "receipts.count(tool == 'place' and success) >= 1"
+    forker, _ = agent([decision("done"), "Done."], desk, store, done_when=goal)
+    fork = forker.fork(origin.run_id, at=2)
+
+    assert desk.calls == []  # never run again, and never asked about as a fresh call
+    carried = [(r.name, r.source, r.success) for r in store.receipts(fork.run_id)]
+    assert ("place", "write_receipt", False) in carried  # unknown: it proves nothing
+    assert of_type(store.events(fork.run_id), "status")[-1].code != "proven"
+    assert store.pending_write_intents(fork.run_id) == []
+    assert [i.kind for i in store.list_interactions(run_id=fork.run_id)] == []
