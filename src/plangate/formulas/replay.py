@@ -1,16 +1,16 @@
 """Replaying a finished formula run offline: this process's runtime runs it again against its record.
 
-For: ``replay_run``, which re-executes a finished root formula run — with the runs under it: sub-formulas,
-fan-outs, agent steps' agents — in a store of its own (in memory), under the same ids, and compares the two
-trees step by step (``plangate.runs.diff.diff_tree``). What a step gets is what the record holds for that
-step and attempt (steps work at once, so it is looked up by the step whose work calls, never by the order
-of calls): a tool step the result its tool returned, rebuilt from the step's recorded state; a write step
-the receipt its call recorded, played back — the write is never called, and one whose outcome was unknown
-is unknown again, settled by the person's recorded answer; an ``llm`` step the raw text its model returned
-(``StepStateEvent.raw``; the step's output for runs recorded before it was kept); an agent step's agent its
-recorded rounds and tool results (``plangate.agent.replay``). Every step's model is the recorded one,
-whatever model its formula names; the people's answers are the record's own, question by question. No
-network, no API key.
+For: ``replay_run`` (``replay`` without an event loop), which re-executes a finished root formula run — with
+the runs under it: sub-formulas, fan-outs, agent steps' agents — in a store of its own (in memory), under the
+same ids, and compares the two trees step by step (``plangate.runs.diff.diff_tree``). What a step gets is what
+the record holds for that step and attempt (steps work at once, so it is looked up by the step whose work
+calls, never by the order of calls): a tool step the result its tool returned, rebuilt from the step's
+recorded state; a write step the receipt its call recorded, played back — the write is never called, and one
+whose outcome was unknown is unknown again, settled by the person's recorded answer; an ``llm`` step the raw
+text its model returned (``StepStateEvent.raw``; the step's output for runs recorded before it was kept); an
+agent step's agent its recorded rounds and tool results (``plangate.agent.replay``). Every step's model is the
+recorded one, whatever model its formula names; the people's answers are the record's own, question by
+question. No network, no API key.
 
 What now differs is reported where it first shows: a step whose state, attempt or output differs, a
 condition that now decides otherwise (the step is skipped, held or failed where it was not), a round of an
@@ -142,6 +142,20 @@ class StepModel:
             )
         yield TextDelta(queue.pop(0))
         yield Usage(input_tokens=0, output_tokens=0)
+
+
+def replay(
+    runner: FormulaRunner, run_id: str, *, owner: str | None = None, limit: float = DEFAULT_LIMIT
+) -> Replayed:
+    """Replay the finished root formula run ``run_id`` (of ``owner``, when given) offline and compare it with
+    its record (``replay_run``, for callers without an event loop).
+
+    Raises:
+        NotFoundError: no such run (of ``owner``).
+        InteractionError: it is a sub-run, or it has not ended, or it cannot start again as it did.
+        ConfigError: ``runner`` lacks one of its tools.
+    """
+    return asyncio.run(replay_run(runner, runner.store.get_run(run_id, owner=owner), limit=limit))
 
 
 async def replay_run(runner: FormulaRunner, run: RunRecord, *, limit: float = DEFAULT_LIMIT) -> Replayed:
@@ -554,4 +568,13 @@ def _new_runs(store: Store, root: str, recording: Recording) -> Iterator[tuple[s
                     pending.append(child.id)
 
 
-__all__ = ["DEFAULT_LIMIT", "Played", "Recording", "StepModel", "played_tools", "record", "replay_run"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "Played",
+    "Recording",
+    "StepModel",
+    "played_tools",
+    "record",
+    "replay",
+    "replay_run",
+]
