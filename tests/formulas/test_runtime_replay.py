@@ -17,6 +17,7 @@ from runtime_helpers import answer, memory_store, write_formula
 from plangate.errors import InteractionError
 from plangate.events import StepStateEvent
 from plangate.formulas.engine import FormulaEngine
+from plangate.formulas.replay import replay_run
 from plangate.formulas.retry import retry_run
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Approve
@@ -343,3 +344,76 @@ def test_only_a_finished_root_formula_run_is_replayed(tmp_path: Path) -> None:
     assert waiting.status == "waiting"
     with pytest.raises(InteractionError, match="only a run that ended is replayed"):
         _replay(runner, waiting.run_id)
+
+
+def test_a_run_whose_loop_grew_its_plan_replays_from_the_plan_it_started_with(tmp_path: Path) -> None:
+    write_formula(
+        tmp_path,
+        "poll",
+        """
+        [[steps]]
+        id = "wait"
+        [steps.loop]
+        until = "check.output.healthy == true"
+        max = 4
+        var = "attempt"
+        [[steps.loop.body]]
+        id = "check"
+        tool = { name = "health", args = { attempt = "{{attempt}}" } }
+        """,
+    )
+    calls: list[int] = []
+
+    @tool
+    def health(attempt: int) -> dict[str, Any]:
+        """Healthy from the third check on."""
+        calls.append(attempt)
+        return {"healthy": attempt >= 3}
+
+    store = memory_store()
+    runner = _runner(store, ToolRegistry([health]), tmp_path)
+    result = asyncio.run(runner.start("poll"))
+    assert result.status == "completed" and calls == [1, 2, 3]
+
+    verdict = _replay(runner, result.run_id)
+
+    assert verdict.reproduced, verdict.diff.why
+    assert calls == [1, 2, 3]
+    assert {"wait.iter1.check", "wait.iter3.check"} <= {row.key for row in verdict.diff.rows}
+
+
+def test_an_llm_step_that_names_its_own_model_replays_without_it(tmp_path: Path) -> None:
+    responses = tmp_path / "notes.json"
+    responses.write_text(json.dumps(['{"title": "Hello"}']), encoding="utf-8")
+    write_formula(
+        tmp_path,
+        "named",
+        f"""
+        [[steps]]
+        id = "notes"
+        llm = {{ prompt = "A title", model = "scripted:{responses}", schema = {{ type = "object" }} }}
+        """,
+    )
+    store = memory_store()
+    runner = _runner(store, ToolRegistry(), tmp_path)
+    result = asyncio.run(runner.start("named"))
+    assert result.status == "completed" and result.outputs["notes"] == {"title": "Hello"}
+    responses.unlink()  # the model the formula names is not there any more: the record plays it back
+
+    verdict = _replay(runner, result.run_id)
+
+    assert verdict.reproduced, verdict.diff.why
+
+
+def test_a_replay_that_does_not_end_in_time_is_cut_off_and_compared_as_far_as_it_went(
+    recorded: tuple[Store, Desk, str], tmp_path: Path
+) -> None:
+    store, desk, run_id = recorded
+    runner = _runner(store, desk.registry(), tmp_path, env={"CI": "false"}, poll_interval=0.05)
+    plan = runner.load(run_id).plan
+    assert plan.index["build"].gate is not None
+
+    verdict = asyncio.run(replay_run(runner, store.get_run(run_id), limit=0.3))
+
+    assert verdict.status == "cut off after 0.3 s"
+    assert not verdict.reproduced and verdict.diff.first == "build"
