@@ -83,6 +83,7 @@ def test_a_row_that_does_not_hold_its_record_is_a_store_error(
         "updated_at": 1.0,
         "lease_owner": None,
         "lease_expires_at": None,
+        "origin_run_id": None,
     }
     assert _rows.run_record(row).input == {"prompt": "p"}
     with pytest.raises(StoreError, match=message.replace("(", r"\(")):
