@@ -288,6 +288,9 @@ class StepStateEvent(BaseEvent):
     output: JsonObject | None = None
     wait: JsonObject | None = None
     """What a ``waiting`` step waits for (``kind``: gate, timer, human, manual, ...) and its details."""
+    usage: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The model usage of the work that ended in this state (an ``llm`` step's call: tokens per model, its
+    cost with a price table), committed with it so that a resumed run counts it once; left out when none."""
 
 
 class GateEvent(BaseEvent):

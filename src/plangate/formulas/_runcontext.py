@@ -16,6 +16,7 @@ from typing import Protocol
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, StepState
+from plangate.config import ModelPrice
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -80,6 +81,9 @@ class RunHost(Protocol):
 
     @property
     def model(self) -> Model | str | None: ...
+
+    @property
+    def prices(self) -> Mapping[str, ModelPrice]: ...
 
     @property
     def agent_steps(self) -> AgentSteps: ...
@@ -173,9 +177,7 @@ class RunContext(Protocol):
         """Open the run's interaction for ``step`` (or queue the question behind the open one)."""
         ...
 
-    def context(
-        self, current: str | None, extra: Mapping[str, StepState] | None = None
-    ) -> ConditionContext:
+    def context(self, current: str | None, extra: Mapping[str, StepState] | None = None) -> ConditionContext:
         """What a condition evaluated for the step ``current`` reads (``extra``: more names for steps, as an
         until-loop's condition names its body's steps of the iteration just finished)."""
         ...
