@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from phoenix_plugin import PhoenixServer, shape
+from phoenix_plugin import PhoenixServer, shape, tree
 from plangate.runs.telemetry._spans import derived_id
 from plangate.store import open_store
 
@@ -59,6 +59,7 @@ def test_a_run_resumed_in_another_process_is_one_trace_each_span_once(
         ("plangate.wait confirm", "invoke_agent plangate"),
     ]
     spans = phoenix.spans(trace, len(expected))
+    print(f"\n{tree(spans)}")  # the tree as Phoenix has it (pytest -s)
     assert shape(spans) == expected
     sent = [span["span_id"] for span in phoenix.sent(trace)]
     assert len(sent) == len(set(sent)) == len(expected), "a span was sent twice"
