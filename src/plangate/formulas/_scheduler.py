@@ -764,6 +764,8 @@ class Scheduler:
         with self.host.leases.transaction(self.run_id) as tx:
             self._began(tx)
             commit_answer(tx, interaction, resolution, by, answered)
+        if self.trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(self.trace, "formula", tx.events, self.host.store)
         self.open_interaction = False
         self.candidates.update(dict.fromkeys(self.asking_later))
         self.asking_later.clear()

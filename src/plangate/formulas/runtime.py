@@ -50,6 +50,7 @@ from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
 from plangate.interactions import Edit, Resolution, resolution_dict
 from plangate.models import Model
+from plangate.runs import telemetry
 from plangate.runs import tools as tool_identities
 from plangate.runs.telemetry.logs import advancing
 from plangate.store import (
@@ -605,6 +606,10 @@ class FormulaRunner:
                 raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
             with self._transaction(run_id) as tx:
                 commit_answer(tx, interaction, resolution, by, answered)
+        if telemetry.tracing() is not None or telemetry.metrics.current() is not None:
+            # the wait's span and the answer's count, from this commit (no scheduler of the run here)
+            trace = telemetry.run_trace(self.store, run_id, "formula", self.store.get_run(run_id).name)
+            telemetry.committed(trace, "formula", tx.events, self.store)
         return run_id
 
     def _poke_above(self, run_id: str) -> bool:
