@@ -770,6 +770,7 @@ class RunnerOptions(TypedDict, total=False):
     agent_runner: StepAgent | None
     lease_ttl: float
     lease_holder: str | None
+    prices: Mapping[str, ModelPrice] | None
 
 
 def run_formula(
