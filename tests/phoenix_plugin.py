@@ -29,7 +29,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PHOENIX = REPO / ".venv-phoenix" / "bin" / "phoenix"
 RECEIVER = Path(__file__).parent / "runs" / "otlp_receiver.py"
-_START_SECONDS = 120.0
+# Phoenix imports some 140 packages before it answers: 20 s on a quiet two-core machine, minutes on a busy one.
+_START_SECONDS = 300.0
+_failed: list[str] = []  # why Phoenix did not start: the session's later tests fail at once, not after minutes
 
 Span = dict[str, object]
 
@@ -135,15 +137,18 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
     deadline = time.monotonic() + _START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            said = log.read_text()[-3000:]
-            pytest.fail(f"phoenix serve exited ({process.returncode}):\n{said}", pytrace=False)
+            _give_up(f"phoenix serve exited ({process.returncode})", log)
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2):
                 return
         except OSError:
             time.sleep(0.5)
-    said = log.read_text()[-3000:]
-    pytest.fail(f"phoenix serve did not answer in {_START_SECONDS:.0f}s:\n{said}", pytrace=False)
+    _give_up(f"phoenix serve did not answer in {_START_SECONDS:.0f}s", log)
+
+
+def _give_up(why: str, log: Path) -> None:
+    _failed.append(f"{why}:\n{log.read_text(errors='replace')[-3000:]}")
+    pytest.fail(_failed[0], pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -151,6 +156,8 @@ def phoenix() -> Iterator[PhoenixServer]:
     """The session's Phoenix server, started on first use, stopped (its data removed) at the end."""
     if not PHOENIX.exists():
         pytest.fail(f"{PHOENIX} is missing: ./dev setup installs Arize Phoenix there", pytrace=False)
+    if _failed:
+        pytest.fail(_failed[0], pytrace=False)
     folder = Path(tempfile.mkdtemp(prefix="plangate-test-phoenix-"))
     port = _free_port()
     env = {
@@ -160,6 +167,7 @@ def phoenix() -> Iterator[PhoenixServer]:
         "PHOENIX_PORT": str(port),
         "PHOENIX_GRPC_PORT": str(_free_port()),
         "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PYTHONUNBUFFERED": "1",  # its log says how far it got, should it not start
     }
     log = folder / "phoenix.log"
     with log.open("wb") as out:
