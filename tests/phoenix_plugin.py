@@ -29,9 +29,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PHOENIX = REPO / ".venv-phoenix" / "bin" / "phoenix"
 RECEIVER = Path(__file__).parent / "runs" / "otlp_receiver.py"
-# Phoenix imports some 140 packages before it answers: 20 s on a quiet two-core machine, minutes on a busy one.
+# Phoenix loads some 140 packages before it answers: 20 s on a quiet two-core machine, minutes on a busy one.
 _START_SECONDS = 300.0
-_failed: list[str] = []  # why Phoenix did not start: the session's later tests fail at once, not after minutes
+# why Phoenix did not start: the session's later tests fail at once, not after minutes each
+_failed: list[str] = []
 
 Span = dict[str, object]
 
