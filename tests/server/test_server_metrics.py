@@ -8,14 +8,16 @@ import json
 import logging
 from collections.abc import Callable
 
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
-from server_helpers import bearer, idle, make_token
+from server_helpers import EXAMPLES, bearer, example_tools, idle, live_server, make_token, wait_until
 
 from plangate.agent import Agent
 from plangate.models import ScriptedModel
 from plangate.runs.telemetry.logs import JsonFormatter
+from plangate.server import create_app
 from plangate.store import SQLiteStore, Store
 from plangate.tools import ToolRegistry, tool
 
@@ -147,3 +149,22 @@ def test_a_server_with_workers_serves_the_queue_depth(
             response = client.post("/v1/runs", json=release, headers=bearer(token))
             assert response.status_code == 201, response.text
         assert _scrape(client, **bearer(token))[("plangate_queue_depth", ())] == 2
+
+
+def test_the_open_event_streams_are_counted_on_a_live_server(store: Store) -> None:
+    token = make_token(store, "ops")
+    app = create_app(store, example_tools(), search_paths=[EXAMPLES])
+    release = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
+    with live_server(app) as url, httpx.Client(base_url=url, headers=bearer(token), timeout=30) as http:
+
+        def subscribers() -> float:
+            return _samples(http.get("/metrics").text)[("plangate_sse_subscribers", ())]
+
+        run_id = http.post("/v1/runs", json=release).json()["run"]["id"]
+        assert subscribers() == 0
+        with httpx.Client(base_url=url, headers=bearer(token), timeout=30) as listener:
+            with listener.stream("GET", f"/v1/runs/{run_id}/events") as response:
+                lines = response.iter_lines()  # kept: a line iterator let go closes the stream
+                assert next(lines) == "id: 1"  # the stream is open and sending
+                assert subscribers() == 1
+        wait_until(lambda: subscribers() == 0, what="the closed stream to be let go")
