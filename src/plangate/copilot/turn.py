@@ -350,7 +350,9 @@ class Copilot:
             run_id=run_id,
             created_at=run.created_at,
         )
-        return self._finish(prepared, attempts, "turn", str(given.get("data", "")))
+        # the turn's own span, ended here from what its process left (its phases' spans went out as they ended)
+        trace = telemetry.run_trace(self.store, run_id, "ask", "copilot")
+        return self._finish(prepared, attempts, "turn", str(given.get("data", "")), trace=trace)
 
 
 def _ended(n: int, status: TurnStatus, reason: str, started: float) -> Attempt:
