@@ -350,7 +350,7 @@ class Copilot:
             run_id=run_id,
             created_at=run.created_at,
         )
-        # the turn's own span, ended here from what its process left (its phases' spans went out as they ended)
+        # the turn's own span, ended here (its phases' spans went out as each ended, in the process that died)
         trace = telemetry.run_trace(self.store, run_id, "ask", "copilot")
         return self._finish(prepared, attempts, "turn", str(given.get("data", "")), trace=trace)
 
