@@ -19,7 +19,6 @@ from plangate.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
-
 @dataclass(frozen=True, slots=True)
 class _Template:
     defaults: dict[str, Any]  # every field in declaration order (the order pydantic serialises in)

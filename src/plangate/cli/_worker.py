@@ -68,7 +68,9 @@ def worker_command(
     ] = "text",
     metrics_port: Annotated[
         int | None,
-        typer.Option("--metrics-port", min=1, max=65535, help="Prometheus metrics on this loopback port."),
+        typer.Option(
+            "--metrics-port", min=1, max=65535, help="Prometheus metrics on this loopback port."
+        ),
     ] = None,
 ) -> None:
     """Advance the runs that servers and commands hand to the workers (`--broker`), on a shared store.

@@ -22,6 +22,8 @@ Action = Literal["continue", "ask_user", "confirm", "next_plan", "done", "abort"
 ACTIONS: tuple[Action, ...] = get_args(Action)
 
 
+
+
 class ToolCallIntent(BaseModel):
     """A tool call the model intends; nothing has run yet.
 

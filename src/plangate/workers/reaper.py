@@ -33,6 +33,8 @@ _PAGE = 500
 _WAITING_EVERY = 15
 
 
+
+
 class Reaper:
     """Enqueues the runs that need a worker and have none.
 
