@@ -1,5 +1,6 @@
 """Test-wide settings: hypothesis profiles (CI runs the big one), a guard against real network calls, and the
-real servers some tests use (``services_plugin.py``: PostgreSQL and Redis, started on demand)."""
+real servers some tests use (``services_plugin.py``: PostgreSQL and Redis; ``phoenix_plugin.py``: Arize
+Phoenix; each started on demand)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["services_plugin"]
+pytest_plugins = ["services_plugin", "phoenix_plugin"]
 
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.register_profile(

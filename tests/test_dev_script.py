@@ -96,3 +96,18 @@ def test_the_tests_setup_installs_the_tooling_groups_and_a_later_reinstall_keeps
     assert _dev(project, "plangate", "--version", PLANGATE_DEMO_EXTRAS="server").returncode == 0
     installs = _installs(project)
     assert len(installs) == 2 and "--group bench --group llama-server -e .[" in installs[1]
+
+
+def test_the_setup_makes_phoenix_a_virtualenv_of_its_own_once(project: Path) -> None:
+    first = _dev(project, "setup", PLANGATE_TEST_EXTRAS="dev")
+    assert first.returncode == 0, first.stderr
+    phoenix = [line for line in _installs(project) if ".venv-phoenix" in line]
+    assert phoenix == [
+        f"venv --quiet --python {project}/.venv/bin/python {project}/.venv-phoenix",
+        f"pip install --quiet --python {project}/.venv-phoenix/bin/python --group phoenix",
+    ]
+    assert not any("--group phoenix" in line for line in _installs(project) if "-e .[" in line)  # not .venv
+
+    again = _dev(project, "setup", PLANGATE_TEST_EXTRAS="dev")
+    assert again.returncode == 0, again.stderr
+    assert [line for line in _installs(project) if ".venv-phoenix" in line] == phoenix  # installed once

@@ -65,7 +65,8 @@ def build(
         root: what formula conditions resolve ``file.exists`` against (default: the working directory).
         tool_specs: where ``tools`` came from (``module:attr``), recorded with runs.
         lease_ttl: seconds a run's lease lasts unless renewed.
-        prices: what each model's tokens cost (``[prices]``), kept by new agent runs for their cost.
+        prices: what each model's tokens cost (``[prices]``), kept by new agent runs for their cost, and
+            the cost of llm steps' calls.
         budget: the budgets of new agent runs that name none (``[budget]``).
     """
     registry = tools if tools is not None else ToolRegistry()
@@ -78,6 +79,7 @@ def build(
         tool_specs=specs,
         model=model,
         lease_ttl=lease_ttl,
+        prices=prices,
     )
     formulas = FormulaEngine(runner)
     agents = AgentEngine(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -125,6 +126,8 @@ def test_ask_shows_the_formula_growing_the_run_the_review_and_the_answer(
     assert any(GOOD in line for line in lines)
     assert any("East" in line and "1,328,137.93" in line for line in lines)  # the rows, as a table, as read
     assert lines[-1].startswith("turn turn_")
+    # the turn's usage: the generation's call and the answer step's, two calls in all
+    assert re.search(r" · [\d,]+ tokens in, [\d,]+ out$", lines[-1]), lines[-1]
 
 
 def test_json_prints_one_object_with_the_turn(app: typer.Typer, home: Path) -> None:

@@ -13,7 +13,7 @@ from plangate.copilot import Copilot, ask, ask_stream, policy
 from plangate.copilot._conversations import Conversations
 from plangate.errors import ConfigError, NotFoundError
 from plangate.events import OpEvent, OutcomeEvent, ReviewEvent, StatusEvent, StepStateEvent
-from plangate.models import ModelUnavailableError, ScriptedModel
+from plangate.models import ModelRequest, ModelUnavailableError, ScriptedModel
 from plangate.store import SQLiteStore, Store
 
 SHOP = Path(__file__).resolve().parents[2] / "examples" / "data" / "shop.db"
@@ -80,24 +80,29 @@ def test_a_question_becomes_a_checked_run_reviewed_formula(store: Store) -> None
     assert_stored_whole(store, turn)
 
 
-def test_the_turns_outcome_carries_the_usage_its_model_calls_reported(store: Store) -> None:
+def test_the_turns_outcome_carries_the_usage_of_every_model_call(store: Store) -> None:
     turn, model = _ask(store, REVENUE_OPS, GOOD_ANSWER)
     outcome = store.get_run(turn.run_id).outcome
     assert outcome is not None
     usage = outcome["usage"]
     assert isinstance(usage, dict)
-    # The generation stops reading at its done op, before the provider's count (the stream's last chunk):
-    # only the answer step's call, read to its end, reports usage.
+    # Both calls count: the generation (read past its done op to the provider's count, the stream's last
+    # chunk) and the answer step's (an llm step: counted by the turn's formula run, added to the turn's).
     generation, answer = model.requests
     assert (generation.purpose, answer.purpose) == ("copilot", "generate")
-    prompt = sum(-(-len(m.content) // 4) for m in answer.messages)
+
+    def prompt(request: ModelRequest) -> int:
+        return sum(-(-len(m.content) // 4) for m in request.messages)
+
     assert (usage["calls"], usage["input_tokens"], usage["output_tokens"]) == (
-        1,
-        prompt,
-        -(-len(GOOD_ANSWER) // 4),
+        2,
+        prompt(generation) + prompt(answer),
+        -(-len(REVENUE_OPS) // 4) + -(-len(GOOD_ANSWER) // 4),
     )
     events = store.events(turn.run_id)
     assert isinstance(events[-1], OutcomeEvent) and events[-1].usage == usage
+    [child] = store.list_runs(parent_run_id=turn.run_id, kind="formula").items
+    assert child.outcome is not None and child.outcome["usage"]["calls"] == 1  # type: ignore[index]
 
 
 def test_the_turns_events_are_its_ops_check_run_review_and_outcome(store: Store) -> None:

@@ -8,14 +8,16 @@ import json
 import logging
 from collections.abc import Callable
 
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
-from server_helpers import bearer, idle, make_token
+from server_helpers import EXAMPLES, bearer, example_tools, idle, live_server, make_token, wait_until
 
 from plangate.agent import Agent
 from plangate.models import ScriptedModel
 from plangate.runs.telemetry.logs import JsonFormatter
+from plangate.server import create_app
 from plangate.store import SQLiteStore, Store
 from plangate.tools import ToolRegistry, tool
 
@@ -96,3 +98,73 @@ def test_json_log_lines_name_the_run_they_are_about() -> None:
     ended = [line for line in lines if "ended exhausted" in line["message"]]
     assert ended and ended[0]["run_id"] == result.run_id and ended[0]["level"] == "info"
     assert lines[-1]["message"] == "outside any run" and lines[-1]["run_id"] is None
+
+
+def test_metrics_count_a_persons_answer_and_the_time_it_took(
+    make_app: Callable[..., FastAPI], store: Store
+) -> None:
+    app = make_app()
+    token = make_token(store, "alice")
+    release = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
+    with TestClient(app) as client:
+        before = _scrape(client, **bearer(token))
+        response = client.post("/v1/runs", json=release, headers=bearer(token))
+        assert response.status_code == 201, response.text
+        run_id = response.json()["run"]["id"]
+        idle(client, run_id)
+        interaction = client.get(f"/v1/runs/{run_id}", headers=bearer(token)).json()["interaction"]
+        assert interaction is not None
+        answered = client.post(
+            f"/v1/interactions/{interaction['id']}", json={"kind": "approve"}, headers=bearer(token)
+        )
+        assert answered.status_code == 200, answered.text
+        idle(client, run_id)
+        after = _scrape(client, **bearer(token))
+
+    def delta(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    kind = interaction["kind"]
+    assert delta("plangate_consents_total", kind=kind, resolution="approve") == 1
+    assert delta("plangate_wait_seconds_count", kind=kind) == 1
+    assert delta("plangate_wait_seconds_sum", kind=kind) > 0
+    assert delta("plangate_runs_ended_total", kind="formula", status="completed", code="done") == 1
+
+
+def test_a_server_with_workers_serves_the_queue_depth(
+    make_app: Callable[..., FastAPI], store: Store, redis_url: str
+) -> None:
+    import redis
+
+    client_of_redis = redis.Redis.from_url(redis_url)
+    client_of_redis.flushdb()  # no message of an earlier test
+    client_of_redis.close()
+    app = make_app(broker=redis_url)
+    token = make_token(store, "alice")
+    release = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
+    with TestClient(app) as client:
+        assert _scrape(client, **bearer(token))[("plangate_queue_depth", ())] == 0
+        for _ in range(2):  # no worker runs: both stay in the queue
+            response = client.post("/v1/runs", json=release, headers=bearer(token))
+            assert response.status_code == 201, response.text
+        assert _scrape(client, **bearer(token))[("plangate_queue_depth", ())] == 2
+
+
+def test_the_open_event_streams_are_counted_on_a_live_server(store: Store) -> None:
+    token = make_token(store, "ops")
+    app = create_app(store, example_tools(), search_paths=[EXAMPLES])
+    release = {"kind": "formula", "formula": "release", "vars": {"version": "1.2.0"}}
+    with live_server(app) as url, httpx.Client(base_url=url, headers=bearer(token), timeout=30) as http:
+
+        def subscribers() -> float:
+            return _samples(http.get("/metrics").text)[("plangate_sse_subscribers", ())]
+
+        run_id = http.post("/v1/runs", json=release).json()["run"]["id"]
+        assert subscribers() == 0
+        with httpx.Client(base_url=url, headers=bearer(token), timeout=30) as listener:
+            with listener.stream("GET", f"/v1/runs/{run_id}/events") as response:
+                lines = response.iter_lines()  # kept: a line iterator let go closes the stream
+                assert next(lines) == "id: 1"  # the stream is open and sending
+                assert subscribers() == 1
+        wait_until(lambda: subscribers() == 0, what="the closed stream to be let go")

@@ -310,7 +310,9 @@ def test_a_workers_metrics_count_what_its_pool_processes_advanced(
     workers.wait_ready(workers.start(metrics_port=port))
     run_id = submit_agent(store, queue, "agent-metrics")
     until(lambda: store.get_run(run_id).status == "waiting", 60, "the agent to ask for consent")
-    assert approve_open(store, queue) == 1
+    # the worker may still hold the run's lease for a moment after its status says waiting: approve_open
+    # skips a run it cannot take yet, so it is asked again until the approval is committed
+    until(lambda: approve_open(store, queue) == 1, 30, "the consent to be committed")
     until(lambda: store.get_run(run_id).status == "completed", 60, "the agent to finish")
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()

@@ -17,12 +17,14 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 import typer
+from pydantic import JsonValue
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from plangate.cli._console import err, fail, out, print_json
 from plangate.cli._options import ConfigOpt, JsonOpt, ModelOpt, StoreOpt
+from plangate.cli._report import usage_text
 from plangate.cli._session import session
 from plangate.cli._working import Working, say_if_busy
 from plangate.config import Config
@@ -169,7 +171,7 @@ async def _follow(stream: AskStream) -> None:
                 out.print(line)
 
 
-def _show(turn: Turn) -> None:
+def _show(turn: Turn, usage: Mapping[str, JsonValue] | None) -> None:
     style = _STATUS.get(turn.status, "white")
     body = escape(turn.answer) if turn.answer else f"[dim]no answer:[/] {escape(turn.reason)}"
     subtitle = escape(turn.reason) if turn.answer and turn.status != "done" else None
@@ -181,7 +183,8 @@ def _show(turn: Turn) -> None:
         out.print(table)
         if len(turn.result.rows) > _ROWS_SHOWN:
             out.print(f"[dim]… {len(turn.result.rows) - _ROWS_SHOWN:,} more rows[/]")
-    out.print(f"[dim]turn {turn.id} · conversation {turn.conversation_id} · run {turn.run_id}[/]")
+    shown = "" if usage is None else f" · {usage_text(usage)}"  # its own calls and its formula runs'
+    out.print(f"[dim]turn {turn.id} · conversation {turn.conversation_id} · run {turn.run_id}{shown}[/]")
 
 
 def _sources(
@@ -262,7 +265,9 @@ def ask_command(
             data_out["saved"] = str(saved)
         print_json(data_out)
     else:
-        _show(turn)
+        outcome = s.store.get_run(turn.run_id).outcome or {}
+        usage = outcome.get("usage")
+        _show(turn, usage if isinstance(usage, dict) else None)
         if saved is not None:
             out.print(f"formula saved to [bold]{escape(str(saved))}[/]")
     if turn.status not in ("done", "partial"):

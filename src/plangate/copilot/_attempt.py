@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
@@ -21,6 +21,7 @@ from plangate.copilot._conversations import TurnStatus
 from plangate.copilot._generate import Generation, Generator
 from plangate.copilot._numbers import Known
 from plangate.copilot._ops import Draft, ops_text, slug
+from plangate.copilot._phases import Phases
 from plangate.copilot._run import PlanRunner, RunOutcome
 from plangate.copilot._scope import Scope
 from plangate.copilot._strategy import GenerationStrategy
@@ -29,6 +30,7 @@ from plangate.errors import PlangateError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent
 from plangate.formulas import Formula, Issue, Plan
 from plangate.models import Message, Model
+from plangate.runs.telemetry import semconv as sc
 
 Emit = Callable[[Event], None]
 
@@ -48,6 +50,7 @@ class AttemptSetup:
         owner: who the runs belong to.
         emit: commits an event to the turn's run.
         review_model: the model of the optional model review, or None.
+        phases: the spans of the turn's phases (tracing off: none are made).
     """
 
     question: str
@@ -60,6 +63,7 @@ class AttemptSetup:
     owner: str
     emit: Emit
     review_model: Model | None = None
+    phases: Phases = field(default_factory=lambda: Phases(None))
 
 
 @dataclass
@@ -119,7 +123,7 @@ class AttemptRun:
         setup = self.setup
         self._status("generate", "attempt", f"attempt {self.n}" + (" (retry)" if self.instruction else ""))
         convo = setup.strategy.messages(setup.scope, setup.question, setup.history, self.instruction)
-        generation = await self.generator.run(self.draft, convo)
+        generation = await self._generate(convo)
         terminal, plan = await self._terminal(generation, convo)
         step = policy.next_step(terminal)
         if step == "retry":
@@ -177,7 +181,7 @@ class AttemptRun:
                 Message("assistant", generation.transcript or "(nothing)"),
                 Message("user", self.setup.strategy.repair(self.draft, issues)),
             ]
-            generation = await self.generator.run(self.draft, convo)
+            generation = await self._generate(convo)
             if generation.ended == "error":
                 return policy.Terminal("error", generation.text, generation.error_code), None
             if generation.ended in ("reply", "ask"):
@@ -207,12 +211,25 @@ class AttemptRun:
         )
         return terminal, plan
 
+    async def _generate(self, convo: list[Message]) -> Generation:
+        with self.setup.phases.phase("generate", self.n) as shown:
+            generation = await self.generator.run(self.draft, convo)
+            shown[sc.COPILOT_STATUS] = generation.ended
+            shown[sc.COPILOT_DETAIL] = f"{generation.ops} ops"
+        return generation
+
     def _check(self) -> tuple[Formula | None, Plan | None, list[Issue]]:
-        try:
-            formula_vars = policy.fill_input(self.draft.formula(), self.setup.question, self.setup.history)
-        except PlangateError:  # the draft does not validate: the check reports why
-            formula_vars = {"question": self.setup.question, "history": []}
-        return check_draft(self.draft, self.setup.scope, formula_vars)
+        with self.setup.phases.phase("check", self.n) as shown:
+            try:
+                formula_vars = policy.fill_input(
+                    self.draft.formula(), self.setup.question, self.setup.history
+                )
+            except PlangateError:  # the draft does not validate: the check reports why
+                formula_vars = {"question": self.setup.question, "history": []}
+            checked = check_draft(self.draft, self.setup.scope, formula_vars)
+            shown[sc.COPILOT_STATUS] = "issues" if needs_repair(checked[2]) else "passed"
+            shown[sc.COPILOT_DETAIL] = _issue_lines(checked[2])
+        return checked
 
     def _empty(self, terminal: policy.Terminal) -> AttemptResult:
         attempt = self._attempt("failed", terminal.text)
@@ -233,8 +250,10 @@ class AttemptRun:
         )
 
     def _reply(self, text: str) -> AttemptResult:
-        known = review_rules.known_data(self.setup.question, None, None, self.known)
-        review = Review.of(review_rules.answer_signals(text, known))
+        with self.setup.phases.phase("review", self.n) as shown:
+            known = review_rules.known_data(self.setup.question, None, None, self.known)
+            review = Review.of(review_rules.answer_signals(text, known))
+            shown[sc.COPILOT_STATUS], shown[sc.COPILOT_DETAIL] = review.verdict, review.summary()
         self._review(review)
         status = policy.attempt_status(review)
         retry = None
@@ -246,17 +265,22 @@ class AttemptRun:
     async def _run(self, formula: Formula, plan: Plan, issues: list[Issue]) -> AttemptResult:
         setup = self.setup
         self._status("run", "started", f"running {len(plan.steps)} steps")
-        outcome = await setup.runner.run(plan, setup.run_id, setup.owner, temperature=self.temperature)
+        with setup.phases.phase("run", self.n) as shown:
+            outcome = await setup.runner.run(plan, setup.run_id, setup.owner, temperature=self.temperature)
+            shown[sc.COPILOT_STATUS] = outcome.status
+            shown[sc.COPILOT_DETAIL] = outcome.run_id or ""
         self._status("run", outcome.status, outcome.reason)
-        known = review_rules.known_data(setup.question, plan, outcome, self.known)
-        signals = review_rules.review_run(setup.question, outcome, setup.scope, known)
-        review = Review.of(signals)
-        answer = outcome.answer
-        instead = setup.strategy.answer_instead(review, outcome, known)
-        if instead is not None:
-            answer, review = instead
-        if review.signals and setup.review_model is not None and outcome.completed:
-            answer, review = await self._model_review(setup.review_model, outcome, review, known)
+        with setup.phases.phase("review", self.n) as shown:
+            known = review_rules.known_data(setup.question, plan, outcome, self.known)
+            signals = review_rules.review_run(setup.question, outcome, setup.scope, known)
+            review = Review.of(signals)
+            answer = outcome.answer
+            instead = setup.strategy.answer_instead(review, outcome, known)
+            if instead is not None:
+                answer, review = instead
+            if review.signals and setup.review_model is not None and outcome.completed:
+                answer, review = await self._model_review(setup.review_model, outcome, review, known)
+            shown[sc.COPILOT_STATUS], shown[sc.COPILOT_DETAIL] = review.verdict, review.summary()
         self._review(review)
         answer = review_rules.definitions_note(answer, outcome.reads, setup.scope)
         status = policy.attempt_status(review, ran=outcome.completed)

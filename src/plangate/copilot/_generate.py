@@ -11,7 +11,7 @@ every model. Not for: checking the draft (``_check``) or deciding what follows (
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,7 +22,7 @@ from plangate.copilot._ops import Draft, Op, OpReader
 from plangate.copilot._prompt import look_text
 from plangate.copilot._scope import Scope
 from plangate.errors import PlangateError
-from plangate.models import Message, Model, ModelRequest, ResponseSchema, TextDelta
+from plangate.models import Message, Model, ModelChunk, ModelRequest, ResponseSchema, TextDelta
 from plangate.tools.data import DataSourceError, QueryRefused
 from plangate.tools.registry import closest_name
 
@@ -32,6 +32,10 @@ MAX_CALLS = 10
 """Requests per generation (each ``look`` answered costs one more)."""
 MAX_TOKENS = 2_000
 """Tokens one request of a generation may write, unless its ``OpsFormat`` says otherwise."""
+DRAIN_CHARS = 400
+"""Characters still read, unused, after the op that ends a response (``done``, ``reply``, ``ask``, ``look``),
+so that the provider's count of the call (the stream's last chunk, with most providers) arrives and is
+counted; a model that writes on past them is cut off, and that call's usage is not known."""
 
 Emit = Callable[[dict[str, JsonValue]], Awaitable[None]]
 Ended = Literal["done", "reply", "ask", "eof", "error"]
@@ -159,8 +163,10 @@ class Generator:
                     ops += 1
                     outcome = await self._apply(op, draft)
                     if outcome is not None:
+                        await _drain(stream)
                         return outcome, ops, None
                     if op.name == "look":
+                        await _drain(stream)
                         return None, ops, str(op.fields.get("table") or "")
             for op in reader.close():
                 ops += 1
@@ -206,6 +212,16 @@ class Generator:
         for row in sample.rows:
             self.known.add_cells([value for value in row if not isinstance(value, bytes)])
         return look_text(table, self.scope, sample, None)
+
+
+async def _drain(stream: AsyncIterator[ModelChunk]) -> None:
+    """Read the rest of a response the copilot has what it needs of, up to ``DRAIN_CHARS`` of text."""
+    left = DRAIN_CHARS
+    async for chunk in stream:
+        if isinstance(chunk, TextDelta):
+            left -= len(chunk.text)
+            if left < 0:
+                return
 
 
 def _op_of(data: dict[str, JsonValue]) -> Op:

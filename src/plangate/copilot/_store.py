@@ -87,19 +87,21 @@ def start_run(
     )
 
 
-def begin(transaction: Transactions, run_id: str, question: str) -> None:
-    """The turn's first commit: its run ``running``, with no attempt yet."""
+def begin(transaction: Transactions, run_id: str, question: str) -> list[Event]:
+    """The turn's first commit: its run ``running``, with no attempt yet. Returns the events stored."""
     with transaction(run_id) as tx:
         tx.append(StatusEvent(stage="turn", code="started", text=question))
         tx.set_status("running")
         tx.set_snapshot({"question": question, "attempts": []}, version=SNAPSHOT_VERSION)
+    return list(tx.events)
 
 
-def append(transaction: Transactions, run_id: str, *events: Event) -> None:
-    """Commit events to the turn's run."""
+def append(transaction: Transactions, run_id: str, *events: Event) -> list[Event]:
+    """Commit events to the turn's run; returns them as stored."""
     with transaction(run_id) as tx:
         for event in events:
             tx.append(event)
+    return list(tx.events)
 
 
 def checkpoint(transaction: Transactions, run_id: str, question: str, attempts: list[Attempt]) -> None:
@@ -111,7 +113,7 @@ def checkpoint(transaction: Transactions, run_id: str, question: str, attempts: 
 
 def finish(
     store: Store, transaction: Transactions, turn: Turn, stage: str, usage: dict[str, JsonValue] | None = None
-) -> None:
+) -> list[Event]:
     """Store the finished turn, its attempts and the run's outcome (with the turn's model usage), together."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
@@ -126,6 +128,7 @@ def finish(
         tx.append(ended.event())
         conversations.record_turn(tx, turn.record())
         tx.set_status(status, outcome=ended.stored())
+    return list(tx.events)
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from pydantic import JsonValue
 from plangate.copilot import _store
 from plangate.copilot._attempt import AttemptRun, AttemptSetup
 from plangate.copilot._conversations import AttemptRecord, Conversations
+from plangate.copilot._phases import Phases
 from plangate.copilot._run import RUN_TIMEOUT_S, PlanRunner
 from plangate.copilot._scope import ScopeError, open_scope, source_label
 from plangate.copilot._strategy import strategy_for
@@ -34,7 +35,8 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.runs.usage import UsageTally
+from plangate.runs import telemetry
+from plangate.runs.usage import UsageTally, children_usage, combined
 from plangate.store import TERMINAL_STATUSES, Commit, LeaseBook, RunRecord, Store, open_store
 from plangate.tools.data import DataSources, QueryLimits
 from plangate.vocab import TurnStatus
@@ -174,34 +176,40 @@ class Copilot:
             prepared.owner,
         )
         async with self.leases.kept(prepared.run_id):
-            _store.begin(self.leases.transaction, prepared.run_id, prepared.question)
-            return await self._run_leased(prepared, prepared.model)
+            trace = telemetry.run_trace(self.store, prepared.run_id, "ask", "copilot")  # None: tracing off
+            self._committed(trace, _store.begin(self.leases.transaction, prepared.run_id, prepared.question))
+            return await self._run_leased(prepared, prepared.model, Phases(trace))
 
-    async def _run_leased(self, prepared: _Prepared, model: Model) -> Turn:
+    async def _run_leased(self, prepared: _Prepared, model: Model, phases: Phases) -> Turn:
         store = self.store
         label = source_label(prepared.data)
         attempts: list[Attempt] = []
         stage = "turn"
         source = label
-        tally = UsageTally()  # the turn's model calls, in its outcome
+        # the turn's own model calls (generation, review), in its outcome with its formula runs' usage
+        tally = UsageTally()
+        trace = phases.trace
         try:
             strategy = strategy_for(model)  # once per turn: every attempt asks it, none asks the model
             try:
-                scope = await asyncio.to_thread(
-                    open_scope,
-                    prepared.data,
-                    sources=self.sources,
-                    name=prepared.name,
-                    limits=self.limits,
-                    categories=strategy.categories,
-                )
+                with phases.phase("scope", 0) as shown:
+                    scope = await asyncio.to_thread(
+                        open_scope,
+                        prepared.data,
+                        sources=self.sources,
+                        name=prepared.name,
+                        limits=self.limits,
+                        categories=strategy.categories,
+                    )
+                    shown[telemetry.semconv.COPILOT_DETAIL] = scope.name
             except ScopeError as exc:
                 self._emit(prepared.run_id, StatusEvent(stage="scope", code=exc.code, text=str(exc)))
                 attempts.append(_ended(1, "failed", str(exc), prepared.created_at))
-                return self._finish(prepared, attempts, "scope", label)
+                return self._finish(prepared, attempts, "scope", label, trace=trace)
             source = scope.name
             review = self._review_model(model)
-            model = tally.wrap(model)
+            runs_model = model  # an llm step's call is counted by its formula run, not twice
+            model = telemetry.observed(tally.wrap(model), trace)
             setup = AttemptSetup(
                 question=prepared.question,
                 history=_store.history(store, prepared.conversation_id, prepared.owner),
@@ -209,12 +217,13 @@ class Copilot:
                 model=model,
                 strategy=strategy,
                 runner=PlanRunner(
-                    store, scope, model, step_tokens=strategy.step_tokens, timeout=self.run_timeout
+                    store, scope, runs_model, step_tokens=strategy.step_tokens, timeout=self.run_timeout
                 ),
                 run_id=prepared.run_id,
                 owner=prepared.owner,
                 emit=lambda event: self._emit(prepared.run_id, event),
-                review_model=None if review is None else tally.wrap(review),
+                review_model=None if review is None else telemetry.observed(tally.wrap(review), trace),
+                phases=phases,
             )
             instruction: str | None = None
             for n in itertools.count(1):
@@ -224,11 +233,13 @@ class Copilot:
                 _store.checkpoint(self.leases.transaction, prepared.run_id, prepared.question, attempts)
                 if result.retry is None or not retry_left(n):
                     break
-                self._emit(
-                    prepared.run_id, StatusEvent(stage="review", code="retry", text=result.attempt.reason)
-                )
+                with phases.phase("retry", n) as shown:
+                    shown[telemetry.semconv.COPILOT_DETAIL] = result.attempt.reason
+                    self._emit(
+                        prepared.run_id, StatusEvent(stage="review", code="retry", text=result.attempt.reason)
+                    )
                 instruction = result.retry
-            return self._finish(prepared, attempts, stage, source, tally.summary())
+            return self._finish(prepared, attempts, stage, source, self._usage(prepared, tally), trace)
         except asyncio.CancelledError:
             attempts.append(
                 _ended(
@@ -238,17 +249,25 @@ class Copilot:
                     prepared.created_at,
                 )
             )
-            self._finish(prepared, attempts, stage, source, tally.summary())
+            self._finish(prepared, attempts, stage, source, self._usage(prepared, tally), trace)
             raise
         except Exception as exc:
             # A defect must still end the turn with a reason, never a traceback for the user.
             logger.exception("turn %s stopped on an unexpected error", prepared.turn_id)
             reason = f"the turn stopped on an unexpected error ({type(exc).__name__}: {exc})"
             attempts.append(_ended(len(attempts) + 1, "failed", reason, prepared.created_at))
-            return self._finish(prepared, attempts, stage, source, tally.summary())
+            return self._finish(prepared, attempts, stage, source, self._usage(prepared, tally), trace)
+
+    def _usage(self, prepared: _Prepared, tally: UsageTally) -> dict[str, JsonValue] | None:
+        """The turn's usage: its own calls' (``tally``) and its formula runs' (their ``llm`` steps)."""
+        return combined([tally.summary(), children_usage(self.store, prepared.run_id)])
 
     def _emit(self, run_id: str, event: Event) -> None:
-        _store.append(self.leases.transaction, run_id, event)
+        self._committed(None, _store.append(self.leases.transaction, run_id, event))
+
+    def _committed(self, trace: telemetry.RunTrace | None, events: list[Event]) -> None:
+        if trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(trace, "ask", events, self.store)
 
     def _finish(
         self,
@@ -257,6 +276,7 @@ class Copilot:
         stage: str,
         source: str,
         usage: dict[str, JsonValue] | None = None,
+        trace: telemetry.RunTrace | None = None,
     ) -> Turn:
         chosen = chosen_attempt(attempts)
         turn = Turn(
@@ -276,7 +296,7 @@ class Copilot:
             created_at=prepared.created_at,
             finished_at=time.time(),
         )
-        _store.finish(self.store, self.leases.transaction, turn, stage, usage)
+        self._committed(trace, _store.finish(self.store, self.leases.transaction, turn, stage, usage))
         return turn
 
     # -- after a crash ---------------------------------------------------------------------------------------
@@ -330,7 +350,9 @@ class Copilot:
             run_id=run_id,
             created_at=run.created_at,
         )
-        return self._finish(prepared, attempts, "turn", str(given.get("data", "")))
+        # the turn's own span, ended here (its phases' spans went out as each ended, in the process that died)
+        trace = telemetry.run_trace(self.store, run_id, "ask", "copilot")
+        return self._finish(prepared, attempts, "turn", str(given.get("data", "")), trace=trace)
 
 
 def _ended(n: int, status: TurnStatus, reason: str, started: float) -> Attempt:

@@ -292,6 +292,9 @@ class StepStateEvent(BaseEvent):
     """What the model returned for the attempt of an ``llm`` step that ends here, as text (what ``plangate
     replay`` plays back); left out of the JSON form when absent (every other step, and attempts recorded
     before it was kept)."""
+    usage: JsonObject | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The model usage of the work that ended in this state (an ``llm`` step's call: tokens per model, its
+    cost with a price table), committed with it so that a resumed run counts it once; left out when none."""
 
 
 class GateEvent(BaseEvent):

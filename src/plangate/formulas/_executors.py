@@ -17,12 +17,15 @@ from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
+from plangate.config import ModelPrice
 from plangate.decisions import DecisionParseError, load_json
 from plangate.errors import ConfigError, FormulaError, PlangateError
 from plangate.formulas.plan import CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.schema import OnComplete
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.models import Message, Model, ModelRequest, ResponseSchema, complete, resolve_model
+from plangate.runs import telemetry
+from plangate.runs.usage import call_usage
 from plangate.tools import ToolRegistry, ToolResult, json_schema
 
 
@@ -54,6 +57,7 @@ class StepOutcome:
             or ``unknown`` (a write whose outcome nobody can tell: a person is asked).
         write: for a write step, what became of its call.
         raw: for an ``llm`` step, what the model returned, as text (recorded with the step's state).
+        usage: the model usage of the step's own call (an ``llm`` step), as an outcome shows it.
     """
 
     status: Literal["complete", "failed", "waiting", "unknown"]
@@ -62,6 +66,7 @@ class StepOutcome:
     run_ids: list[str] = field(default_factory=list)
     write: WriteReport | None = None
     raw: str | None = None
+    usage: dict[str, JsonValue] | None = None
 
 
 SubRun = Callable[[str, dict[str, JsonValue], str], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
@@ -265,6 +270,10 @@ async def run_llm(
     model: Model | str | None,
     vars: Mapping[str, JsonValue],
     outputs: Mapping[str, Mapping[str, JsonValue]],
+    *,
+    prices: Mapping[str, ModelPrice] | None = None,
+    trace: telemetry.RunTrace | None = None,
+    attempt: int = 0,
 ) -> StepOutcome:
     """One model call (purpose ``generate``) on the rendered prompt.
 
@@ -273,7 +282,8 @@ async def run_llm(
     Without a schema the output is ``{text}``. With one, the schema is sent as the response schema and the
     answer must be JSON that fits it: an object becomes the output as it is, any other value ``{value}``.
     An answer that does not parse or fit fails the step with the reason and the raw ``text`` in its
-    output, so that ``retries`` ask again.
+    output, so that ``retries`` ask again. The call's usage (its cost by ``prices``) is in the outcome,
+    whatever the answer; with tracing on (``trace``) it is a ``chat`` span under the step's.
     """
     try:
         rendered = render_runtime(executor.prompt, vars, outputs, path=f"{step.id}.llm.prompt")
@@ -296,19 +306,20 @@ async def run_llm(
         response_schema = ResponseSchema("output", schema)
     request = ModelRequest("generate", messages, response_schema=response_schema, wire="json")
     try:
-        completion = await complete(chosen, request)
+        completion = await complete(telemetry.observed(chosen, trace, ("step", step.id, attempt)), request)
     except PlangateError as exc:
         return StepOutcome("failed", reason=f"model {chosen.name}: {exc}")
     text = completion.text
+    usage = call_usage(chosen.name, completion.usage, prices or {})
     if schema is None:
-        return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters", raw=text)
+        return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters", raw=text, usage=usage)
     value, problem = parse_json_answer(text)
     if problem is None:
         problem = fits_schema(value, schema)
     if problem is not None:
-        return StepOutcome("failed", {"text": text}, f"llm: {problem}", raw=text)
+        return StepOutcome("failed", {"text": text}, f"llm: {problem}", raw=text, usage=usage)
     output: dict[str, JsonValue] = dict(value) if isinstance(value, dict) else {"value": value}
-    return StepOutcome("complete", output, "llm: the answer fits the schema", raw=text)
+    return StepOutcome("complete", output, "llm: the answer fits the schema", raw=text, usage=usage)
 
 
 def parse_json_answer(text: str) -> tuple[JsonValue, str | None]:

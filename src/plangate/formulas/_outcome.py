@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from plangate.formulas._runstate import RunState
 from plangate.runs import Outcome, OutcomeStatus
-from plangate.runs.usage import children_usage
+from plangate.runs.usage import children_usage, combined
 from plangate.store import Store
 
 STAGE = "run"
@@ -31,9 +32,11 @@ def formula_outcome(status: OutcomeStatus, user_message: str, *, internal_reason
     )
 
 
-def with_steps_usage(outcome: Outcome, store: Store, run_id: str) -> Outcome:
-    """``outcome`` with the model usage of the run's agent steps and sub-formulas, when they had any."""
-    usage = children_usage(store, run_id)
+def with_steps_usage(outcome: Outcome, store: Store, run_id: str, state: RunState | None = None) -> Outcome:
+    """``outcome`` with the model usage of the run's ``llm`` steps (``state``'s), agent steps and
+    sub-formulas, when they had any."""
+    own = None if state is None else state.usage()
+    usage = combined([own, children_usage(store, run_id)])
     return outcome if usage is None else outcome.model_copy(update={"usage": usage})
 
 

@@ -16,6 +16,7 @@ from typing import Protocol
 from pydantic import JsonValue
 
 from plangate.conditions import ConditionContext, StepState
+from plangate.config import ModelPrice
 from plangate.events import (
     GateEvent,
     InteractionKind,
@@ -80,6 +81,9 @@ class RunHost(Protocol):
 
     @property
     def model(self) -> Model | str | None: ...
+
+    @property
+    def prices(self) -> Mapping[str, ModelPrice]: ...
 
     @property
     def agent_steps(self) -> AgentSteps: ...

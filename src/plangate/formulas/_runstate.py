@@ -20,6 +20,7 @@ from plangate.conditions import StepState
 from plangate.errors import SchemaVersionError
 from plangate.events import Event, StepStateEvent, StepStatus
 from plangate.formulas.plan import Plan
+from plangate.runs.usage import combined
 from plangate.store.encoded import EncodedObject
 
 #: Format of the run snapshot; bumped when an older plangate could no longer read it.
@@ -44,6 +45,8 @@ class StepRun:
     reason: str = ""
     output: dict[str, JsonValue] | None = None
     wait: dict[str, JsonValue] = field(default_factory=dict)
+    usage: dict[str, JsonValue] | None = None
+    """The model usage of the step's own calls (an ``llm`` step's, every attempt's), as outcomes show it."""
 
     @property
     def terminal(self) -> bool:
@@ -57,6 +60,8 @@ class StepRun:
             data["output"] = self.output
         if self.wait:
             data["wait"] = self.wait
+        if self.usage is not None:
+            data["usage"] = self.usage
         return data
 
     @classmethod
@@ -68,6 +73,7 @@ class StepRun:
             reason=str(data.get("reason", "")),
             output=data.get("output"),
             wait=dict(data.get("wait") or {}),
+            usage=data.get("usage"),
         )
 
 
@@ -264,10 +270,16 @@ class RunState:
             step.wait = dict(event.wait)
         elif step.wait:  # an empty wait stays the one it has: no new dict per transition
             step.wait = {}
+        if event.usage is not None:
+            step.usage = combined([step.usage, event.usage])
         if self._conditions is not None:
             self._conditions.changed(event.step_id)
 
     # -- views --------------------------------------------------------------------------------------------
+
+    def usage(self) -> dict[str, JsonValue] | None:
+        """The model usage of the run's own steps (its ``llm`` steps), or None when none called a model."""
+        return combined(step.usage for step in self.steps.values() if step.usage is not None)
 
     def outputs(self) -> Mapping[str, Mapping[str, JsonValue]]:
         """The output of every step that completed, by id (what ``{{steps.<id>.output.<key>}}`` reads).

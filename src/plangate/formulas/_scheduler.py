@@ -122,6 +122,8 @@ class Scheduler:
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
         self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
+        # an llm step's usage, by step, until its next transition carries it (empty: nothing to look up)
+        self.step_usage: dict[str, dict[str, JsonValue]] = {}
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -183,7 +185,7 @@ class Scheduler:
         runs: a task cancelled before it started (the run ended first) leaves no coroutine unawaited."""
         try:
             return await step_work(
-                self.host, self.run_id, self.owner, self.always_execute, self.state, step, what
+                self.host, self.run_id, self.owner, self.always_execute, self.state, step, what, self.trace
             )
         finally:
             task = asyncio.current_task()
@@ -353,7 +355,7 @@ class Scheduler:
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
         ended = formula_outcome("completed" if status == "completed" else "failed", reason)
-        ended = with_steps_usage(ended, self.host.store, self.run_id)
+        ended = with_steps_usage(ended, self.host.store, self.run_id, self.state)
         self.ops.append(ended.event())  # the run's last event, as every run's
         self._flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason
@@ -389,6 +391,7 @@ class Scheduler:
                 output=output,
                 wait=wait,
                 raw=raw,
+                usage=self.step_usage.pop(run.id, None) if self.step_usage else None,
             )
         )
         self._after(run.id, status)
@@ -612,6 +615,8 @@ class Scheduler:
         self.poked.discard(step_id)
         if run.terminal:  # cancelled meanwhile
             return
+        if outcome.usage is not None:
+            self.step_usage[step_id] = outcome.usage
         if outcome.write is not None:
             _writes.settled(self, step, outcome.write)
         if outcome.status == "unknown":
@@ -769,6 +774,8 @@ class Scheduler:
         with self.host.leases.transaction(self.run_id) as tx:
             self._began(tx)
             commit_answer(tx, interaction, resolution, by, answered)
+        if self.trace is not None or telemetry.metrics.current() is not None:
+            telemetry.committed(self.trace, "formula", tx.events, self.host.store)
         self.open_interaction = False
         self.candidates.update(dict.fromkeys(self.asking_later))
         self.asking_later.clear()

@@ -30,6 +30,7 @@ from plangate.formulas._executors import (
 from plangate.formulas._runcontext import RunHost
 from plangate.formulas._runstate import RunState
 from plangate.formulas.plan import AgentExecutor, CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
+from plangate.runs.telemetry import RunTrace
 
 _WORKING: ContextVar[tuple[str, str, int] | None] = ContextVar("plangate_working_step", default=None)
 
@@ -41,11 +42,19 @@ def working_step() -> tuple[str, str, int] | None:
 
 
 async def step_work(
-    host: RunHost, run_id: str, owner: str, always_execute: bool, state: RunState, step: CookedStep, what: str
+    host: RunHost,
+    run_id: str,
+    owner: str,
+    always_execute: bool,
+    state: RunState,
+    step: CookedStep,
+    what: str,
+    trace: RunTrace | None = None,
 ) -> StepOutcome:
     """Run ``what`` (``work``, ``fanout``, ``subrun``, ``write`` or ``settle``) for ``step`` of ``run_id``.
 
     Sub-runs inherit the run's ``always_execute``; the ids they get are those the step's state committed.
+    ``trace``: the run's spans (None when tracing is off), where an ``llm`` step's call goes.
     """
     run = state.steps[step.id]
     # Each step's work is a task of its own (the scheduler's): this stays with it and what it awaits.
@@ -86,7 +95,16 @@ async def step_work(
     elif isinstance(executor, AgentExecutor):
         work = host.agent_steps.run(step, executor, run_id, owner, variables, outputs, existing)
     elif isinstance(executor, LlmExecutor):
-        work = run_llm(step, executor, host.model, variables, outputs)
+        work = run_llm(
+            step,
+            executor,
+            host.model,
+            variables,
+            outputs,
+            prices=host.prices,
+            trace=trace,
+            attempt=run.attempt,
+        )
     elif isinstance(executor, ToolExecutor):
         work = run_tool(step, executor, host.tools, variables, outputs)
     else:  # a manual step is completed by a person and never launched

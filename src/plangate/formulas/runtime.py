@@ -31,6 +31,7 @@ from typing import TypedDict, Unpack
 
 from pydantic import JsonValue
 
+from plangate.config import ModelPrice
 from plangate.errors import (
     ConfigError,
     FormulaError,
@@ -43,12 +44,13 @@ from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas import retry
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
-from plangate.formulas._outcome import formula_outcome
+from plangate.formulas._outcome import formula_outcome, with_steps_usage
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
 from plangate.formulas.plan import Plan
 from plangate.interactions import Edit, Resolution, resolution_dict
 from plangate.models import Model
+from plangate.runs import telemetry
 from plangate.runs import tools as tool_identities
 from plangate.runs.telemetry.logs import advancing
 from plangate.store import (
@@ -143,6 +145,7 @@ class FormulaRunner:
             while other work runs (a gate on steps is looked at when one of them moves on).
         checkpoint_every: the fewest events between two snapshots of the run; a plan of more than a quarter
             as many steps waits four events per step (a snapshot costs the size of the plan).
+        prices: what each model's tokens cost (``[prices]``), for the cost of ``llm`` steps' calls.
 
     Example::
 
@@ -170,6 +173,7 @@ class FormulaRunner:
         agent_runner: StepAgent | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_holder: str | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
         if concurrency < 1:
             raise FormulaError(f"concurrency must be at least 1, got {concurrency}")
@@ -186,6 +190,8 @@ class FormulaRunner:
         # where the tools came from (``module:attr``), kept with the run so another process can resume it
         self.tool_specs = list(tool_specs)
         self.model = model
+        # what each model's tokens cost (``[prices]``): an llm step's usage carries its cost
+        self.prices: Mapping[str, ModelPrice] = dict(prices or {})
         # whoever advances a run holds its lease; one book per runner, counted per run
         self.leases = LeaseBook(store, holder=lease_holder, ttl=lease_ttl)
         self.agent_steps = AgentSteps(
@@ -600,6 +606,10 @@ class FormulaRunner:
                 raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
             with self._transaction(run_id) as tx:
                 commit_answer(tx, interaction, resolution, by, answered)
+        if telemetry.tracing() is not None or telemetry.metrics.current() is not None:
+            # the wait's span and the answer's count, from this commit (no scheduler of the run here)
+            trace = telemetry.run_trace(self.store, run_id, "formula", self.store.get_run(run_id).name)
+            telemetry.committed(trace, "formula", tx.events, self.store)
         return run_id
 
     def _poke_above(self, run_id: str) -> bool:
@@ -655,6 +665,8 @@ class FormulaRunner:
             raise InteractionError(f"run {run_id!r} already ended ({run.status})")
         state = self.load(run_id)
         self._cancel_children(run_id, reason)
+        # read before the transaction (a store read inside one waits on it, on SQLite)
+        ended = with_steps_usage(formula_outcome("cancelled", reason), self.store, run_id, state)
         with self.store.transaction(run_id) as tx:
             for step in state.steps.values():
                 if not step.terminal:
@@ -668,7 +680,6 @@ class FormulaRunner:
                     with contextlib.suppress(InteractionError):  # answered already: nothing to expire
                         tx.expire_interaction(interaction_id)
             tx.append(StatusEvent(stage="run", code="cancelled", text=reason))
-            ended = formula_outcome("cancelled", reason)
             tx.append(ended.event())
             tx.set_status("cancelled", outcome=ended.stored())
 
@@ -759,6 +770,7 @@ class RunnerOptions(TypedDict, total=False):
     agent_runner: StepAgent | None
     lease_ttl: float
     lease_holder: str | None
+    prices: Mapping[str, ModelPrice] | None
 
 
 def run_formula(

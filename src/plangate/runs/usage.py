@@ -11,7 +11,7 @@ whose budget ran out). Not for: counting tokens of a prompt (``agent/_tokens.py`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -227,29 +227,48 @@ def children_usage(store: Store, run_id: str) -> dict[str, JsonValue] | None:
     """The usage of the runs ``run_id`` started (a formula's agent steps and sub-formulas, each of which
     counts its own children), as an outcome shows it: None when none of them called a model. The cost is
     their costs' sum, shown only when each of them had one."""
-    usage = RunUsage()
-    costs: list[float] = []
-    counted = 0
+    shown: list[Mapping[str, JsonValue]] = []
     cursor: str | None = None
     while True:
         page = store.list_runs(parent_run_id=run_id, limit=200, cursor=cursor)
         for run in page.items:
-            shown = None if run.outcome is None else run.outcome.get("usage")
-            if isinstance(shown, dict):
-                counted += 1
-                usage = usage.merged(RunUsage.of_summary(shown))
-                cost = shown.get("cost")
-                if isinstance(cost, int | float):
-                    costs.append(float(cost))
+            usage = None if run.outcome is None else run.outcome.get("usage")
+            if isinstance(usage, dict):
+                shown.append(usage)
         cursor = page.next_cursor
         if cursor is None:
             break
+    return combined(shown)
+
+
+def combined(parts: Iterable[Mapping[str, JsonValue] | None]) -> dict[str, JsonValue] | None:
+    """Usages as outcomes show them (``RunUsage.summary``), added up into one: None when none called a
+    model. The cost is their costs' sum, shown only when each of them had one."""
+    usage = RunUsage()
+    costs: list[float] = []
+    counted = 0
+    for shown in parts:
+        if shown is None:
+            continue
+        counted += 1
+        usage = usage.merged(RunUsage.of_summary(shown))
+        cost = shown.get("cost")
+        if isinstance(cost, int | float):
+            costs.append(float(cost))
     if not counted:
         return None
     summary = usage.summary({})
     if len(costs) == counted:
         summary["cost"] = round(sum(costs), 8)
     return summary
+
+
+def call_usage(
+    model: str, usage: Usage | None, prices: Mapping[str, ModelPrice]
+) -> dict[str, JsonValue] | None:
+    """One model call's usage as an outcome shows it (with its cost when ``prices`` has the model), or None
+    when the provider reported none."""
+    return None if usage is None else RunUsage().plus(model, usage).summary(prices)
 
 
 def budget_exhausted(stage: str, budget: Budget, name: str, usage: RunUsage) -> Outcome:
@@ -267,4 +286,13 @@ def budget_exhausted(stage: str, budget: Budget, name: str, usage: RunUsage) -> 
     )
 
 
-__all__ = ["Budget", "ModelUsage", "RunUsage", "UsageTally", "budget_exhausted", "children_usage"]
+__all__ = [
+    "Budget",
+    "ModelUsage",
+    "RunUsage",
+    "UsageTally",
+    "budget_exhausted",
+    "call_usage",
+    "children_usage",
+    "combined",
+]

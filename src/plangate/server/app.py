@@ -158,7 +158,11 @@ def create_app(
     )
 
     with contextlib.suppress(ConfigError):
-        metrics.enable()  # counted from the first run on, served at /metrics (without the extra: a 404)
+        counted = metrics.enable()  # counted from the first run on, served at /metrics (no extra: a 404)
+        # the workers' queue depth, read from the broker at each scrape (a queue that can count)
+        waiting = getattr(queue, "waiting", None)
+        if waiting is not None:
+            counted.watch_queue(waiting)
     scheduler = Scheduler(store, engines.formulas, runs, tick=schedule_tick) if schedules else None
     lifespan = _lifespan(
         services,

@@ -25,7 +25,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from plangate._offloop import off_loop, off_loop_undone
@@ -33,6 +33,10 @@ from plangate.errors import RunLeased, StoreError
 from plangate.store.base import Lease, LeaseLost, RunRecord, Store, Transaction
 
 logger = logging.getLogger("plangate.store")
+
+#: Told the run's id each time this process takes a run's lease over from another holder (its lease expired,
+#: or its process is gone); the metrics set it when they are on (``runs.telemetry.metrics``). None: nobody.
+on_takeover: Callable[[str], None] | None = None
 
 #: Seconds a lease lasts without renewal; it is renewed every third of that while its holder works.
 DEFAULT_LEASE_TTL = 30.0
@@ -255,6 +259,8 @@ class LeaseBook:
         if lease is not None:
             if before is not None and before.holder != self.holder:
                 self._superseded.add(before.holder)  # its lease expired: its work stopped, or must
+                if on_takeover is not None:
+                    on_takeover(run_id)
             return lease
         current = store.get_lease(run_id)
         if current is not None and (current.holder in self._superseded or holder_is_gone(current.holder)):
@@ -266,6 +272,8 @@ class LeaseBook:
             lease = store.take_lease(run_id, self.holder, self.ttl)
             if lease is not None:
                 self._superseded.add(current.holder)
+                if on_takeover is not None:
+                    on_takeover(run_id)
                 return lease
         raise RunLeased(_leased_message(store.get_run(run_id)), run_id=run_id, holder=_holder(store, run_id))
 

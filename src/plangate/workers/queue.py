@@ -74,6 +74,16 @@ class RunQueue:
             logger.debug("could not count the queue's messages: %s", exc)
             return None
 
+    def waiting(self) -> int | None:
+        """Messages in the queue that no worker took yet (the queue depth); None when the broker cannot
+        say."""
+        try:
+            with self.app.connection_for_read() as connection:
+                return int(connection.default_channel.client.llen(QUEUE))
+        except Exception as exc:  # a broker that is down, or a transport that keeps them elsewhere
+            logger.debug("could not count the queue's messages: %s", exc)
+            return None
+
     def close(self) -> None:
         """Close the broker connections."""
         self.app.close()

@@ -111,7 +111,8 @@ def run_worker(
     finishes the advances in flight); ``log_format="json"``: one JSON object a line, with the run's id;
     ``metrics_port``: Prometheus metrics of its pool processes on that loopback port."""
     if metrics_port is not None:
-        metrics.serve_pool(metrics_port)
+        depth = RunQueue(settings.broker, visibility_timeout=settings.visibility_timeout)
+        metrics.serve_pool(metrics_port, queue_depth=depth.waiting)
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = build_app(settings)
     if log_format == "json":

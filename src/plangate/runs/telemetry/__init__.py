@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 
 from plangate.config import TelemetryConfig
 from plangate.errors import ConfigError
+from plangate.runs.telemetry import _semconv as semconv
 from plangate.runs.telemetry import metrics
 from plangate.runs.telemetry._spans import RunTrace, SpanData, Tracing
 
 if TYPE_CHECKING:
     from plangate.events import Event
+    from plangate.models import Model
     from plangate.store import Store
 
 EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
@@ -85,6 +87,16 @@ def committed(trace: RunTrace | None, kind: str, events: Sequence[Event], store:
         counted.committed(kind, events, store)
 
 
+def observed(model: Model, trace: RunTrace | None, parent: tuple[object, ...] | None = None) -> Model:
+    """``model``, each call counted by the metrics and kept in ``trace`` as a ``chat`` span under the span
+    ``parent`` names (None: the run's); ``model`` itself when metrics and tracing are both off."""
+    if trace is None and metrics.current() is None:
+        return model
+    from plangate.runs.telemetry._observed import ObservedModel
+
+    return ObservedModel(model, trace, parent)
+
+
 def _build(settings: TelemetryConfig, exporter: object | None) -> Tracing | None:
     chosen = os.environ.get(EXPORTER_ENV, "").strip().lower() or settings.traces
     capture = _capture(settings)
@@ -115,7 +127,9 @@ __all__ = [
     "committed",
     "configure",
     "metrics",
+    "observed",
     "reset",
     "run_trace",
+    "semconv",
     "tracing",
 ]

@@ -62,9 +62,14 @@ OUTCOME_CODE = "plangate.outcome.code"
 COST = "plangate.usage.cost"
 STEP_ID = "plangate.step.id"
 STEP_STATUS = "plangate.step.status"
+COPILOT_PHASE = "plangate.copilot.phase"
+COPILOT_ATTEMPT = "plangate.copilot.attempt"
+COPILOT_STATUS = "plangate.copilot.status"
+COPILOT_DETAIL = "plangate.copilot.detail"
 
 WAIT_SPAN = "plangate.wait"
 STEP_SPAN = "plangate.step"
+COPILOT_SPAN = "plangate.copilot"
 
 
 def latest() -> bool:

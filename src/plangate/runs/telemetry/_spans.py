@@ -89,6 +89,9 @@ class ModelCall:
     failure: str | None = None
     request: ModelRequest | None = None
     output: str | None = None
+    parent: tuple[object, ...] | None = None
+    """The parts of the id of the span the call belongs under (a step's, a copilot phase's); None: the
+    run's own span."""
 
 
 def derived_id(bits: int, *parts: object) -> int:
@@ -108,6 +111,9 @@ class RunTrace:
     kind: str
     name: str
     calls: list[ModelCall] = field(default_factory=list)
+    scope: tuple[object, ...] | None = None
+    """The id parts of the span a model call made now belongs under when its model names none (the
+    copilot phase under way); None: the run's span."""
     _opened: dict[str, Event] = field(default_factory=dict)
     _loaded: bool = False
     _trace_id: int | None = None
@@ -129,7 +135,7 @@ class RunTrace:
         self._remember(events)
         rounds = [event for event in events if isinstance(event, RoundEvent)]
         for index, call in enumerate(self.calls):
-            self._chat(call, events[0].seq, index, rounds)
+            self._chat(call, (events[0].seq, index), rounds)
         self.calls.clear()
         for event in events:
             if isinstance(event, ToolResultEvent):
@@ -140,6 +146,23 @@ class RunTrace:
                 self._step(event)
             elif isinstance(event, OutcomeEvent):
                 self._run(event)
+
+    def phase(
+        self,
+        name: str,
+        parts: tuple[object, ...],
+        start: float,
+        end: float,
+        attributes: Attributes,
+        error: str | None = None,
+    ) -> None:
+        """Emit a span of the run's own (a copilot turn's phase: a turn runs in one process, so its phases
+        are emitted as they end), its id derived from ``parts``, and the model calls made in it under it."""
+        span_id = self.span_id("phase", *parts)
+        for index, call in enumerate(self.calls):
+            self._chat(call, ("phase", *parts, index), ())
+        self.calls.clear()
+        self._emit(span_id, self.run_span, name, start, end, attributes=attributes, error=error)
 
     # -- ids and the past ---------------------------------------------------------------------------------
 
@@ -195,7 +218,7 @@ class RunTrace:
         span = SpanData(self.trace_id, span_id, parent, name, start, max(end, start), shown, kind, error)
         self.tracing.export(span)
 
-    def _chat(self, call: ModelCall, seq: int, index: int, rounds: Sequence[RoundEvent]) -> None:
+    def _chat(self, call: ModelCall, key: tuple[object, ...], rounds: Sequence[RoundEvent]) -> None:
         model = call.model.split(":", 1)
         provider, name = (model[0], model[1]) if len(model) == 2 else ("plangate", model[0])
         attributes: Attributes = {
@@ -227,8 +250,8 @@ class RunTrace:
             attributes[sc.INPUT_MESSAGES] = content(messages)
             attributes[sc.OUTPUT_MESSAGES] = content([{"role": "assistant", "content": call.output or ""}])
         self._emit(
-            self.span_id("chat", seq, index),
-            self.run_span,
+            self.span_id("chat", *key),
+            self.run_span if call.parent is None else self.span_id(*call.parent),
             f"{sc.CHAT} {name}",
             call.start,
             call.end,

@@ -12,16 +12,20 @@ Metrics: ``plangate_runs_started_total{kind}``, ``plangate_runs_ended_total{kind
 ``plangate_rounds_total{kind}``, ``plangate_tool_calls_total{tool,status}``,
 ``plangate_consents_total{kind,resolution}`` (writes by their consent path: approved, edited, rejected),
 ``plangate_wait_seconds{kind}`` (time waiting on a person), ``plangate_model_seconds{model,purpose}``,
-``plangate_model_tokens_total{model,type}`` and, on the server, ``plangate_sse_subscribers``.
+``plangate_model_tokens_total{model,type}``, ``plangate_lease_takeovers_total`` (runs this process took
+over from a holder that stopped), ``plangate_queue_depth`` (runs enqueued for the workers and taken by none
+yet, read from the broker at each scrape, where a queue is given: ``watch_queue``, ``serve_pool``) and, on
+the server, ``plangate_sse_subscribers``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plangate.errors import ConfigError
@@ -33,6 +37,7 @@ from plangate.events import (
     StatusEvent,
     ToolResultEvent,
 )
+from plangate.store import run_lease
 
 if TYPE_CHECKING:
     from plangate.models import Usage
@@ -63,6 +68,16 @@ class Metrics:
         self.model_seconds = Histogram("plangate_model_seconds", "Model calls", ["model", "purpose"], **into)
         self.model_tokens = Counter("plangate_model_tokens", "Model tokens", ["model", "type"], **into)
         self.sse_subscribers = Gauge("plangate_sse_subscribers", "Open event streams", **into)
+        self.takeovers = Counter(
+            "plangate_lease_takeovers", "Runs taken over from a holder that stopped", **into
+        )
+        run_lease.on_takeover = lambda _run_id: self.takeovers.inc()
+        self.queue_depth = QueueDepth(None)
+        registry.register(self.queue_depth)
+
+    def watch_queue(self, read: Callable[[], int | None]) -> None:
+        """Report ``plangate_queue_depth`` from ``read()`` (the broker's count) at each scrape."""
+        self.queue_depth.read = read
 
     def committed(self, kind: str, events: Sequence[Event], store: Store | None = None) -> None:
         """Count what one commit of a ``kind`` run stored."""
@@ -108,6 +123,26 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+class QueueDepth:
+    """``plangate_queue_depth``: runs enqueued for the workers that none took yet, read at each scrape (NaN
+    when the broker cannot say)."""
+
+    def __init__(self, read: Callable[[], int | None] | None) -> None:
+        self.read = read
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        if self.read is None:  # no queue in this process
+            return
+        depth = self.read()
+        yield GaugeMetricFamily(
+            "plangate_queue_depth",
+            "Runs enqueued for the workers and taken by none yet",
+            value=math.nan if depth is None else float(depth),
+        )
+
+
 def enable() -> Metrics:
     """This process's metrics, made on first call.
 
@@ -124,9 +159,12 @@ def enable() -> Metrics:
         return _current
 
 
-def serve_pool(port: int, host: str = "127.0.0.1") -> None:
+def serve_pool(
+    port: int, host: str = "127.0.0.1", queue_depth: Callable[[], int | None] | None = None
+) -> None:
     """Serve on ``host:port`` the metrics of this process's pool processes (a Celery worker's): each counts
-    into files under ``$PROMETHEUS_MULTIPROC_DIR`` (made here when unset), and ``/metrics`` adds them up.
+    into files under ``$PROMETHEUS_MULTIPROC_DIR`` (made here when unset), and ``/metrics`` adds them up,
+    with ``plangate_queue_depth`` read by ``queue_depth`` at each scrape when given.
 
     Must run before ``prometheus-client`` is first imported, so that the pool processes forked afterwards
     count in that mode.
@@ -143,6 +181,8 @@ def serve_pool(port: int, host: str = "127.0.0.1") -> None:
         raise ConfigError('metrics need the metrics extra: pip install "plangate[metrics]"') from None
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=folder)  # type: ignore[no-untyped-call]
+    if queue_depth is not None:
+        registry.register(QueueDepth(queue_depth))
     try:
         start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
