@@ -77,6 +77,9 @@ from plangate.models.local import LocalModel
 from plangate.store import Store, open_store
 from plangate.tools import ToolRegistry
 from plangate.tools.schedule import ScheduleStore, schedule_tools, seed_week
+from plangate.tools.schedule.errors import ScheduleRefused
+from plangate.tools.schedule.example import example_week
+from plangate.tools.schedule.planner import Planner
 
 DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 Check = Callable[[Store, str], bool]
@@ -103,21 +106,97 @@ class Task:
         return None if self.goal is None else f"receipts.any(tool == '{self.goal}' and success)"
 
 
-def _placed(task_id: str, day: int, slot: int) -> Check:
-    def check(store: Store, answer: str) -> bool:
-        state = ScheduleStore(store, "default").load()[0].state
-        task = next(t for t in state.tasks if t.id == task_id)
-        return task.placement is not None and (task.placement.day, task.placement.slot) == (day, slot)
+@dataclass(frozen=True)
+class Placed:
+    """The task is placed at (day, slot) afterwards; to reach it, the planner places or moves it."""
 
-    return check
+    task: str
+    day: int
+    slot: int
+
+    def __call__(self, store: Store, answer: str) -> bool:
+        state = ScheduleStore(store, "default").load()[0].state
+        task = next(t for t in state.tasks if t.id == self.task)
+        return task.placement is not None and (task.placement.day, task.placement.slot) == (
+            self.day,
+            self.slot,
+        )
+
+    def apply(self, planner: Planner) -> None:
+        placed = next(t for t in planner.tasks() if t.id == self.task).placement is not None
+        (planner.move if placed else planner.place)(self.task, self.day, self.slot)
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    """The task is off the calendar afterwards."""
+
+    task: str
+
+    def __call__(self, store: Store, answer: str) -> bool:
+        state = ScheduleStore(store, "default").load()[0].state
+        return next(t for t in state.tasks if t.id == self.task).placement is None
+
+    def apply(self, planner: Planner) -> None:
+        planner.unplace(self.task)
+
+
+@dataclass(frozen=True)
+class Swapped:
+    """Both tasks moved: ``first`` to ``at_first`` and ``second`` to ``at_second``, by one swap."""
+
+    first: str
+    second: str
+    at_first: tuple[int, int]
+    at_second: tuple[int, int]
+
+    def __call__(self, store: Store, answer: str) -> bool:
+        one, two = Placed(self.first, *self.at_first), Placed(self.second, *self.at_second)
+        return one(store, answer) and two(store, answer)
+
+    def apply(self, planner: Planner) -> None:
+        planner.swap(self.first, self.second)
+
+
+@dataclass(frozen=True)
+class All:
+    """Every check holds; to reach them, each is applied in turn."""
+
+    checks: tuple[Check, ...]
+
+    def __call__(self, store: Store, answer: str) -> bool:
+        return all(check(store, answer) for check in self.checks)
+
+    def apply(self, planner: Planner) -> None:
+        for check in self.checks:
+            apply = getattr(check, "apply", None)
+            if apply is not None:
+                apply(planner)
+
+
+def refusal(check: Check) -> str | None:
+    """What the planner says when the state ``check`` expects cannot be reached from the example week as
+    asked (a deadline, an overlap), or None when it can (or ``check`` reads an answer, not the week).
+
+    A request the planner refuses is done right by a run that does not claim it done and tells why: the
+    oracle comes from the planner's own rules, for every set alike, so a task that asks for the impossible
+    is not scored as if the impossible were right."""
+    apply = getattr(check, "apply", None)
+    if apply is None:
+        return None
+    try:
+        apply(Planner(example_week()))
+    except ScheduleRefused as refused:
+        return refused.reason
+    return None
+
+
+def _placed(task_id: str, day: int, slot: int) -> Check:
+    return Placed(task_id, day, slot)
 
 
 def _unplaced(task_id: str) -> Check:
-    def check(store: Store, answer: str) -> bool:
-        state = ScheduleStore(store, "default").load()[0].state
-        return next(t for t in state.tasks if t.id == task_id).placement is None
-
-    return check
+    return Unplaced(task_id)
 
 
 def _mentions(*patterns: str) -> Check:
@@ -130,13 +209,11 @@ def _mentions(*patterns: str) -> Check:
 
 
 def _swapped(first: str, second: str, at_first: tuple[int, int], at_second: tuple[int, int]) -> Check:
-    """Both tasks moved: ``first`` to ``at_first`` and ``second`` to ``at_second``."""
-    one, two = _placed(first, *at_first), _placed(second, *at_second)
-    return lambda store, answer: one(store, answer) and two(store, answer)
+    return Swapped(first, second, at_first, at_second)
 
 
 def _all(*checks: Check) -> Check:
-    return lambda store, answer: all(check(store, answer) for check in checks)
+    return All(checks)
 
 
 def _day(day: int) -> str:
@@ -332,6 +409,16 @@ def held_out_kinds() -> list[Task]:
     found: list[Task] = []
     for kind, prompt, done_when, expected in HELD_OUT_KINDS:
         checks: list[Check] = []
+        if kind == "swap":  # the two placements a swap leaves, reached by one swap
+            (_, first, *at_first), (_, second, *at_second) = expected
+            swap = _swapped(
+                str(first),
+                str(second),
+                (int(at_first[0]), int(at_first[1])),
+                (int(at_second[0]), int(at_second[1])),
+            )
+            found.append(Task(prompt, swap, True, None, kind, done_when))
+            continue
         for item in expected:
             if item[0] == "placed":
                 checks.append(_placed(str(item[1]), int(item[2]), int(item[3])))
@@ -365,6 +452,12 @@ class Outcome:
 
 ROUNDS = 6
 """Execute rounds per task."""
+
+TARGETS = {"bench": 0.9, "held-out": 0.8, "held-out-kinds": 0.8}
+"""The share of tasks each set must get right: 90 % of the tuning set, 80 % of each held-out set."""
+
+ROUND_SECONDS = 1.5
+"""The median seconds per round a quiet two-core machine must stay within."""
 
 
 async def run_task(model: Model, task: Task, workdir: Path, *, goal: bool) -> Outcome:
@@ -418,11 +511,7 @@ async def run_task(model: Model, task: Task, workdir: Path, *, goal: bool) -> Ou
         status=result.outcome.status if result.outcome else result.status,
         rounds=rounds,
         parsed=rounds - malformed,
-        # a task is done right only by a run that completed (an answer in an abort message does not count),
-        # and a question only by one that changed nothing
-        correct=result.status == "completed"
-        and (task.writes or not executed)
-        and task.check(store, result.answer or ""),
+        correct=_correct(task, result.status, result.answer or "", store, bool(executed)),
         writes=len(executed),
         consents=len(approved),
         unconsented=unconsented,
@@ -433,6 +522,18 @@ async def run_task(model: Model, task: Task, workdir: Path, *, goal: bool) -> Ou
     )
     store.close()
     return outcome
+
+
+def _correct(task: Task, status: str, answer: str, store: Store, wrote: bool) -> bool:
+    """A task is done right only by a run that completed (an answer in an abort message does not count), a
+    question only by one that changed nothing, and a request the planner refuses only by a run that did not
+    claim it done and quotes the planner's reason (``refusal``)."""
+    if not task.writes and wrote:
+        return False
+    refused = refusal(task.check)
+    if refused is not None:
+        return status != "completed" and refused.split(":")[0].casefold() in answer.casefold()
+    return status == "completed" and task.check(store, answer)
 
 
 def pass_hat(successes: list[int], trials: int, k: int) -> float:
@@ -469,7 +570,7 @@ def _prompt_lines(results: list[Outcome]) -> None:
         print(f"tokens generated per decision median {statistics.median(generated):.0f}")
 
 
-def _report(results: list[Outcome], label: str) -> None:
+def _report(results: list[Outcome], label: str, target: float) -> None:
     rounds = sum(r.rounds for r in results)
     parsed = sum(r.parsed for r in results)
     writes = sum(r.writes for r in results)
@@ -483,7 +584,7 @@ def _report(results: list[Outcome], label: str) -> None:
     print(f"rounds per task (mean)        {rounds / len(results):.2f}")
     print(
         f"tasks completed correctly     {correct}/{len(results)} = {correct / len(results):.0%}"
-        "   target >= 50%"
+        f"   target >= {target:.0%}"
     )
     print(
         f"consent requests raised       {consents} (all approved); writes that ran {writes}, "
@@ -492,7 +593,7 @@ def _report(results: list[Outcome], label: str) -> None:
     if per_round:
         print(
             f"seconds per round             median {statistics.median(per_round):.2f}, "
-            f"p90 {_percentile(per_round, 0.9):.2f}   target median <= 2"
+            f"p90 {_percentile(per_round, 0.9):.2f}   target median <= {ROUND_SECONDS}"
         )
         # On a machine shared with other work, wall time measures the machine; CPU time measures the model.
         print(
@@ -600,6 +701,7 @@ def main() -> None:
         _report(
             [r for results in repeats for r in results],
             f"{name} tasks, {len(repeats[0])} x {len(repeats)} run(s)",
+            TARGETS[name],
         )
         print(f"reliability                   {_reliability(repeats)}")
     print()

@@ -1,4 +1,4 @@
-"""A write that ran and failed is never put to a person again in the same run (issue 23)."""
+"""A write that already ran (and failed, or succeeded) is never put to a person again in the same run."""
 
 from __future__ import annotations
 
@@ -62,3 +62,32 @@ def test_other_arguments_after_a_failed_write_are_asked_as_usual() -> None:
     again = runner.resume(waiting.run_id, waiting.interaction.id, Approve())
     assert again.interaction is not None and again.interaction.tool is not None
     assert again.interaction.tool.arguments == {"task": "review", "slot": 4}
+
+
+def test_a_write_that_succeeded_is_not_asked_again_nor_counted_twice() -> None:
+    ran: list[str] = []
+
+    @tool(effect="write")
+    def move(task: str, day: str) -> str:
+        """Move a task to a day."""
+        ran.append(f"{task} {day}")
+        return f"moved {task} to {day}"
+
+    script = [call("move", task="t5", day="mon")] * 3
+    store = SQLiteStore(":memory:")
+    two_changes = "receipts.count(success and source == 'write_receipt') >= 2"
+    runner = Agent(
+        model=ScriptedModel(script), tools=[move], store=store, mode="react", done_when=two_changes
+    )
+    waiting = runner.run("move t5 to monday and t6 to friday")
+    assert waiting.interaction is not None
+    result = runner.resume(waiting.run_id, waiting.interaction.id, Approve())
+
+    assert ran == ["t5 mon"]  # made once: a repeat is neither asked nor proof of a second change
+    assert len(store.list_interactions(run_id=waiting.run_id)) == 1
+    assert result.status == "aborted" and result.outcome is not None
+    assert result.outcome.code == "stalled"
+    assert "again after it was done" in result.outcome.user_message
+    (correction,) = of_type(store.events(waiting.run_id), "correction")
+    assert correction.code == "repeated_write"
+    assert "already ran in this run and succeeded (moved t5 to mon)" in correction.message

@@ -6,7 +6,7 @@ import pytest
 from agent_helpers import call, decision, of_type
 
 from plangate.agent import Agent
-from plangate.agent._intent import QUESTION_GOAL, infer_goal
+from plangate.agent._intent import QUESTION_GOAL, Part, infer_goal, request_parts
 from plangate.interactions import Approve
 from plangate.models import ScriptedModel
 from plangate.store import SQLiteStore
@@ -151,3 +151,45 @@ def test_a_small_models_worked_example_shows_the_fitting_tool() -> None:
     )
     system = model.requests[0].messages[0].content
     assert 'Round 1: {"action":"continue","tool_call":{"name":"query_available_slots"' in system
+
+
+def test_a_request_of_several_changes_reads_as_its_parts_in_order() -> None:
+    assert request_parts("Unplace t5, then put t3 on Monday at 14:00.", writes=WRITES) == (
+        Part("Unplace t5", "unplace"),
+        Part("put t3 on Monday at 14:00.", "place"),
+    )
+    # a clause with no verb of its own makes another change of the same kind
+    same = request_parts("Move t2 to Friday 09:00 and t6 to Sunday 15:00", writes=WRITES)
+    assert [part.tool for part in same] == ["move", "move"]
+    assert request_parts("Which slots are open on Thursday?", writes=WRITES) == ()
+    assert request_parts("Move t2 to Friday and tell me what is free?", writes=WRITES) == ()
+    assert request_parts("Unplace t5 and place t3 on Monday", writes=[]) == ()
+
+
+def test_a_small_model_is_shown_the_part_to_do_now_with_its_tool_and_its_words() -> None:
+    log: list[str] = []
+    script = [call("unplace", task="t5"), call("place", task="t3", day="mon", slot="14:00")]
+    model = SmallScripted(script)
+    agent = Agent(model=model, tools=_week(log), store=SQLiteStore(":memory:"))
+    result = agent.run("Unplace t5, then put t3 on Monday at 14:00.")
+    for _ in range(2):
+        assert result.interaction is not None
+        result = agent.resume(result.run_id, result.interaction.id, Approve())
+    assert result.status == "completed" and log == ["unplace t5", "place t3 mon 14:00"]
+
+    first, second = [request for request in model.requests if request.purpose == "execute"]
+    assert first.tool_names == ["unplace"] and list(first.argument_sources) == ["Unplace t5"]
+    assert second.tool_names == ["place"]
+    assert list(second.argument_sources) == ["put t3 on Monday at 14:00."]
+    state = second.messages[-1].content
+    assert "1. Unplace t5: done\n2. put t3 on Monday at 14:00: do it now, with place" in state
+
+
+def test_a_large_model_sees_no_parts_and_every_tool() -> None:
+    script = [call("unplace", task="t5")]
+    model = ScriptedModel(script)
+    Agent(model=model, tools=_week([]), store=SQLiteStore(":memory:"), mode="react").run(
+        "Unplace t5, then put t3 on Monday at 14:00."
+    )
+    assert model.requests[0].tool_names == ["query_available_slots", "unplace", "place"]
+    assert "request_parts" not in model.requests[0].messages[-1].content

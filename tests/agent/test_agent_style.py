@@ -107,8 +107,11 @@ class Own:
     def execute_context(self, view: View) -> Context:
         return Context(f"OWN RULES\n{view.catalogue}", history(view), ())
 
-    def offered_tools(self, active: Sequence[Tool], acts: Sequence[Act]) -> list[Tool]:
-        return [item for item in active if item.name == ("echo" if acts else "lookup")]
+    def offered_tools(self, active: Sequence[Tool], view: View) -> list[Tool]:
+        return [item for item in active if item.name == ("echo" if view.transcript.acts else "lookup")]
+
+    def argument_sources(self, view: View) -> list[str]:
+        return ["OWN SOURCES"]
 
     def closing_text(self, outcome: Outcome, acts: Sequence[Act]) -> str | None:
         return f"Closed by the style after {len(acts)} calls."

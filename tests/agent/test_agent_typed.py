@@ -71,6 +71,54 @@ def test_typed_output_misfits_count_against_the_correction_limit() -> None:
     assert result.output is None
 
 
+def test_a_typed_run_completed_by_its_goal_gets_its_output_at_delivery() -> None:
+    script = [
+        call("busy_days", week=3),  # the goal holds once this read succeeded: no done from the model
+        "Tuesday at ten",  # the closing answer, not JSON: asked again with the reason
+        '{"day": "tue", "hour": 10}',
+    ]
+    model = ScriptedModel(script)
+    store = SQLiteStore(":memory:")
+    agent = Agent(
+        model=model,
+        tools=[busy_days],
+        store=store,
+        mode="react",
+        deps_type=Calendar,
+        output_type=Slot,
+        done_when="receipts.any(tool == 'busy_days' and success)",
+    )
+
+    result = agent.run("When do we meet?", deps=Calendar(["mon"]))
+
+    assert result.status == "completed" and result.outcome is not None
+    assert result.outcome.code == "proven"
+    assert result.output == Slot(day="tue", hour=10)
+    closing = [request for request in model.requests if request.purpose == "deliver"]
+    assert [request.output_schema for request in closing] == [Slot.model_json_schema()] * 2
+    assert "found no JSON value" in closing[1].messages[-1].content
+
+
+def test_a_typed_run_whose_closing_never_fits_does_not_complete() -> None:
+    model = ScriptedModel([call("busy_days", week=3), "no", "still no", "never"])
+    agent = Agent(
+        model=model,
+        tools=[busy_days],
+        store=SQLiteStore(":memory:"),
+        mode="react",
+        deps_type=Calendar,
+        output_type=Slot,
+        done_when="receipts.any(tool == 'busy_days' and success)",
+    )
+
+    result = agent.run("When do we meet?", deps=Calendar(["mon"]))
+
+    assert result.status == "aborted" and result.outcome is not None
+    assert result.outcome.code == "invalid_output"
+    assert "The goal holds" in result.outcome.user_message
+    assert result.output is None
+
+
 def test_a_text_agent_has_its_closing_message_as_output() -> None:
     model = ScriptedModel([decision("done", speak="All set.")])
     result = Agent(model=model, store=SQLiteStore(":memory:"), mode="react").run("Hi")

@@ -115,6 +115,8 @@ def test_read_tools_report_the_stored_week(store: Store) -> None:
     )
     tasks = call(registry, "query_target_tasks", {"filter": "unplaced"})
     assert [row["id"] for row in tasks.data] == ["t3", "t4", "t7", "t9"]  # type: ignore[union-attr,index]
+    every = call(registry, "query_target_tasks", {"filter": "all"})
+    assert every.observation.splitlines()[0] == "10 tasks: 6 placed, 4 unplaced (t3, t4, t7, t9)"
     health = call(registry, "analyze_health", {})
     assert health.observation.splitlines()[-1].startswith('next move: place {"task": "t7", "day": "mon"')
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from plangate.agent._intent import Part
 from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Act, Transcript, Turn
 from plangate.conditions import Condition
@@ -118,8 +119,11 @@ class FullStyle:
     def execute_context(self, view: View) -> Context:
         return _full_execute_context(view)
 
-    def offered_tools(self, active: Sequence[Tool], acts: Sequence[Act]) -> list[Tool]:
+    def offered_tools(self, active: Sequence[Tool], view: View) -> list[Tool]:
         return list(active)
+
+    def argument_sources(self, view: View) -> list[str]:
+        return argument_sources(view)
 
     def closing_text(self, outcome: Outcome, acts: Sequence[Act]) -> str | None:
         return None
@@ -141,6 +145,9 @@ class View:
         step_condition: the current step's ``done_when``, when it is a condition the runtime checks.
         style: the prompt style the run's model asked for (``_style.prompt_style``), which laid out
             ``catalogue`` and lays out the execute prompt.
+        parts: the changes the request asks for, in order, by rule (``_intent.request_parts``; () when it
+            is not plainly a set of changes).
+        parts_done: how many different writes succeeded in the run so far (the parts done, in order).
     """
 
     config: AgentConfig
@@ -155,6 +162,8 @@ class View:
     goal: Condition | None = None
     step_condition: Condition | None = None
     style: PromptStyle = FULL
+    parts: tuple[Part, ...] = ()
+    parts_done: int = 0
 
     def turns(self) -> tuple[Turn, ...]:
         """The conversation the prompt shows: the user's request, then the turns no summary stands for."""
@@ -205,6 +214,10 @@ route "plan": it needs several steps; route "execute": act with tools, without a
 _DELIVER_RULES = """\
 Write the closing message for the user: what was done and the result, briefly and precisely. Plain \
 text, no JSON. Use only facts from the conversation and the record."""
+
+_TYPED_DELIVER_RULES = """\
+Write the run's answer for the user, using only facts from the conversation and the record, as only a JSON \
+value (no other words) that fits this schema: """
 
 _FORMATS: dict[Wire, str] = {
     "json": "Reply with one JSON object that matches the response schema, and nothing else.",
@@ -386,13 +399,21 @@ def route_context(view: View) -> Context:
     return Context(system, history(view), ())
 
 
-def deliver_context(view: View, outcome_note: str) -> Context:
-    """The prompt of the closing message, after the run completed."""
-    system = _system(_DELIVER_RULES, None, "", view.config.instructions)
+def deliver_context(view: View, outcome_note: str, problem: str = "") -> Context:
+    """The prompt of the closing message, after the run completed: plain text, or for a typed output the
+    answer as JSON that fits its schema (``problem``: what was wrong with the last one)."""
+    schema = view.config.output_schema
+    if schema is None:
+        system = _system(_DELIVER_RULES, None, "", view.config.instructions)
+    else:
+        rules = _TYPED_DELIVER_RULES + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+        system = _system(rules, None, "", view.config.system_prompt)
     sections = []
     if view.plan:
         sections.append(Section("current_plan", plan_checklist(view.plan, view.step_index + 1), True))
     sections.append(Section("execution_context", outcome_note, True))
+    if problem:
+        sections.append(Section("correction", f"Your last answer was not accepted: {problem}", False))
     return Context(system, history(view), tuple(sections))
 
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from plangate.agent._batch import Batch
 from plangate.agent._calls import call
 from plangate.agent._context import deliver_context, plan_checklist
+from plangate.agent._outcomes import MAX_CORRECTIONS
+from plangate.agent._output import INVALID_OUTPUT, OutputSpec
 from plangate.agent.result import Outcome
 from plangate.decisions import PlanStep
 from plangate.errors import StoreError
@@ -36,6 +38,9 @@ async def run_deliver(loop: RunContext) -> None:
         raise StoreError(
             f"run {loop.run_id!r} reached deliver with no outcome (the snapshot is inconsistent)"
         )
+    if outcome.status == "completed" and not state.answer and loop.config.output_schema is not None:
+        outcome = await _typed_answer(loop, outcome)
+        state.outcome = outcome
     if outcome.status != "completed":
         answer = fixed_text(outcome, state.plan, state.step_index)
     elif state.answer:
@@ -61,6 +66,37 @@ async def run_deliver(loop: RunContext) -> None:
     spoken = outcome.code == "done" and outcome.user_message == answer
     events: list[Event] = [event] if spoken else [SpeakEvent(text=answer), event]
     await loop.commit(Batch(events, status=outcome.status))
+
+
+async def _typed_answer(loop: RunContext, outcome: Outcome) -> Outcome:
+    """The answer of a typed run that completed without a ``done`` of the model (its goal was proven by the
+    runtime), asked of the model and checked as a ``done`` would be, with up to ``MAX_CORRECTIONS`` tries;
+    the run's answer is then the typed JSON. None fits (or the budget is spent): the run ends ``aborted``,
+    code ``invalid_output``, saying that its goal holds — a typed run never completes without its output."""
+    state = loop.state
+    schema = loop.config.output_schema
+    spec = loop.output or OutputSpec(schema or {})
+    note = f"The run completed ({outcome.stage}: {outcome.code}): {outcome.user_message}"
+    problem = ""
+    for _ in range(MAX_CORRECTIONS):
+        budget = loop.config.budget
+        if budget is not None and state.usage is not None and budget.exceeded(state.usage) is not None:
+            problem = "the run's budget is spent"
+            break
+        messages = deliver_context(loop.view(), note, problem).messages()
+        answer = await call(loop.model, "deliver", messages, output_schema=schema)
+        if answer.failure is not None:
+            problem = f"the model call failed: {type(answer.failure).__name__}"
+            continue
+        checked, problem = spec.check(answer.text)
+        if checked is not None:
+            state.answer = checked
+            return outcome
+    message = (
+        f"The goal holds ({outcome.user_message}), but no answer that fits the output type was written: "
+        f"{problem}"
+    )
+    return Outcome(status="aborted", stage=outcome.stage, code=INVALID_OUTPUT, user_message=message)
 
 
 async def _summary(loop: RunContext, outcome: Outcome) -> str:

@@ -22,13 +22,12 @@ from plangate.agent import _writes
 from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event, tool_output
 from plangate.agent._calls import call, decision_schema, read_decision, token_usage
 from plangate.agent._compact import fit_context
-from plangate.agent._context import argument_sources
 from plangate.agent._outcomes import model_failed, stalled
 from plangate.agent._output import INVALID_OUTPUT, OutputSpec
 from plangate.agent._proof import offered, step_condition
 from plangate.agent._state import InflightWrite, Stall, short_digest
 from plangate.agent._transcript import receipt_states
-from plangate.agent._validate import REPEATED_FAILURE, Call, Facts, Verdict, judge, malformed
+from plangate.agent._validate import REPEATED_FAILURE, REPEATS, Call, Facts, Verdict, judge, malformed
 from plangate.agent.result import Outcome
 from plangate.conditions import Condition, ConditionContext
 from plangate.decisions import ACTIONS, Decision, DecisionParseError, RoundValidation
@@ -100,7 +99,7 @@ def _offered_tools(loop: RunContext, view: View) -> list[Tool]:
     """The tools the model's schema offers this round: the active ones, as the run's prompt style offers
     them (the compact style leaves out the read tool whose call just succeeded). Any active tool is still
     accepted by validation."""
-    return view.style.offered_tools(loop.toolset.active_tools(), view.transcript.acts)
+    return view.style.offered_tools(loop.toolset.active_tools(), view)
 
 
 async def run_round(loop: RunContext) -> None:
@@ -119,7 +118,7 @@ async def run_round(loop: RunContext) -> None:
         schema=decision_schema(tuple(names), _actions(loop)),
         tool_names=names,
         tool_parameters={item.name: item.parameters for item in offered},
-        argument_sources=argument_sources(view),
+        argument_sources=view.style.argument_sources(view),
         output_schema=loop.config.output_schema,
     )
     state = loop.state
@@ -168,6 +167,7 @@ async def run_round(loop: RunContext) -> None:
         step_condition=unmet_step,
         goal=unmet_goal,
         failed=loop.evidence.failed_writes(),
+        succeeded=loop.evidence.succeeded_writes(),
         repeats=frozenset(state.repeats),
     )
     verdict = judge(decision, facts)
@@ -196,7 +196,7 @@ async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str
         stall = loop.state.stall
         if verdict.code == "stalled" and stall is not None:
             loop.state.stall = stall.model_copy(update={"warned": True})
-        if verdict.code == REPEATED_FAILURE and verdict.call is not None:
+        if verdict.code in REPEATS and verdict.call is not None:
             loop.state.repeats = [*loop.state.repeats, verdict.call.key]
         loop.correct(batch, verdict.code, verdict.message, "execute")
         await loop.commit(batch)
@@ -217,10 +217,11 @@ async def _act(current: _Round, decision: Decision, verdict: Verdict, speak: str
 
 
 def _repeated_failure(verdict: Verdict) -> str | None:
-    """What a person reads when the run stopped on a write that already failed (None: another stall)."""
-    if verdict.code != REPEATED_FAILURE or verdict.call is None:
+    """What a person reads when the run stopped on a write that already ran (None: another stall)."""
+    if verdict.code not in REPEATS or verdict.call is None:
         return None
-    return f"I stopped: I kept asking for {verdict.call.tool.name} again after it failed. {verdict.message}"
+    after = "it failed" if verdict.code == REPEATED_FAILURE else "it was done"
+    return f"I stopped: I kept asking for {verdict.call.tool.name} again after {after}. {verdict.message}"
 
 
 def _plain_act(current: _Round, decision: Decision, verdict: Verdict, speak: str) -> JsonObject:

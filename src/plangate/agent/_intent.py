@@ -60,6 +60,14 @@ _STOP = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class Part:
+    """One change a request asks for: its words, and the write tool that fits it best."""
+
+    text: str
+    tool: str
+
+
+@dataclass(frozen=True, slots=True)
 class Goal:
     """An inferred goal: what the request was taken for, the condition that proves it, and the tools that
     fit it best (for the worked example of a small model's prompt)."""
@@ -78,14 +86,11 @@ def infer_goal(prompt: str, *, reads: Sequence[ToolWords], writes: Sequence[Tool
         writes: its write tools (an action can be done only with one).
     """
     text = " ".join(prompt.split())
-    if not text:
-        return None
-    clauses = [part for part in _CLAUSES.split(text) if part and part.strip()]
-    changes = _changes(clauses)
+    changes = _changes(_clauses(text))
     if changes is None:
         return None  # a change and a question in one request, or words the rule cannot place
     if not changes:
-        if reads and (_asks(text) or text.endswith("?")):
+        if text and reads and (_asks(text) or text.endswith("?")):
             return Goal("question", QUESTION_GOAL, (_fitting(text, reads),))
         return None
     if not writes:
@@ -95,6 +100,19 @@ def infer_goal(prompt: str, *, reads: Sequence[ToolWords], writes: Sequence[Tool
         return Goal("action", "receipts.any(success and source == 'write_receipt')", fitting)
     count = len(changes)
     return Goal("action", f"receipts.count(success and source == 'write_receipt') >= {count}", fitting)
+
+
+def request_parts(prompt: str, *, writes: Sequence[ToolWords]) -> tuple[Part, ...]:
+    """The changes ``prompt`` asks for, in order, each with the write tool that fits it best; () for a
+    request that is not plainly a set of changes (a question, a change mixed with a question, no write
+    tools). A small model shown the part still to do, and its tool, does it instead of repeating the first.
+    """
+    changes = _changes(_clauses(" ".join(prompt.split()))) if writes else None
+    return tuple(Part(part.strip(), _fitting(part, writes)) for part in changes or ())
+
+
+def _clauses(text: str) -> list[str]:
+    return [part for part in _CLAUSES.split(text) if part and part.strip()]
 
 
 def _changes(clauses: Sequence[str]) -> list[str] | None:
@@ -162,4 +180,4 @@ def _asks(text: str) -> bool:
     return bool(_ASKS.match(text)) and not _CHANGES.search(_ASKS.sub("", text, count=1))
 
 
-__all__ = ["QUESTION_GOAL", "Goal", "Inferred", "ToolWords", "infer_goal"]
+__all__ = ["QUESTION_GOAL", "Goal", "Inferred", "Part", "ToolWords", "infer_goal", "request_parts"]

@@ -42,9 +42,13 @@ class PromptStyle(Protocol):
         """The prompt of one execute round."""
         ...
 
-    def offered_tools(self, active: Sequence[Tool], acts: Sequence[Act]) -> list[Tool]:
-        """The tools a round's schema offers, of the ``active`` ones, after the run's ReAct records
-        ``acts`` (any active tool is still accepted by validation)."""
+    def offered_tools(self, active: Sequence[Tool], view: View) -> list[Tool]:
+        """The tools a round's schema offers, of the ``active`` ones, at the moment ``view`` shows (any
+        active tool is still accepted by validation)."""
+        ...
+
+    def argument_sources(self, view: View) -> list[str]:
+        """What a round's tool call may copy its arguments from (for a model whose grammar copies them)."""
         ...
 
     def closing_text(self, outcome: Outcome, acts: Sequence[Act]) -> str | None:

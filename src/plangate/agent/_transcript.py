@@ -268,6 +268,15 @@ class Evidence:
         """How many successful receipts are bound to ``step_index``."""
         return self._proved[step_index]
 
+    def succeeded_writes(self) -> dict[str, str]:
+        """The writes that ran and succeeded in this run, by call key (``tool:digest``), with the receipt's
+        summary: an identical call is not put to a person again, and each counts once as a change made."""
+        return {
+            f"{record.state.tool}:{record.digest}": record.summary
+            for record in self.records
+            if record.state.source == "write_receipt" and record.state.success and record.digest
+        }
+
     def failed_writes(self) -> dict[str, str]:
         """The writes that ran and failed in this run, by call key (``tool:digest``), with the failure's
         summary: an identical call is not put to a person again. A write whose outcome a person settled

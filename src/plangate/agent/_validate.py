@@ -55,7 +55,8 @@ class Facts:
             (needed only to judge a ``next_plan`` or ``done``).
         goal: the run's ``done_when`` condition, and why it does not hold (likewise).
         failed: the writes that ran and failed in this run, by call key, with what the failure said.
-        repeats: the failed writes the model was already told not to repeat.
+        succeeded: the writes that ran and succeeded in this run, by call key, with their receipt's summary.
+        repeats: the writes (failed or done) the model was already told not to repeat.
     """
 
     plan_length: int | None
@@ -68,6 +69,7 @@ class Facts:
     step_condition: tuple[str, str] | None = None
     goal: tuple[str, str] | None = None
     failed: Mapping[str, str] = field(default_factory=dict)
+    succeeded: Mapping[str, str] = field(default_factory=dict)
     repeats: frozenset[str] = frozenset()
 
 
@@ -201,18 +203,33 @@ def _evidence(decision: Decision, facts: Facts) -> _Check:
 REPEATED_FAILURE = "repeated_failure"
 """The correction code of a write identical to one that failed in this run."""
 
+REPEATED_WRITE = "repeated_write"
+"""The correction code of a write identical to one that already succeeded in this run: a person is not
+asked to approve a change that is made, and a repeat is not a change of its own (a goal of N changes is
+proven by N different writes)."""
+
+REPEATS = (REPEATED_FAILURE, REPEATED_WRITE)
+"""The codes of a write that is not put to a person again; a second one in a row stops the run."""
+
 
 def _safety(facts: Facts, call: Call | None) -> tuple[_Check, bool]:
     if facts.waiting:
         return _fail("interaction_open", "an interaction is open: wait for the person's answer"), False
-    failure = None if call is None or call.tool.effect != "write" else facts.failed.get(call.key)
-    if call is not None and failure is not None:
+    if call is not None and call.tool.effect == "write":
         arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-        reason = (
-            f"{call.tool.name} with {arguments} already ran in this run and failed ({failure}); it is not "
-            "asked again: change the arguments, use another tool, or abort"
-        )
-        return _fail(REPEATED_FAILURE, reason), call.key in facts.repeats
+        failure, done = facts.failed.get(call.key), facts.succeeded.get(call.key)
+        if failure is not None:
+            reason = (
+                f"{call.tool.name} with {arguments} already ran in this run and failed ({failure}); it is "
+                "not asked again: change the arguments, use another tool, or abort"
+            )
+            return _fail(REPEATED_FAILURE, reason), call.key in facts.repeats
+        if done is not None:
+            reason = (
+                f"{call.tool.name} with {arguments} already ran in this run and succeeded ({done}); it is "
+                "not asked again: do what is left of the request, or finish"
+            )
+            return _fail(REPEATED_WRITE, reason), call.key in facts.repeats
     stall = facts.stall
     if call is not None and stall is not None and stall.call == call.key and stall.count >= STALL_ROUNDS - 1:
         reason = (
@@ -249,4 +266,15 @@ def malformed(message: str) -> RoundValidation:
     return RoundValidation(flow_passed=False, flow_reason=f"malformed output: {message}")
 
 
-__all__ = ["REPEATED_FAILURE", "STALL_ROUNDS", "Call", "Facts", "RoundAct", "Verdict", "judge", "malformed"]
+__all__ = [
+    "REPEATED_FAILURE",
+    "REPEATED_WRITE",
+    "REPEATS",
+    "STALL_ROUNDS",
+    "Call",
+    "Facts",
+    "RoundAct",
+    "Verdict",
+    "judge",
+    "malformed",
+]

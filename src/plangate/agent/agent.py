@@ -431,13 +431,13 @@ class Agent(Generic[DepsT, OutputT]):
     # -- internals ----------------------------------------------------------------------------------------
 
     def _typed(self, loop: RunLoop, result: AgentResult) -> AgentResult[OutputT]:
-        """``result`` with its ``output``: the typed answer of a run that completed with ``done`` (for a
-        typed output), or the closing message (for text)."""
+        """``result`` with its ``output``: the typed answer of a run that completed (for a typed output),
+        or the closing message (for text)."""
         output: object = None
         if result.status == "completed" and result.answer is not None:
             if loop.config.output_schema is None:
                 output = result.answer
-            elif result.outcome is not None and result.outcome.code == "done":
+            else:  # a typed run completes only with its answer checked (by ``done`` or at delivery)
                 spec = loop.output or OutputSpec(loop.config.output_schema)
                 output = spec.value(result.answer)
         return AgentResult(

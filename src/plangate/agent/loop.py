@@ -30,6 +30,7 @@ from plangate._offloop import off_loop
 from plangate.agent import _deliver, _execute, _fork, _plan, _proof, _route, _writes
 from plangate.agent._batch import Batch, Question
 from plangate.agent._context import View
+from plangate.agent._intent import Part, request_parts
 from plangate.agent._outcomes import MAX_CORRECTIONS, corrections_exhausted, exhausted, internal_error
 from plangate.agent._output import OutputSpec
 from plangate.agent._state import SNAPSHOT_VERSION, AgentConfig, AgentState, Waiting, read_input
@@ -125,6 +126,7 @@ class RunLoop:
         self._fresh = fresh
         self._queued = queued
         self._catalogue: tuple[tuple[str, ...], str] | None = None
+        self._parts: tuple[Part, ...] | None = None
         self.goal: Condition | None = _proof.goal_condition(config.done_when)
 
     @property
@@ -239,7 +241,18 @@ class RunLoop:
             goal=self.goal,
             step_condition=_proof.step_condition(state.plan, state.step_index),
             style=self.prompt_style,
+            parts=self.parts,
+            parts_done=len(self.evidence.succeeded_writes()),
         )
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The changes the request asks for, in order, by rule (read once)."""
+        if self._parts is None:
+            tools = self.toolset.registry.tools()
+            writes = [(item.name, item.description) for item in tools if item.effect == "write"]
+            self._parts = request_parts(self.prompt, writes=writes)
+        return self._parts
 
     @property
     def prompt_style(self) -> PromptStyle:

@@ -19,12 +19,14 @@ from plangate.agent._context import (
     Entry,
     Section,
     View,
+    argument_sources,
     correction_sections,
     execution_section,
     history,
     plan_section,
     step_section,
 )
+from plangate.agent._intent import Part
 from plangate.agent._transcript import Act
 from plangate.agent.small._prompt import small_catalogue, small_rules
 from plangate.conditions import Condition, named_tools
@@ -49,24 +51,64 @@ class CompactStyle:
         """Its own rules and catalogue, the same history and state."""
         rules = small_rules(goal=view.goal is not None, tools=bool(view.catalogue))
         system = _system(rules, view.catalogue, view.config.instructions)
-        changing = [execution_section(view), *correction_sections(view.transcript)]
+        changing = [execution_section(view), *parts_sections(view), *correction_sections(view.transcript)]
         if view.plan:
             pinned = [plan_section(view.plan, view.step_index), step_section(view)]
             return Context(system, history(view), (*pinned, *changing))
         goal = [] if view.goal is None else [Section("goal", view.goal.expression, True)]
         return Context(system, history(view, goal), tuple(changing), pinned=tuple(goal))
 
-    def offered_tools(self, active: Sequence[Tool], acts: Sequence[Act]) -> list[Tool]:
-        """The active tools, less the read tool whose call just succeeded (none left out if it was the only
-        one)."""
+    def offered_tools(self, active: Sequence[Tool], view: View) -> list[Tool]:
+        """The tool of the part of the request to do now, for a request of several changes; else the active
+        tools, less the read tool whose call just succeeded (none left out if it was the only one)."""
+        part = current_part(view)
+        if part is not None:
+            fitting = [item for item in active if item.name == part.tool]
+            if fitting:
+                return fitting
+        acts = view.transcript.acts
         if not acts or not acts[-1].success:
             return list(active)
         last = acts[-1].tool
         others = [item for item in active if not (item.name == last and item.effect == "read")]
         return others or list(active)
 
+    def argument_sources(self, view: View) -> list[str]:
+        """The words of the part of the request to do now, for a request of several changes that names its
+        values there; else what any model's call may copy (``_context.argument_sources``)."""
+        part = current_part(view)
+        if part is not None and any(char.isdigit() for char in part.text):
+            return [part.text]
+        return argument_sources(view)
+
     def closing_text(self, outcome: Outcome, acts: Sequence[Act]) -> str | None:
         return evidence_text(outcome, acts)
+
+
+def current_part(view: View) -> Part | None:
+    """The part of a request of several changes to do now (None: one change, none left, or a plan)."""
+    if len(view.parts) < 2 or view.plan or view.parts_done >= len(view.parts):
+        return None
+    return view.parts[view.parts_done]
+
+
+def parts_sections(view: View) -> list[Section]:
+    """The ``request_parts`` section of a request of several changes (none under a plan, which says what
+    comes next itself): each part, done or not, and the one to do now with the tool that fits it. A small
+    model shown only the request repeats the change it made first."""
+    parts = view.parts
+    if len(parts) < 2 or view.plan:
+        return []
+    lines = [f"The request has {len(parts)} parts, done in order:"]
+    for number, part in enumerate(parts, 1):
+        if number <= view.parts_done:
+            state = "done"
+        elif number == view.parts_done + 1:
+            state = f"do it now, with {part.tool}"
+        else:
+            state = "after that"
+        lines.append(f"{number}. {part.text.rstrip('.')}: {state}")
+    return [Section("request_parts", "\n".join(lines), True)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -97,4 +139,4 @@ COMPACT = CompactStyle()
 """The compact prompt style."""
 
 
-__all__ = ["COMPACT", "EVIDENCE_CHARS", "CompactStyle", "evidence_text"]
+__all__ = ["COMPACT", "EVIDENCE_CHARS", "CompactStyle", "evidence_text", "parts_sections"]

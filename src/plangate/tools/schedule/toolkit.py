@@ -195,7 +195,12 @@ def _read_tools(week: _Week) -> list[Tool]:
                 text = f"no task matches {filter!r} (classes in this week: {classes})"
                 return ToolResult.done(text, summary="0 tasks", data=[])
             data: JsonValue = [task_json(task) for task in found]
-            text = "\n".join(task_line(task) for task in found)
+            unplaced = [task.id for task in found if task.placement is None]
+            # The counts first: what "how many ..." asks, and what a reader of a long list wants.
+            head = f"{len(found)} tasks: {len(found) - len(unplaced)} placed, {len(unplaced)} unplaced"
+            if unplaced:
+                head += f" ({', '.join(unplaced)})"
+            text = "\n".join([head, *(task_line(task) for task in found)])
             return ToolResult.done(text, summary=f"{len(found)} tasks", data=data)
 
         return week.read(view)
