@@ -20,6 +20,7 @@ from plangate.formulas.engine import FormulaEngine
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model
 from plangate.runs import Engines
+from plangate.runs.operations import attach
 from plangate.store import DEFAULT_LEASE_TTL, LeaseBook, Store
 from plangate.tools import ToolRegistry
 
@@ -68,6 +69,7 @@ def build(
         prices: what each model's tokens cost (``[prices]``), kept by new agent runs for their cost.
         budget: the budgets of new agent runs that name none (``[budget]``).
     """
+    attach(store)  # this process's runs feed the webhooks' outbox and the owners' daily spending
     registry = tools if tools is not None else ToolRegistry()
     specs = list(tool_specs)
     runner = FormulaRunner(

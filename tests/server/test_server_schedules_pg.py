@@ -18,7 +18,7 @@ import httpx
 import pytest
 from server_helpers import free_port
 
-from plangate.server._schedules import GRACE
+from plangate.runs.scheduler import GRACE
 from plangate.store import open_store
 
 pytestmark = pytest.mark.slow
