@@ -276,3 +276,17 @@ def test_two_deliverers_make_each_attempt_once(store: Store, clock: Clock) -> No
     delivered = Webhooks(store).deliveries(endpoint.id, state="delivered", limit=100)
     assert len(delivered) == 40 and all(d.attempts == 1 for d in delivered)
     assert sorted(r.headers["webhook-id"] for r in receiver.requests) == sorted(d.id for d in delivered)
+
+
+def test_a_pruned_runs_deliveries_go_with_it(store: Store, clock: Clock) -> None:
+    from plangate.store import retention
+
+    endpoint, _ = Webhooks(store).add("ana", PUBLIC, ["run.ended"])
+    old = store.create_run("formula", "old", {}, owner="ana").id
+    _end(store, old)
+    clock.now += 40 * 86_400
+    new = store.create_run("formula", "new", {}, owner="ana").id
+    _end(store, new)
+    report = retention.prune(store, 30 * 86_400)
+    assert (report.runs, report.rows["webhook_deliveries"]) == (1, 1)
+    assert [d.run_id for d in Webhooks(store).deliveries(endpoint.id)] == [new]

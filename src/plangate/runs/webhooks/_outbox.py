@@ -52,6 +52,7 @@ def outbox(db: Db, change: RunChange) -> None:
                         key,
                         "msg_" + secrets.token_urlsafe(16),
                         change.run.owner,
+                        change.run.id,
                         event,
                         json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
                         change.at,
@@ -60,8 +61,9 @@ def outbox(db: Db, change: RunChange) -> None:
                 )
     if rows:
         db.run_many(
-            "INSERT INTO webhook_deliveries (endpoint_id, event_key, id, owner, event, payload, state, "
-            "attempts, next_at, last_error, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, '', ?) "
+            "INSERT INTO webhook_deliveries (endpoint_id, event_key, id, owner, run_id, event, payload, "
+            "state, attempts, next_at, last_error, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, '', ?) "
             "ON CONFLICT (endpoint_id, event_key) DO NOTHING",
             rows,
         )

@@ -48,6 +48,7 @@ DELIVERIES = Table(
         Column("event_key", TEXT),
         Column("id", TEXT, unique=True),
         Column("owner", TEXT),
+        Column("run_id", TEXT),
         Column("event", TEXT, choices=EVENTS),
         Column("payload", JSON),
         Column("state", TEXT, choices=DELIVERY_STATES),
@@ -63,6 +64,7 @@ DELIVERIES = Table(
     indexes=(
         Index("webhook_deliveries_due", ("state", "next_at")),
         Index("webhook_deliveries_by_endpoint", ("endpoint_id", "created_at")),
+        Index("webhook_deliveries_by_run", ("run_id",)),
     ),
 )
 
@@ -90,6 +92,7 @@ class Delivery(Record):
     Attributes:
         id: ``msg_…``: the ``webhook-id`` of every attempt, so a receiver drops duplicates by it.
         event_key: what the event is about (``run.ended:run_…``), unique per endpoint.
+        run_id: the run whose change made the event (pruned with it: ``store/retention.py``).
         payload: the body sent (``type``, ``timestamp``, ``data``).
         attempts: attempts made so far (one being made counts).
         next_at: when it is tried next (while ``pending``; an attempt in flight pushes it past its timeout).
@@ -102,6 +105,7 @@ class Delivery(Record):
     endpoint_id: str
     event_key: str
     owner: str
+    run_id: str
     event: WebhookEvent
     payload: dict[str, JsonValue]
     state: DeliveryState

@@ -3,7 +3,8 @@
 For: ``Webhooks`` (add, list, get and delete endpoints; list deliveries; ``claim`` the deliveries due, so
 that of several deliverers racing exactly one sends each attempt; ``settle`` an attempt) and ``COMPONENT``,
 the tables' migrations with the outbox hook that fills ``webhook_deliveries`` inside runs' transactions.
-Not for: sending (``deliver.py``) or deciding which events a change makes (``_outbox.py``).
+A delivery is pruned with the run it is about (``store/retention.py``). Not for: sending (``deliver.py``) or
+deciding which events a change makes (``_outbox.py``).
 
 An endpoint's signing secret (``whsec_…``) is made here, returned once by ``add`` and kept in the store
 (signing needs it as it is); no listing, view or log line shows it.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
@@ -29,7 +30,7 @@ from plangate.runs.webhooks._tables import (
     Endpoint,
     WebhookEvent,
 )
-from plangate.store import Store
+from plangate.store import Store, retention
 from plangate.store.ddl import Create
 from plangate.store.repository import Component, Db, RowMapper, checks, database_of, register
 
@@ -43,6 +44,14 @@ COMPONENT = register(
         on_commit=outbox,
     )
 )
+def _prune_deliveries(db: Db, run_ids: Sequence[str]) -> int:
+    """A pruned run's deliveries go with it (``store/retention.py``)."""
+    marks = ", ".join("?" * len(run_ids))
+    return db.run(f"DELETE FROM webhook_deliveries WHERE run_id IN ({marks})", tuple(run_ids))
+
+
+retention.run_rows("webhook_deliveries", _prune_deliveries, ("webhook_deliveries",))
+
 MAX_ENDPOINTS = 20
 """Endpoints an owner may have."""
 
