@@ -50,10 +50,14 @@ class Limits:
     daily_cost: float | None = None
     double_texting: DoubleTexting = "reject"
 
-    def over(self, overrides: Mapping[str, JsonValue]) -> Limits:
-        """These limits with ``overrides`` (a key present wins, null included: no limit)."""
+    def over(self, overrides: Mapping[str, JsonValue], where: str = "limits") -> Limits:
+        """These limits with ``overrides`` (a key present wins, null included: no limit).
+
+        Raises:
+            ConfigError: an override no limit may have (the message starts with ``where``).
+        """
         given = {key: overrides[key] for key in KEYS if key in overrides}
-        return checked(replace(self, **given), "limits")  # type: ignore[arg-type]
+        return checked(replace(self, **given), where)  # type: ignore[arg-type]
 
     def view(self) -> dict[str, JsonValue]:
         """The limits as JSON."""
@@ -157,7 +161,7 @@ class OwnerLimits:
             row = db.one("SELECT limits FROM owner_limits WHERE owner = ?", (owner,))
             current: dict[str, JsonValue] = {} if row is None else json.loads(row["limits"])
             current.update(changes)
-            Limits().over(current)  # raises on a value no limit may have
+            Limits().over(current, f"owner {owner!r}")  # raises on a value no limit may have
             self._write(db, owner, current)
         return current
 
