@@ -127,7 +127,8 @@ def test_a_components_hook_writes_in_the_runs_own_transaction(
     try:
         run_id = store.create_run("agent", "a", {}).id
         with store.transaction(run_id) as tx:
-            tx.append(SpeakEvent(text="no status, no interaction: no hook"))
+            tx.append(SpeakEvent(text="no end, no interaction: no hook"))
+            tx.set_status("running")
         with store.transaction(run_id) as tx:
             tx.open_interaction("ask_user", "which day?")
             tx.set_status("waiting")
@@ -145,9 +146,9 @@ def test_a_components_hook_writes_in_the_runs_own_transaction(
                 f"{run_id} waiting",
                 f"{run_id} completed",
             ]
-        other = before.create_run("agent", "b", {}).id
-        with before.transaction(other) as tx:
-            tx.set_status("running")
+        first, other = (before.create_run("agent", name, {}).id for name in "bc")
+        with before.transaction(first) as tx:
+            tx.set_status("cancelled")
         assert len(heard) == 2  # the store opened before the component never migrated it
         database_of(before, component)
         with before.transaction(other) as tx:

@@ -29,9 +29,10 @@ from plangate.store.base import RunChange
 from plangate.store.ddl import INTEGER, Dialect, FromCore, Migration, statements
 
 CommitHook = Callable[[Db, RunChange], None]
-"""Called inside a run's transaction, on its connection, just before it commits, when the transaction set the
-run's status or opened an interaction: what a component writes there commits with the run's change or not
-at all (an outbox row, a counter). It must be quick; what it raises rolls the run's transaction back."""
+"""Called inside a run's transaction, on its connection, just before it commits, when the transaction set a
+terminal status (the run ends, or ended already) or opened an interaction: what a component writes there
+commits with the run's change or not at all (an outbox row, a counter). It must be quick; what it raises
+rolls the run's transaction back."""
 
 
 @dataclass(frozen=True, slots=True)

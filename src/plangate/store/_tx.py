@@ -36,6 +36,7 @@ from plangate.store.base import (
     WriteIntentConflict,
 )
 from plangate.store.encoded import EncodedObject
+from plangate.vocab import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
     from plangate.store._migrate import CommitHook
@@ -68,8 +69,8 @@ class StoreTransaction:
         """``heard``: somebody hears of the commit (a subscriber, a notify channel), so each event is kept as
         stored, for the notice; else each is kept as given and made as stored only if ``events`` is read
         (fewer objects alive for the garbage collector to scan while a large transaction is built).
-        ``hooks``: the components' ``on_commit`` hooks, called in ``finish`` when the status was set or an
-        interaction opened."""
+        ``hooks``: the components' ``on_commit`` hooks, called in ``finish`` when the transaction set a
+        terminal status or opened an interaction."""
         self._db = db
         self._run_row = run_row
         self._run_id: str = run_row["id"]
@@ -423,7 +424,8 @@ class StoreTransaction:
             values.append(self._outcome)
         values.append(self._run_id)
         self._db.run(f"UPDATE runs SET {assignments} WHERE id = ?", values)
-        if self._hooks and (self._status is not None or self._opened):
+        # only a run's end and a person asked are acted on: the commits between pay one comparison
+        if self._hooks and (self._opened or self._status in TERMINAL_STATUSES):
             change = RunChange(self.run, self._status, self._outcome_value, tuple(self._opened), now)
             for hook in self._hooks:
                 hook(self._db, change)

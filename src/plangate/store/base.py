@@ -186,7 +186,8 @@ class Commit:
 
 @dataclass(frozen=True, slots=True)
 class RunChange:
-    """What a run's transaction changed that a component may act on inside it (``Component.on_commit``).
+    """What a run's transaction changed that a component may act on inside it (``Component.on_commit``): it
+    set a terminal status, or opened an interaction.
 
     Attributes:
         run: the run as it was when the transaction began.
