@@ -101,6 +101,8 @@ def test_a_second_message_is_refused_queued_or_cancels_across_servers(postgres_u
             queued = _ask(two, conversation_id=conversation, double_texting="queue")
             assert queued.status_code == 202 and queued.json()["status"] == "queued"
             behind = queued.json()
+            waiting = httpx.get(f"{two}/v1/turns/{behind['turn_id']}", timeout=10).json()["turn"]
+            assert (waiting["status"], waiting["running"]) == ("queued", True)  # readable while it waits
             assert _turn(one, ahead["turn_id"])["status"] == "done"
             assert _turn(two, behind["turn_id"])["status"] == "done"
             said = [e for e in store.events(behind["run_id"]) if isinstance(e, StatusEvent)]

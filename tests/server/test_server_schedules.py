@@ -17,8 +17,8 @@ from server_helpers import example_tools
 from plangate.engines import build as build_engines
 from plangate.errors import ConfigError
 from plangate.runs import Runs
-from plangate.runs.schedules import Schedules, due_slots
 from plangate.runs.scheduler import Scheduler
+from plangate.runs.schedules import Schedules, due_slots
 from plangate.store import SQLiteStore, Store
 
 HERE = Path(__file__).parent / "schedules"

@@ -117,8 +117,7 @@ class TurnOrder:
             )
             mine = db.one("SELECT pos FROM conversation_waiting WHERE run_id = ?", (run_id,))
             waiting = db.all(
-                "SELECT run_id FROM conversation_waiting WHERE conversation_id = ? AND pos < ? "
-                "ORDER BY pos",
+                "SELECT run_id FROM conversation_waiting WHERE conversation_id = ? AND pos < ? ORDER BY pos",
                 (conversation_id, mine["pos"] if mine is not None else 2**62),
             )
         found = [] if writer is None or writer["run_id"] == run_id else [str(writer["run_id"])]

@@ -41,7 +41,7 @@ from plangate.runs.quotas import DoubleTexting
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server._sources import BUILTIN, SourceRegistry
-from plangate.store import LeaseBook, RunRecord, Store
+from plangate.store import LeaseBook, RunRecord, RunStatus, Store
 
 _T = TypeVar("_T")
 _RUNNING_PAGE = 200
@@ -233,7 +233,9 @@ class AskJobs:
         return {"conversation": _conversation_view(found), "turns": turns}
 
     def _running_runs(self, owner: str) -> list[RunRecord]:
-        return self.store.list_runs(kind="ask", status="running", owner=owner, limit=_RUNNING_PAGE).items
+        """The owner's turns not stored yet: running, or queued behind another turn of their conversation."""
+        statuses: list[RunStatus] = ["queued", "running"]
+        return self.store.list_runs(kind="ask", status=statuses, owner=owner, limit=_RUNNING_PAGE).items
 
     def _running_run(self, owner: str, *, turn_id: str) -> RunRecord | None:
         return next((run for run in self._running_runs(owner) if run.input.get("turn_id") == turn_id), None)
@@ -268,7 +270,7 @@ class AskJobs:
             "conversation_id": str(given.get("conversation_id", "")),
             "run_id": run.id,
             "question": str(given.get("question", run.name)),
-            "status": "running",
+            "status": "queued" if run.status == "queued" else "running",
             "reason": "",
             "answer": "",
             "result": {"columns": [], "rows": []},

@@ -44,6 +44,8 @@ COMPONENT = register(
         on_commit=outbox,
     )
 )
+
+
 def _prune_deliveries(db: Db, run_ids: Sequence[str]) -> int:
     """A pruned run's deliveries go with it (``store/retention.py``)."""
     marks = ", ".join("?" * len(run_ids))

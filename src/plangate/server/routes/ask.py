@@ -77,8 +77,9 @@ async def ask(
 )
 def get_turn(turn_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The turn as stored (``status``: done, partial, unusable, failed, cancelled), or ``running`` with the
-    attempts finished so far; ``chart`` says how to draw ``result`` when it is a series (else null);
-    ``runs`` are the formula runs its attempts started."""
+    attempts finished so far (``queued``: it waits for the turn before it in its conversation); ``chart``
+    says how to draw ``result`` when it is a series (else null); ``runs`` are the formula runs its attempts
+    started."""
     return {"turn": services.asks.turn(owner, turn_id)}
 
 
