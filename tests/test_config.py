@@ -146,7 +146,7 @@ def test_a_misspelt_field_is_named_with_the_likely_one() -> None:
 def test_an_unknown_field_with_no_likely_match_lists_the_known_ones() -> None:
     assert str(problem("colour = 'blue'")) == (
         "plangate.toml: colour: unknown field (expected one of: model, store, tools, model_timeout, "
-        "mcp_timeout, mcp, data, sources, prices, budget, telemetry, retention, schedules, limits)"
+        "mcp_timeout, mcp, data, sources, prices, budget, telemetry, retention, schedules, limits, webhooks)"
     )
 
 

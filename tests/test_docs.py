@@ -29,6 +29,7 @@ from plangate.config import (
     ScheduleConfig,
     SourceConfig,
     TelemetryConfig,
+    WebhooksConfig,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -182,7 +183,7 @@ def test_the_configuration_page_names_every_variable_and_key() -> None:
     missing = sorted(name for name in variables if f"`{name}`" not in page)
     assert missing == [], f"docs/configuration.md does not name {missing}"
     models = (Config, McpServerConfig, DataConfig, SourceConfig, ModelPrice, BudgetConfig, TelemetryConfig)
-    for model in (*models, ScheduleConfig, LimitsConfig, OwnerLimits, RetentionConfig):
+    for model in (*models, ScheduleConfig, LimitsConfig, OwnerLimits, RetentionConfig, WebhooksConfig):
         for field in model.model_fields:
             rows = (
                 f"| `{field}` |",

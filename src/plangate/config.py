@@ -287,27 +287,70 @@ class ScheduleConfig(BaseModel):
     owner: NonEmpty = "local"
 
 
+DoubleTexting = Literal["reject", "queue", "cancel"]
+Count = Annotated[int, Field(ge=1)]
+Cost = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
 class OwnerLimits(BaseModel):
-    """``[limits.owners.NAME]``: one owner's limits, instead of the defaults."""
+    """``[limits.owners.NAME]``: one owner's limits, instead of the defaults (a key left out: the default's;
+    the same keys as ``[limits]``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+    requests_per_minute: Count | None = None
+    runs_at_once: Count | None = None
+    daily_tokens: Count | None = None
+    daily_cost: Cost | None = None
+    double_texting: DoubleTexting | None = None
 
 
 class LimitsConfig(BaseModel):
-    """``[limits]``: what each owner of a server may do, by default (``owners``: per owner).
+    """``[limits]``: what each owner of a server may do, by default (``owners``: per owner; ``plangate owner
+    set`` stores an owner's own in the store, which win over these).
 
     Attributes:
         requests_per_minute: requests to ``POST /v1/runs``, ``POST /v1/ask`` and interaction answers in a
             minute (more: 429 with ``Retry-After``); None: no limit.
+        runs_at_once: runs started and not ended (waiting on a person included); more wait ``queued``, in
+            order, and start as slots free; None: no limit.
+        daily_tokens: tokens an owner's runs that ended this UTC day may have used; past it, new runs are
+            refused (429); None: no budget.
+        daily_cost: the same in cost, by ``[prices]``.
+        double_texting: what a message to a conversation whose turn still runs does: ``reject`` (409),
+            ``queue`` (it runs after), ``cancel`` (the running turn is cancelled first).
         owners: an owner's own limits, by owner name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+    requests_per_minute: Count | None = None
+    runs_at_once: Count | None = None
+    daily_tokens: Count | None = None
+    daily_cost: Cost | None = None
+    double_texting: DoubleTexting = "reject"
     owners: dict[str, OwnerLimits] = Field(default_factory=dict)
+
+
+class WebhooksConfig(BaseModel):
+    """``[webhooks]``: how servers and workers deliver webhooks (ages like ``10s``, or seconds).
+
+    Attributes:
+        timeout: how long an attempt may take.
+        backoff: the wait before the first retry; each later one waits twice the one before (with jitter).
+        max_backoff: the longest wait between two attempts.
+        give_up_after: how long after the event deliveries are tried (then ``failed``).
+        allow_private: endpoints on private, loopback and link-local addresses are allowed (receivers on
+            the operator's own network); refused by default, at registration and at each attempt.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: Age | Seconds = "10s"
+    backoff: Age | Seconds = "5s"
+    max_backoff: Age | Seconds = "1h"
+    give_up_after: Age | Seconds = "1d"
+    allow_private: bool = False
 
 
 class RetentionConfig(BaseModel):
@@ -343,8 +386,9 @@ class Config(BaseModel):
         budget: the default budgets of a run.
         telemetry: ``[telemetry]``, tracing's settings (``plangate.telemetry``).
         retention: how long ended runs are kept.
-        schedules: formula runs on a schedule, which every server fires.
+        schedules: formula runs on a schedule, which every server and worker fires.
         limits: what each owner of a server may do.
+        webhooks: how webhooks are delivered.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -363,6 +407,7 @@ class Config(BaseModel):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     schedules: list[ScheduleConfig] = Field(default_factory=list)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    webhooks: WebhooksConfig = Field(default_factory=WebhooksConfig)
 
     _source: Path | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
@@ -623,6 +668,7 @@ __all__ = [
     "RetentionConfig",
     "ScheduleConfig",
     "SourceConfig",
+    "WebhooksConfig",
     "format_path",
     "load_config",
     "parse_config",

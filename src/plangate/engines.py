@@ -20,6 +20,7 @@ from plangate.formulas.engine import FormulaEngine
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model
 from plangate.runs import Engines
+from plangate.runs.operations import attach
 from plangate.store import DEFAULT_LEASE_TTL, LeaseBook, Store
 from plangate.tools import ToolRegistry
 
@@ -69,6 +70,7 @@ def build(
             the cost of llm steps' calls.
         budget: the budgets of new agent runs that name none (``[budget]``).
     """
+    attach(store)  # this process's runs feed the webhooks' outbox and the owners' daily spending
     registry = tools if tools is not None else ToolRegistry()
     specs = list(tool_specs)
     runner = FormulaRunner(

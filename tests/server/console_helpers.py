@@ -96,6 +96,7 @@ def console_server(
     model: Any = None,
     pepper: bytes | None = None,
     tools_spec: str = EXAMPLE_TOOLS,
+    formulas: tuple[Path, ...] = (),
 ) -> Iterator[tuple[LiveServer, Any]]:
     """The real server on a fresh SQLite store in ``tmp_path``, the example tools (``tools_spec``) and
     formulas.
@@ -113,7 +114,7 @@ def console_server(
         store,
         tools,
         auth=auth,
-        search_paths=[FORMULAS],
+        search_paths=[*formulas, FORMULAS],
         tool_specs=[tools_spec],
         model=model,
         root=tmp_path,

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from plangate.cli._serve import limits_of
 from plangate.config import parse_config
-from plangate.server._limits import RateLimits
+from plangate.runs.quotas import Limits, LimitSettings
 from plangate.server.tokens import Tokens, hash_token
 from plangate.store import Store
 
@@ -21,7 +21,8 @@ def test_past_the_limit_a_429_says_when_to_retry(store: Store, make_app: Callabl
     Tokens(store).create("ana", hash_token("pg_ana"))
     Tokens(store).create("bo", hash_token("pg_bo"))
     ana, bo = {"Authorization": "Bearer pg_ana"}, {"Authorization": "Bearer pg_bo"}
-    app = make_app(limits=RateLimits(2, {"bo": 1}), schedules=False)
+    settings = LimitSettings(Limits(requests_per_minute=2), {"bo": {"requests_per_minute": 1}})
+    app = make_app(limits=settings, schedules=False)
     with TestClient(app) as client:
         codes = [client.post("/v1/runs", json=BODY, headers=ana).status_code for _ in range(3)]
         refused = client.post("/v1/runs", json=BODY, headers=ana)
@@ -38,5 +39,5 @@ def test_limits_come_from_plangate_toml() -> None:
         "[limits]\nrequests_per_minute = 30\n[limits.owners.ci]\nrequests_per_minute = 300\n"
     )
     limits = limits_of(config)
-    assert (limits.of("ana"), limits.of("ci")) == (30, 300)
-    assert limits_of(parse_config("")).of("ana") is None
+    assert (limits.of("ana").requests_per_minute, limits.of("ci").requests_per_minute) == (30, 300)
+    assert limits_of(parse_config("")).of("ana").requests_per_minute is None

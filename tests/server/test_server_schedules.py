@@ -1,4 +1,4 @@
-"""The scheduler (``server/_schedules.py``) in one process on a SQLite store: each slot fires once (a second
+"""The scheduler (``runs/scheduler.py``) in one process on a SQLite store: each slot fires once (a second
 scheduler racing it starts nothing), missed slots follow the schedule's policy, a run that outlasts its slot
 makes the next slot skip, queue or run, a slot whose claimer died gets its run, a formula that cannot start
 is recorded as failed. Real formulas and tools; the clock is the store's, moved by hand."""
@@ -17,8 +17,8 @@ from server_helpers import example_tools
 from plangate.engines import build as build_engines
 from plangate.errors import ConfigError
 from plangate.runs import Runs
+from plangate.runs.scheduler import Scheduler
 from plangate.runs.schedules import Schedules, due_slots
-from plangate.server._schedules import Scheduler
 from plangate.store import SQLiteStore, Store
 
 HERE = Path(__file__).parent / "schedules"
@@ -45,7 +45,7 @@ def store(tmp_path: Path, clock: Clock) -> Store:
 
 def _scheduler(store: Store) -> Scheduler:
     engines = build_engines(store, example_tools(), search_paths=[HERE])
-    return Scheduler(store, engines.formulas, Runs(store, engines.registry), tick=0.5, grace=2.0)
+    return Scheduler(store, engines.formulas.create, grace=2.0)
 
 
 def _runs(store: Store) -> list[dict[str, object]]:
@@ -164,12 +164,17 @@ def test_bad_schedules_say_what_is_wrong(store: Store, options: dict[str, object
     assert Schedules(store).listed() == []
 
 
-def test_forever_advances_the_runs_it_starts(store: Store, clock: Clock) -> None:
+def test_the_servers_passes_advance_the_runs_they_start(store: Store, clock: Clock) -> None:
+    from plangate.runs.operations import Operations
+    from plangate.server.app import _operations
+
     Schedules(store).add("ana", "n", "nightly", every=1.0)
-    scheduler = _scheduler(store)
+    engines = build_engines(store, example_tools(), search_paths=[HERE])
+    runs = Runs(store, engines.registry)
 
     async def main() -> None:
-        task = asyncio.create_task(scheduler.forever())
+        operations = Operations(store, engines.formulas.create, grace=2.0)
+        task = asyncio.create_task(_operations(runs, operations, 0.05))
         clock.now += 1.0
         for _ in range(100):
             await asyncio.sleep(0.05)
@@ -177,7 +182,7 @@ def test_forever_advances_the_runs_it_starts(store: Store, clock: Clock) -> None
             if items and items[0].status == "completed":
                 break
         task.cancel()
-        await scheduler.runs.close()
+        await runs.close()
 
     asyncio.run(main())
     assert [run.status for run in store.list_runs(limit=10).items] == ["completed"]

@@ -1,5 +1,6 @@
 """What repositories build on (``store/repository.py``), on every backend: a component's own migrations,
-applied once and refused when newer, and the store's database and a transaction's connection lent to it."""
+applied once and refused when newer, the store's database and a transaction's connection lent to it, and a
+component's hook on runs' transactions (what it writes commits with the run's change, or not at all)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from store_backends import Backend
 from plangate.errors import ConfigError, SchemaVersionError, StoreError
 from plangate.events import SpeakEvent
 from plangate.store import Store
+from plangate.store._migrate import _REGISTERED
+from plangate.store.base import RunChange
 from plangate.store.ddl import JSON, POSITION, TEXT, AddColumn, Column, Create, FromCore, Index, Table
-from plangate.store.repository import Component, connection_of, database_of, register
+from plangate.store.repository import Component, Db, connection_of, database_of, register
 
 NOTES = Table(
     "notes",
@@ -101,3 +104,56 @@ def test_a_component_name_is_registered_once() -> None:
     for name in ("core", "documents"):
         with pytest.raises(ConfigError, match=f"a component named {name!r} exists already"):
             register(Component(name, ()))
+
+
+HOOKED = Table("hooked", (Column("pos", POSITION), Column("note", TEXT)))
+
+
+def test_a_components_hook_writes_in_the_runs_own_transaction(
+    shared_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = shared_backend.open()  # opened before the component exists: no hook until it is migrated
+    heard: list[tuple[str | None, list[str], bool]] = []
+
+    def hook(db: Db, change: RunChange) -> None:
+        if change.status == "aborted":
+            raise RuntimeError("the hook failed")
+        heard.append((change.status, [i.kind for i in change.opened], change.ended))
+        db.run("INSERT INTO hooked (note) VALUES (?)", (f"{change.run.id} {change.status}",))
+
+    component = Component("hooked", ((Create(HOOKED),),), on_commit=hook)
+    monkeypatch.setitem(_REGISTERED, component.name, component)
+    store = shared_backend.open()
+    try:
+        run_id = store.create_run("agent", "a", {}).id
+        with store.transaction(run_id) as tx:
+            tx.append(SpeakEvent(text="no end, no interaction: no hook"))
+            tx.set_status("running")
+        with store.transaction(run_id) as tx:
+            tx.open_interaction("ask_user", "which day?")
+            tx.set_status("waiting")
+        with pytest.raises(RuntimeError, match="boom"), store.transaction(run_id) as tx:
+            tx.set_status("failed")
+            raise RuntimeError("boom")  # rolled back: neither the run's change nor the hook's row
+        with pytest.raises(RuntimeError, match="the hook failed"), store.transaction(run_id) as tx:
+            tx.set_status("aborted")  # the hook fails: the run's change goes with it
+        with store.transaction(run_id) as tx:
+            tx.set_status("completed", outcome={"status": "completed"})
+        assert heard == [("waiting", ["ask_user"], False), ("completed", [], True)]
+        assert store.get_run(run_id).status == "completed"
+        with database_of(store, component).reading("the notes") as db:
+            assert [row["note"] for row in db.all("SELECT note FROM hooked ORDER BY pos")] == [
+                f"{run_id} waiting",
+                f"{run_id} completed",
+            ]
+        first, other = (before.create_run("agent", name, {}).id for name in "bc")
+        with before.transaction(first) as tx:
+            tx.set_status("cancelled")
+        assert len(heard) == 2  # the store opened before the component never migrated it
+        database_of(before, component)
+        with before.transaction(other) as tx:
+            tx.set_status("cancelled")
+        assert heard[-1] == ("cancelled", [], True)
+    finally:
+        store.close()
+        before.close()

@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-import plangate.copilot._conversations  # noqa: F401  (registers the turns' part of a prune)
+import plangate.copilot._conversations  # registers the turns' part of a prune
+import plangate.runs.webhooks  # noqa: F401  (registers the deliveries' part of a prune)
 from plangate.cli._console import fail, out, print_json
 from plangate.cli._options import ConfigOpt, JsonOpt, StoreOpt
 from plangate.cli._session import session

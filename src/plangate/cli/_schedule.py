@@ -2,13 +2,14 @@
 
 For: the operator's view of the store's schedules (``runs/schedules.py``): a formula with its vars on a cron
 expression (``--cron "0 9 * * MON" --timezone Europe/Paris``) or an interval (``--every 30s``), with its
-missed-slot and overlap policies. Every ``plangate serve`` on the store fires them. Not for: firing them
-(``server/_schedules.py``).
+missed-slot and overlap policies. Every ``plangate serve`` and ``plangate worker`` on the store fires them.
+Not for: firing them (``runs/scheduler.py``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +21,7 @@ from plangate.cli._console import fail, out, parse_vars, print_json
 from plangate.cli._options import ConfigOpt, JsonOpt, StoreOpt
 from plangate.cli._session import session
 from plangate.errors import UserError
-from plangate.runs.schedules import Schedule, Schedules, parse_every
+from plangate.runs.schedules import Schedule, Schedules, next_slot, parse_every
 
 OwnerOpt = Annotated[str, typer.Option(help="The owner the schedule's runs belong to.")]
 RefArg = Annotated[str, typer.Argument(help="The schedule's name (or id).")]
@@ -28,7 +29,9 @@ RefArg = Annotated[str, typer.Argument(help="The schedule's name (or id).")]
 
 def register(app: typer.Typer) -> None:
     """Add the ``schedule`` group to ``app``."""
-    group = typer.Typer(name="schedule", help="Run formulas on a schedule (every server fires them).")
+    group = typer.Typer(
+        name="schedule", help="Run formulas on a schedule (every server and worker fires them)."
+    )
     group.command("add")(schedule_add)
     group.command("list")(schedule_list)
     group.command("pause")(schedule_pause)
@@ -164,9 +167,11 @@ def _show(schedules: list[Schedule], json: bool, *, one: bool = False) -> None:
             f"schedule [bold]{escape(added.name)}[/] ({added.id}): {escape(added.formula)} {_when(added)}"
         )
         return
-    table = Table("name", "owner", "formula", "when", "missed", "overlap", "state", "last slot")
+    table = Table("name", "owner", "formula", "when", "missed", "overlap", "state", "last slot", "next slot")
+    now = time.time()
     for schedule in schedules:
-        last = dt.datetime.fromtimestamp(schedule.last_slot, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        last = _utc(schedule.last_slot)
+        upcoming = next_slot(schedule, now)
         table.add_row(
             escape(schedule.name),
             escape(schedule.owner),
@@ -176,5 +181,10 @@ def _show(schedules: list[Schedule], json: bool, *, one: bool = False) -> None:
             schedule.overlap,
             "paused" if schedule.paused else "active",
             last,
+            "" if upcoming is None else _utc(upcoming),
         )
     out.print(table)
+
+
+def _utc(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -32,7 +32,8 @@ from plangate.models.registry import describe_model
 from plangate.server.tokens import PEPPER_ENV, Tokens, hash_token, new_token, pepper_from_env
 
 if TYPE_CHECKING:
-    from plangate.server._limits import RateLimits
+    from plangate.runs.quotas import LimitSettings
+    from plangate.runs.webhooks.deliver import DeliverySettings
     from plangate.server._retention import Retention
     from plangate.server._sources import DeclaredSource
     from plangate.store import Store
@@ -149,6 +150,7 @@ def serve_command(
             budget=s.config.budget,
             retention=retention_of(s.config, prune_older_than),
             limits=limits_of(s.config),
+            webhooks=webhooks_of(s.config),
         )
         if no_auth:
             _warn_no_auth(host)
@@ -222,13 +224,22 @@ def define_schedules(config: Config, store: Store) -> None:
             raise ConfigError(f"plangate.toml: {where} ({entry.name}): {exc}") from None
 
 
-def limits_of(config: Config) -> RateLimits:
-    """plangate.toml's ``[limits]``: the requests per minute of every owner, and of each one named."""
-    from plangate.server._limits import RateLimits
+def limits_of(config: Config) -> LimitSettings:
+    """plangate.toml's ``[limits]``: every owner's, and those of each owner named."""
+    from plangate.runs.quotas import LimitSettings
 
-    settings = config.limits
-    owners = {name: entry.requests_per_minute for name, entry in settings.owners.items()}
-    return RateLimits(settings.requests_per_minute, owners)
+    return LimitSettings.of_config(config.limits)
+
+
+def webhooks_of(config: Config) -> DeliverySettings:
+    """plangate.toml's ``[webhooks]``: how deliveries are made.
+
+    Raises:
+        ConfigError: an age that is not one.
+    """
+    from plangate.runs.webhooks.deliver import DeliverySettings
+
+    return DeliverySettings.of_config(config.webhooks)
 
 
 def retention_of(config: Config, older_than: str | None) -> Retention | None:

@@ -68,9 +68,7 @@ def worker_command(
     ] = "text",
     metrics_port: Annotated[
         int | None,
-        typer.Option(
-            "--metrics-port", min=1, max=65535, help="Prometheus metrics on this loopback port."
-        ),
+        typer.Option("--metrics-port", min=1, max=65535, help="Prometheus metrics on this loopback port."),
     ] = None,
 ) -> None:
     """Advance the runs that servers and commands hand to the workers (`--broker`), on a shared store.
@@ -115,9 +113,14 @@ def _with_config(s: Session, settings: WorkerSettings, model: str | None) -> Wor
             f"--store: expected the shared store's URL (postgresql://…), ${STORE_ENV} or store in "
             "plangate.toml; found none"
         )
+    from plangate.runs.quotas import LimitSettings
+    from plangate.runs.webhooks.deliver import DeliverySettings
+
     return replace(
         settings,
         store=chosen_store,
+        limits=LimitSettings.of_config(found.limits),
+        webhooks=DeliverySettings.of_config(found.webhooks),
         tools=tuple(project_tool_specs(found, s.tool_flags)),
         model=model or found.model,
         # Each worker process starts the file's MCP servers for itself: they cannot be shared across a fork.

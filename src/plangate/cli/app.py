@@ -17,11 +17,13 @@ from plangate.cli import (
     _demo,
     _formula,
     _inspect,
+    _owner,
     _prune,
     _schedule,
     _serve,
     _start,
     _timetravel,
+    _webhook,
     _worker,
 )
 from plangate.cli._console import EXIT_UNREACHABLE, EXIT_USAGE, err
@@ -76,6 +78,8 @@ _serve.register(app)
 _worker.register(app)
 _prune.register(app)
 _schedule.register(app)
+_webhook.register(app)
+_owner.register(app)
 
 
 def main() -> None:

@@ -2,27 +2,33 @@
 turn, written in one transaction with the run's outcome (so a turn is stored whole or not at all).
 
 For: every read and write a turn makes in the store, in one place (the run through ``Store``, the
-conversation and the turn through the ``Conversations`` repository). Not for: what a turn decides, or the
+conversation and the turn through the ``Conversations`` repository, its place in the conversation through
+``TurnOrder``). Not for: what a turn decides, or the
 SQL of conversations and turns (``copilot/_conversations.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 
 from pydantic import JsonValue
 
+from plangate._offloop import off_loop
 from plangate.copilot._conversations import Conversation, Conversations, TurnStatus
+from plangate.copilot._turn_order import TurnOrder
 from plangate.copilot.policy import HISTORY_TURNS, HistoryItem, clip
 from plangate.copilot.results import Attempt, Turn
 from plangate.events import Event, StatusEvent
 from plangate.runs import Outcome, OutcomeStatus
 from plangate.runs.contract import Transactions
-from plangate.store import RunStatus, Store
+from plangate.store import TERMINAL_STATUSES, RunStatus, Store
 
 SNAPSHOT_VERSION = 1
 """The format of an ``ask`` run's snapshot: ``{question, attempts: [stored attempts]}``."""
 TITLE_CHARS = 80
+_TURN_POLL = 0.2
+"""Seconds between two looks of a queued turn at its conversation."""
 
 _RUN_STATUS: dict[TurnStatus, RunStatus] = {
     "done": "completed",
@@ -111,10 +117,28 @@ def checkpoint(transaction: Transactions, run_id: str, question: str, attempts: 
         tx.set_snapshot({"question": question, "attempts": records}, version=SNAPSHOT_VERSION)
 
 
+async def take_turn(store: Store, transaction: Transactions, run_id: str, conversation_id: str) -> bool:
+    """Wait until the turn of ``run_id`` writes its conversation: at once when no other turn does, else once
+    the turns ahead of it ended (saying so in its run: ``status`` ``queued``). False when its run ended
+    meanwhile (another process cancelled it)."""
+    order = TurnOrder(store)
+    holder = await off_loop(order.claim, conversation_id, run_id)
+    if holder is None:
+        return True
+    said = f"waits for the turn before it in the conversation (run {holder}) to end"
+    append(transaction, run_id, StatusEvent(stage="turn", code="queued", text=said))
+    while await off_loop(order.claim, conversation_id, run_id) is not None:
+        await asyncio.sleep(_TURN_POLL)
+        if (await off_loop(store.get_run, run_id)).status in TERMINAL_STATUSES:
+            return False
+    return True
+
+
 def finish(
     store: Store, transaction: Transactions, turn: Turn, stage: str, usage: dict[str, JsonValue] | None = None
 ) -> list[Event]:
-    """Store the finished turn, its attempts and the run's outcome (with the turn's model usage), together."""
+    """Store the finished turn, its attempts and the run's outcome (with the turn's model usage), together;
+    its conversation is free for the next turn then. Returns the events committed."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
     outcome_status: OutcomeStatus = (
@@ -124,9 +148,11 @@ def finish(
         status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500), usage=usage
     )
     conversations = Conversations(store)  # made before the transaction: it may bring its tables up to date
+    TurnOrder(store)  # the same: the conversation is freed in the transaction
     with transaction(turn.run_id) as tx:
         tx.append(ended.event())
         conversations.record_turn(tx, turn.record())
+        TurnOrder.release(tx)
         tx.set_status(status, outcome=ended.stored())
     return list(tx.events)
 
@@ -142,4 +168,5 @@ __all__ = [
     "new_run_id",
     "new_turn_id",
     "start_run",
+    "take_turn",
 ]

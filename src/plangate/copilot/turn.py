@@ -31,7 +31,7 @@ from plangate.copilot._scope import ScopeError, open_scope, source_label
 from plangate.copilot._strategy import strategy_for
 from plangate.copilot.policy import chosen_attempt, retry_left, turn_answer
 from plangate.copilot.results import Attempt, Turn
-from plangate.errors import ConfigError, NotFoundError, PlangateError
+from plangate.errors import ConfigError, NotFoundError, PlangateError, RunError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
@@ -175,8 +175,23 @@ class Copilot:
             prepared.model_name,
             prepared.owner,
         )
+        label = source_label(prepared.data)
         async with self.leases.kept(prepared.run_id):
             trace = telemetry.run_trace(self.store, prepared.run_id, "ask", "copilot")  # None: tracing off
+            try:  # one turn writes a conversation at a time: this one may wait for the one before
+                its_turn = await _store.take_turn(
+                    self.store, self.leases.transaction, prepared.run_id, prepared.conversation_id
+                )
+            except asyncio.CancelledError:
+                why = "the turn was cancelled while it waited for the turn before it"
+                ended = [_ended(1, "cancelled", why, prepared.created_at)]
+                self._finish(prepared, ended, "turn", label, trace=trace)
+                raise
+            if not its_turn:  # another process ended it while it waited
+                stored = Conversations(self.store).find_turn(prepared.run_id)
+                if stored is None:
+                    raise RunError(f"turn {prepared.turn_id!r} ended while it waited, and was not stored")
+                return Turn.from_record(stored)
             self._committed(trace, _store.begin(self.leases.transaction, prepared.run_id, prepared.question))
             return await self._run_leased(prepared, prepared.model, Phases(trace))
 

@@ -29,7 +29,14 @@ from typing import Any
 from pydantic import JsonValue
 
 from plangate._offloop import off_loop
-from plangate.errors import InteractionError, NotFoundError, PlangateError, RunError, StaleInteraction
+from plangate.errors import (
+    ConfigError,
+    InteractionError,
+    NotFoundError,
+    PlangateError,
+    RunError,
+    StaleInteraction,
+)
 from plangate.interactions import Resolution
 from plangate.runs.contract import (
     Answered,
@@ -42,6 +49,7 @@ from plangate.runs.contract import (
     RunEngine,
 )
 from plangate.runs.executor import Local, Queue
+from plangate.runs.quotas import Admissions
 from plangate.runs.tools import ToolsDiffer
 from plangate.runs.tools import check as check_tools
 from plangate.store import TERMINAL_STATUSES, Commit, RunRecord, RunStatus, Store
@@ -150,11 +158,33 @@ class Runs:
         root = await off_loop(self.store.get_run, await off_loop(self.store.root_of, run_id))
         if root.status in TERMINAL_STATUSES:
             return
+        if root.status == "queued" and not await off_loop(self._may_start, root.id):
+            return  # it waits for a slot of its owner's (quotas/admissions.py starts it)
         engine = self.engines.of(root)
         if self.queue is not None and engine.remote:
             await off_loop(self.queue.enqueue, root.id)
             return
         self.local.advance(root.id, lambda: self._advance_here(root.id, engine))
+
+    async def start(self, run_id: str, *, owner: str, runs_at_once: int | None = None) -> bool:
+        """Start a new run: now, or, when its owner has ``runs_at_once`` runs going already, once one of
+        them ends (it waits ``queued``, in order); whether it started now."""
+        if runs_at_once is not None and not await off_loop(self._enter, run_id, owner, runs_at_once):
+            return False
+        await self.advance(run_id)
+        return True
+
+    def _enter(self, run_id: str, owner: str, runs_at_once: int) -> bool:
+        try:
+            return Admissions(self.store).enter(run_id, owner, runs_at_once)
+        except ConfigError:
+            return True  # a store double: no slots
+
+    def _may_start(self, run_id: str) -> bool:
+        try:
+            return Admissions(self.store).may_start(run_id)
+        except ConfigError:
+            return True  # a store double: no slots
 
     async def _advance_here(self, root: str, engine: RunEngine) -> None:
         run = await off_loop(self.store.get_run, root)
@@ -186,9 +216,17 @@ class Runs:
             unsubscribe()
         return run_id
 
-    async def fork(self, run_id: str, request: Mapping[str, JsonValue], owner: str | None = None) -> str:
+    async def fork(
+        self,
+        run_id: str,
+        request: Mapping[str, JsonValue],
+        owner: str | None = None,
+        *,
+        runs_at_once: int | None = None,
+    ) -> str:
         """Fork a run of ``owner`` (any owner's when None) at the point ``request`` names, with its changes,
-        and advance the fork in the background; returns the fork's id. The origin is only read.
+        and start the fork in the background (``start``: past ``runs_at_once``, it waits); returns the fork's
+        id. The origin is only read.
 
         Raises:
             NotFoundError: no such run of ``owner``.
@@ -200,7 +238,7 @@ class Runs:
         if not isinstance(engine, ForkingEngine):
             raise InteractionError(f"run {run_id!r} is a {run.kind} run, which cannot be forked")
         fork_id = await off_loop(engine.fork, run, request)
-        await self.advance(fork_id)
+        await self.start(fork_id, owner=run.owner, runs_at_once=runs_at_once)
         return fork_id
 
     def lineage(self, run: RunRecord, *, owner: str | None = None, limit: int = 100) -> Lineage:
@@ -284,8 +322,8 @@ class Runs:
         self, run_id: str, *, interaction_id: str | None = None, stop: bool = True
     ) -> AsyncIterator[None]:
         """Hold the run (its root) alone among callers of this method in this process: with ``stop``, its
-        work is stopped first (its task here; on the queue, the lease of the worker that holds it, whose
-        next commit is then refused); without, that work goes on (an answer, which it takes itself).
+        work is stopped first (its task here; elsewhere, the lease of the worker or server that holds it,
+        whose next commit is then refused); without, that work goes on (an answer, which it takes itself).
 
         With ``interaction_id``, a resolution that lost the race (the interaction is not open any more) is
         refused before anything else, so a late duplicate never touches the run it would not change.
@@ -302,8 +340,8 @@ class Runs:
                     await off_loop(_require_open, self.store, interaction_id)
                 if stop:
                     await self.local.stop(root)
-                    if self.queue is not None:
-                        await off_loop(self._revoke, run_id)
+                    # whoever holds the lease now is another process (a worker, another server)
+                    await off_loop(self._revoke, run_id)
                 yield
         finally:
             # A lock lives only while someone holds or waits for it, so the table does not grow with runs.
@@ -314,7 +352,7 @@ class Runs:
                 self._locks[root] = (lock, users - 1)
 
     def _revoke(self, run_id: str) -> None:
-        """Take the run's lease from the worker that holds it: its next commit is refused (its generation
+        """Take the run's lease from the process that holds it: its next commit is refused (its generation
         is no longer current), and the cancel that follows is the last word."""
         lease = self.store.get_lease(run_id)
         if lease is not None and self.store.release_lease(run_id, lease.holder):

@@ -2,8 +2,9 @@
 
 For: ``Schedules`` (add, list, pause, resume and delete schedules; ``claim`` a slot, which succeeds in
 exactly one process per ``(schedule, slot)``, whatever races it), the records, ``due_slots`` (the slots of a
-schedule between two times, with ``croniter`` for cron) and the migrations of the tables (``COMPONENT``).
-Not for: firing them (``server/_schedules.py``), which every server on a store does.
+schedule between two times, with ``croniter`` for cron), ``next_slot`` and the migrations of the tables
+(``COMPONENT``).
+Not for: firing them (``runs/scheduler.py``), which every server and worker on a store does.
 
 A slot is a time a schedule fires at (seconds since the epoch). ``last_slot`` is the latest slot decided
 (fired, skipped, or passed over as missed): a slot is claimed by inserting its row, keyed by ``(schedule,
@@ -169,6 +170,20 @@ def due_slots(schedule: Schedule, after: float, until: float) -> list[float]:
         found.append(slot)
         if len(found) > 2 * MAX_SLOTS:
             found = found[-MAX_SLOTS:]
+
+
+def next_slot(schedule: Schedule, now: float) -> float | None:
+    """When ``schedule`` fires next: its first slot after ``now`` (or after its latest slot decided, when
+    that is later); None while it is paused."""
+    if schedule.paused:
+        return None
+    after = max(schedule.last_slot, now)
+    if schedule.every is not None:
+        return (after // schedule.every + 1) * schedule.every
+    if schedule.cron is None:
+        return None
+    walker = croniter(schedule.cron, dt.datetime.fromtimestamp(after, ZoneInfo(schedule.timezone)))
+    return float(walker.get_next(float))
 
 
 class Schedules:
@@ -425,5 +440,6 @@ __all__ = [
     "Slot",
     "SlotState",
     "due_slots",
+    "next_slot",
     "parse_every",
 ]

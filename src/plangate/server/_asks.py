@@ -8,6 +8,10 @@ answers with the turn's ids once its ``ask`` run is stored; the JSON views of tu
 from its run) and conversations; and ``chart_of``, which says whether a result is a series worth a chart.
 Not for: what a turn does (``plangate.copilot``) or the owners' sources (``_sources.py``).
 
+One turn writes a conversation at a time (``copilot/_turn_order.py``, in the store, whichever servers take
+the messages): a message to a conversation whose turn has not ended is refused, waits after it, or cancels
+it first, as ``double_texting`` says.
+
 Each turn runs on a thread with an event loop of its own: the copilot commits its events and builds its
 prompts and grammars synchronously, and none of that may hold up the server's loop (its streams, its
 heartbeats). Cancelling the task cancels the turn on its loop, which stores it as cancelled, and waits.
@@ -29,13 +33,15 @@ from pydantic import JsonValue
 from plangate.copilot import Copilot
 from plangate.copilot._conversations import Conversation, Conversations, TurnRecord
 from plangate.copilot._store import SNAPSHOT_VERSION
-from plangate.errors import NotFoundError
+from plangate.copilot._turn_order import TurnOrder
+from plangate.errors import InteractionError, NotFoundError
 from plangate.models import Model
 from plangate.runs import Runs
+from plangate.runs.quotas import DoubleTexting
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server._sources import BUILTIN, SourceRegistry
-from plangate.store import LeaseBook, RunRecord, Store
+from plangate.store import LeaseBook, RunRecord, RunStatus, Store
 
 _T = TypeVar("_T")
 _RUNNING_PAGE = 200
@@ -54,6 +60,7 @@ class Started:
     run_id: str
     conversation_id: str
     source: str
+    queued: bool = False
 
     def view(self, retry_of: str | None = None) -> dict[str, JsonValue]:
         """The answer of ``POST /v1/ask`` (and of a retry)."""
@@ -62,7 +69,7 @@ class Started:
             "run_id": self.run_id,
             "conversation_id": self.conversation_id,
             "source": self.source,
-            "status": "running",
+            "status": "queued" if self.queued else "running",
             "events": f"/v1/runs/{self.run_id}/events",
             "turn": f"/v1/turns/{self.turn_id}",
         }
@@ -103,17 +110,54 @@ class AskJobs:
         source: str | None,
         conversation: str | None,
         model: str | None = None,
+        *,
+        double_texting: DoubleTexting = "reject",
     ) -> Started:
-        """Check the question, the source, the model and the conversation, then start the turn.
+        """Check the question, the source, the model and the conversation, then start the turn; while
+        another turn of the conversation has not ended, ``double_texting`` says what this one does.
 
         Raises:
             ConfigError: an empty question or an unusable model spec (nothing stored).
             NotFoundError: the source or the conversation is not this owner's (nothing stored).
+            InteractionError: a turn of the conversation still runs and ``double_texting`` is ``reject``.
         """
         name = source or BUILTIN
         copilot, prepared = await asyncio.to_thread(self._prepare, owner, question, name, conversation, model)
-        run_id = await self.runs.run_here(prepared.run_id, _on_own_loop(lambda: copilot.run_turn(prepared)))
-        return Started(prepared.turn_id, run_id, prepared.conversation_id, name)
+        queued = await self._take_place(prepared.conversation_id, prepared.run_id, double_texting)
+        try:
+            run_id = await self.runs.run_here(
+                prepared.run_id, _on_own_loop(lambda: copilot.run_turn(prepared))
+            )
+        except BaseException:
+            await asyncio.to_thread(TurnOrder(self.store).withdraw, prepared.run_id)
+            raise
+        return Started(prepared.turn_id, run_id, prepared.conversation_id, name, queued)
+
+    async def _take_place(self, conversation_id: str, run_id: str, mode: DoubleTexting) -> bool:
+        """The new turn's place in its conversation: first (False), or after the turns not ended yet (True:
+        it waits), each of which ``cancel`` cancels first; ``reject`` refuses it instead.
+
+        Raises:
+            InteractionError: ``reject``, and a turn of the conversation has not ended.
+        """
+        order = TurnOrder(self.store)
+        holder = await asyncio.to_thread(order.claim, conversation_id, run_id, queue=mode != "reject")
+        if holder is None:
+            return False
+        if mode == "reject":
+            raise InteractionError(
+                f"conversation {conversation_id!r} has a turn that has not ended (run {holder!r}); nothing "
+                "was stored: ask again once it ended, or with double_texting 'queue' or 'cancel'"
+            )
+        if mode == "cancel":
+            for earlier in await asyncio.to_thread(order.ahead, conversation_id, run_id):
+                await self._cancel(earlier)
+        return True
+
+    async def _cancel(self, run_id: str) -> None:
+        with contextlib.suppress(InteractionError, NotFoundError):  # it ended meanwhile
+            run = await asyncio.to_thread(self.store.get_run, run_id)
+            await self.runs.cancel(run, "a newer message to the conversation cancelled it")
 
     def _prepare(
         self, owner: str, question: str, name: str, conversation: str | None, model: str | None
@@ -124,19 +168,24 @@ class AskJobs:
         )
         return copilot, copilot.prepare(question, name, conversation=conversation)
 
-    async def retry(self, owner: str, turn_id: str) -> Started:
+    async def retry(self, owner: str, turn_id: str, *, double_texting: DoubleTexting = "reject") -> Started:
         """Ask a finished turn's question again, about the same source, in the same conversation.
 
         Raises:
             NotFoundError: no such turn for this owner, or its source is gone.
-            InteractionError: the turn is still running.
+            InteractionError: the turn is still running (or, with ``reject``, another turn of its
+                conversation is).
         """
         record = await asyncio.to_thread(self._finished, owner, turn_id)
-        return await self.start(owner, record.question, record.source or BUILTIN, record.conversation_id)
+        return await self.start(
+            owner,
+            record.question,
+            record.source or BUILTIN,
+            record.conversation_id,
+            double_texting=double_texting,
+        )
 
     def _finished(self, owner: str, turn_id: str) -> TurnRecord:
-        from plangate.errors import InteractionError
-
         try:
             return Conversations(self.store).get_turn(turn_id, owner=owner)
         except NotFoundError:
@@ -184,7 +233,9 @@ class AskJobs:
         return {"conversation": _conversation_view(found), "turns": turns}
 
     def _running_runs(self, owner: str) -> list[RunRecord]:
-        return self.store.list_runs(kind="ask", status="running", owner=owner, limit=_RUNNING_PAGE).items
+        """The owner's turns not stored yet: running, or queued behind another turn of their conversation."""
+        statuses: list[RunStatus] = ["queued", "running"]
+        return self.store.list_runs(kind="ask", status=statuses, owner=owner, limit=_RUNNING_PAGE).items
 
     def _running_run(self, owner: str, *, turn_id: str) -> RunRecord | None:
         return next((run for run in self._running_runs(owner) if run.input.get("turn_id") == turn_id), None)
@@ -219,7 +270,7 @@ class AskJobs:
             "conversation_id": str(given.get("conversation_id", "")),
             "run_id": run.id,
             "question": str(given.get("question", run.name)),
-            "status": "running",
+            "status": "queued" if run.status == "queued" else "running",
             "reason": "",
             "answer": "",
             "result": {"columns": [], "rows": []},

@@ -21,8 +21,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from plangate.engines import ProcessEngines
 from plangate.runs import Runs
+from plangate.runs.quotas import LimitsOf
+from plangate.runs.webhooks.deliver import DeliverySettings
 from plangate.server._asks import AskJobs
-from plangate.server._limits import RateLimits
 from plangate.server._model_info import ModelInfo
 from plangate.server._problems import Problem
 from plangate.server._sources import SourceRegistry
@@ -49,6 +50,9 @@ class Services:
         sources: the data sources owners registered (what copilot turns may ask about).
         asks: starts and shows copilot turns.
         model: the model runs use when they name none, as ``GET /v1/info`` tells of it.
+        limits: each owner's limits.
+        webhooks: how webhook deliveries are made (``allow_private`` also decides which URLs may be
+            registered).
     """
 
     store: Store
@@ -62,7 +66,8 @@ class Services:
     pepper: bytes | None = None
     search_paths: list[Path] = field(default_factory=list)
     model: ModelInfo = field(default_factory=lambda: ModelInfo(None))
-    limits: RateLimits = field(default_factory=RateLimits)
+    limits: LimitsOf = field(default_factory=lambda: LimitsOf(None))
+    webhooks: DeliverySettings = field(default_factory=DeliverySettings)
 
 
 async def services(request: Request) -> Services:

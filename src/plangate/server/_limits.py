@@ -2,13 +2,11 @@
 
 For: an ASGI middleware that answers 413 when ``Content-Length`` says the body is too large, and otherwise
 reads the body itself, counting the bytes as they stream in (a chunked request declares no length), and
-hands the application the body it read; and ``RateLimits``, the requests per minute each owner may make
-(counted in ``_rate.py``). Not for: limits on responses or on event streams.
+hands the application the body it read. Not for: limits on responses or on event streams, or owners' limits
+(``_rate.py``, ``plangate.runs.quotas``).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -83,21 +81,4 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class RateLimits:
-    """How many requests an owner may make in a minute.
-
-    Attributes:
-        requests_per_minute: the default, or None for no limit.
-        owners: overrides per owner (None: no limit for that owner).
-    """
-
-    requests_per_minute: int | None = None
-    owners: dict[str, int | None] = field(default_factory=dict)
-
-    def of(self, owner: str) -> int | None:
-        """The limit of ``owner``."""
-        return self.owners.get(owner, self.requests_per_minute)
-
-
-__all__ = ["MAX_BODY", "BodyLimit", "RateLimits"]
+__all__ = ["MAX_BODY", "BodyLimit"]

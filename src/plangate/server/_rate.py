@@ -1,10 +1,11 @@
 """Requests per minute, per owner, counted in the store so that every server on it holds one limit.
 
-For: ``RateLimits`` (the default of ``[limits] requests_per_minute`` and the overrides of
-``[limits.owners.NAME]``), ``RequestCounts`` (one minute's count per owner, in a table of its own: the
+For: ``RequestCounts`` (one minute's count per owner, in a table of its own: the
 ``limits`` component) and ``LimitedOwnerDep``, the owner of a request that counts against its limit
 (``POST /v1/runs``, ``POST /v1/ask``, interaction answers): over it, a 429 with ``Retry-After`` (the seconds
-to the next minute) and nothing done. Not for: body sizes (``_limits.py``).
+to the next minute) and nothing done. The limit is the owner's ``requests_per_minute`` (``[limits]``, its
+``[limits.owners.NAME]``, or what ``plangate owner set`` stored: ``plangate.runs.quotas``). Not for: body
+sizes (``_limits.py``) or the other limits (runs at once, daily budgets: ``plangate.runs.quotas``).
 
 A minute is a fixed window (``floor(now / 60)``); each request adds one to its owner's count of the minute in
 one statement (an insert that adds on a taken key), so of N racing requests exactly ``limit`` pass, whichever
@@ -19,7 +20,6 @@ from typing import Annotated
 from fastapi import Depends
 
 from plangate.server._deps import OwnerDep, ServicesDep
-from plangate.server._limits import RateLimits
 from plangate.server._problems import Problem
 from plangate.store import Store
 from plangate.store.ddl import INTEGER, REAL, TEXT, Column, Create, Table
@@ -82,7 +82,7 @@ def limited_owner(services: ServicesDep, owner: OwnerDep) -> str:
     Raises:
         Problem: 429 with ``Retry-After`` when the owner made its limit's worth of requests this minute.
     """
-    limit = services.limits.of(owner)
+    limit = services.limits(owner).requests_per_minute
     if limit is None:
         return owner
     wait = RequestCounts(services.store).hit(owner, limit)
@@ -99,4 +99,4 @@ def limited_owner(services: ServicesDep, owner: OwnerDep) -> str:
 
 LimitedOwnerDep = Annotated[str, Depends(limited_owner)]
 
-__all__ = ["COMPONENT", "WINDOW", "LimitedOwnerDep", "RateLimits", "RequestCounts", "limited_owner"]
+__all__ = ["COMPONENT", "WINDOW", "LimitedOwnerDep", "RequestCounts", "limited_owner"]

@@ -14,7 +14,8 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-import plangate.copilot._conversations  # noqa: F401  (registers the turns' part of a prune)
+import plangate.copilot._conversations  # registers the turns' part of a prune
+import plangate.runs.webhooks  # noqa: F401  (registers the deliveries' part of a prune)
 from plangate._offloop import off_loop
 from plangate.store import Store, retention
 

@@ -16,29 +16,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from plangate import __version__
+from plangate._offloop import off_loop
 from plangate.config import BudgetConfig, ModelPrice
 from plangate.engines import build as build_engines
 from plangate.errors import ConfigError
 from plangate.models import Model
 from plangate.runs import Runs
 from plangate.runs.executor import Queue
+from plangate.runs.operations import Operations
+from plangate.runs.quotas import LimitSettings, LimitsOf
+from plangate.runs.scheduler import TICK
 from plangate.runs.telemetry import metrics
+from plangate.runs.webhooks.deliver import Deliverer, DeliverySettings
 from plangate.server._asks import AskJobs
 from plangate.server._deps import Services
 from plangate.server._headers import SecurityHeaders
-from plangate.server._limits import MAX_BODY, BodyLimit, RateLimits
+from plangate.server._limits import MAX_BODY, BodyLimit
 from plangate.server._model_info import ModelInfo
 from plangate.server._problems import install
 from plangate.server._retention import Retention, prune_every
-from plangate.server._schedules import TICK, Scheduler
 from plangate.server._sources import DeclaredSource, SourceRegistry
 from plangate.server.broadcast import Broadcaster
 from plangate.server.routes import ROUTERS
@@ -88,7 +94,9 @@ def create_app(
     retention: Retention | None = None,
     schedules: bool = True,
     schedule_tick: float = TICK,
-    limits: RateLimits | None = None,
+    schedule_grace: float | None = None,
+    limits: LimitSettings | None = None,
+    webhooks: DeliverySettings | None = None,
 ) -> FastAPI:
     """Build the HTTP API on ``store``; the caller keeps the store and closes it after the app stops.
 
@@ -116,8 +124,12 @@ def create_app(
         prices: what each model's tokens cost (``[prices]``), for agent runs' costs.
         budget: the budgets of agent runs whose request names none (``[budget]``).
         retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
-        schedules: fire the store's schedules (``server/_schedules.py``), every ``schedule_tick`` seconds.
-        limits: the requests per minute each owner may make (``server/_rate.py``); None: no limit.
+        schedules: fire the store's schedules (``runs/scheduler.py``); every ``schedule_tick`` seconds the
+            schedules are looked at and the free slots of owners' runs handed out (``runs/operations.py``);
+            ``schedule_grace``: how late a slot may fire and still be on time.
+        limits: each owner's limits (``[limits]``: requests per minute, runs at once, daily budgets, double
+            texting; ``runs/quotas``), overridden per owner in the store; None: none.
+        webhooks: how webhook deliveries are made (``[webhooks]``; ``runs/webhooks``); None: the defaults.
     """
     registry = tools if tools is not None else ToolRegistry()
     paths = [Path(path) for path in search_paths]
@@ -154,7 +166,8 @@ def create_app(
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,
         model=ModelInfo(model, model_origin),
-        limits=limits or RateLimits(),
+        limits=LimitsOf(store, limits),
+        webhooks=webhooks or DeliverySettings(),
     )
 
     with contextlib.suppress(ConfigError):
@@ -163,14 +176,15 @@ def create_app(
         waiting = getattr(queue, "waiting", None)
         if waiting is not None:
             counted.watch_queue(waiting)
-    scheduler = Scheduler(store, engines.formulas, runs, tick=schedule_tick) if schedules else None
+    create = engines.formulas.create if schedules else None
+    operations = Operations(store, create, services.limits, grace=schedule_grace)
     lifespan = _lifespan(
         services,
         recover=recover,
         sweep=recover and queue is not None,
         vet=bool(sources),
         retention=retention,
-        scheduler=scheduler,
+        operations=(operations, schedule_tick),
     )
     app = FastAPI(title="plangate", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     app.state.services = services
@@ -191,10 +205,11 @@ def _lifespan(
     sweep: bool,
     vet: bool,
     retention: Retention | None,
-    scheduler: Scheduler | None,
+    operations: tuple[Operations, float],
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """What the app does when it starts and stops: the broadcaster, start-up recovery, the background
-    passes, and stopping every run task here (the runs stay in the store for the next start)."""
+    passes (schedules and owners' slots, webhook deliveries on a thread of their own), and stopping every
+    run task here (the runs stay in the store for the next start)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -212,13 +227,14 @@ def _lifespan(
             background.append(asyncio.create_task(_vet_sources(services.sources)))
         if retention is not None:
             background.append(asyncio.create_task(prune_every(services.store, retention)))
-        if scheduler is not None:
-            background.append(asyncio.create_task(scheduler.forever()))
+        background.append(asyncio.create_task(_operations(services.runs, *operations)))
+        deliveries = _deliveries(services)
         try:
             yield
         finally:
             for task in background:
                 task.cancel()
+            await deliveries()
             await services.runs.close()
             await services.broadcaster.stop()
 
@@ -246,6 +262,42 @@ async def _sweep(runs: Runs, every: float = _SWEEP_EVERY) -> None:
             await runs.recover()
         except Exception as exc:  # a store that is down: the next pass tries again
             logger.warning("recovery pass failed: %s: %s", type(exc).__name__, exc)
+
+
+async def _operations(runs: Runs, operations: Operations, every: float) -> None:
+    """Fire the schedules and hand out owners' free slots every ``every`` seconds, starting the runs each
+    pass says; a failed pass is logged and the next one tries again."""
+    while True:
+        try:
+            for run_id in await off_loop(operations.run_pass):
+                await runs.advance(run_id)
+        except Exception as exc:
+            logger.warning("schedules and slots pass failed: %s: %s", type(exc).__name__, exc)
+        await asyncio.sleep(every)
+
+
+def _deliveries(services: Services) -> Callable[[], Coroutine[Any, Any, None]]:
+    """Start delivering webhooks on a thread of its own; returns what stops it (the attempts in flight
+    finish first)."""
+    try:
+        deliverer = Deliverer(services.store, services.webhooks)
+    except ConfigError as exc:  # a store without a database (a test double): nothing to deliver
+        logger.info("no webhooks on this store: %s", exc)
+        return _nothing
+    stop = threading.Event()
+    thread = threading.Thread(target=deliverer.forever, args=(stop,), name="plangate-webhooks", daemon=True)
+    thread.start()
+
+    async def stopped() -> None:
+        stop.set()
+        await asyncio.to_thread(thread.join, 60)
+        await asyncio.to_thread(deliverer.close)
+
+    return stopped
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def _vet_sources(registry: SourceRegistry) -> None:

@@ -163,6 +163,10 @@ class AskRequest(_Request):
     ] = None
     model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     """The copilot model's spec; default: the server's model."""
+    double_texting: Literal["reject", "queue", "cancel"] | None = None
+    """When a turn of the conversation still runs: ``reject`` (409), ``queue`` (this one runs after it),
+    ``cancel`` (that one is cancelled, this one runs after); default: the server's ``[limits]
+    double_texting``."""
 
 
 class SourceRequest(_Request):

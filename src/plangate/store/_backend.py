@@ -30,7 +30,7 @@ from plangate.events import Event
 from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store._migrate import Component
+from plangate.store._migrate import CommitHook, Component, commit_hooks
 from plangate.store._sql import Db
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
@@ -192,7 +192,7 @@ class Backend(ABC):
                 raise self._no_run(run_id)
             if fence is not None:
                 leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-            tx = StoreTransaction(db, row, self._clock, heard=self._heard())
+            tx = StoreTransaction(db, row, self._clock, heard=self._heard(), hooks=self.database.hooks)
             self._local.tx_run = run_id
             try:
                 yield tx
@@ -531,11 +531,17 @@ class StoreDatabase:
     """The ``Database`` a backend offers repositories: its connections, clock and location, and the
     migrations of their components, run once per store object."""
 
-    __slots__ = ("_backend", "_migrated")
+    __slots__ = ("_backend", "_hooks", "_migrated")
 
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self._migrated: set[str] = set()
+        self._hooks: tuple[CommitHook, ...] = ()
+
+    @property
+    def hooks(self) -> tuple[CommitHook, ...]:
+        """The ``on_commit`` hooks of the components this store brought up to date."""
+        return self._hooks
 
     @property
     def dialect(self) -> Dialect:
@@ -570,6 +576,7 @@ class StoreDatabase:
     def migrated(self, names: set[str]) -> None:
         """Note that the components ``names`` are up to date (the store migrated them as it opened)."""
         self._migrated.update(names)
+        self._hooks = commit_hooks(self._migrated)
 
     def migrate(self, component: Component) -> None:
         """Bring ``component``'s tables up to date, the first time this store object is asked to."""
@@ -577,6 +584,7 @@ class StoreDatabase:
         if component.name not in self._migrated:
             self._backend._migrate(component)
             self._migrated.add(component.name)
+            self._hooks = commit_hooks(self._migrated)
 
 
 def run_exists(db: Db, run_id: str) -> bool:

@@ -8,21 +8,31 @@ and left unchanged. A backend provides a ``SchemaConnection`` (its dialect, its 
 
 The core's version is the one row of ``schema_version``, where every release looks for it; each other
 component's is its row of ``schema_versions`` (core migration 7). A store brings the core and every
-component registered so far up to date when it opens (``open_schema``). A component opened on a store for the
-first time finds no row: its first migration is then ``FromCore`` (the tables the core made for it before
-it kept a list of its own), checked and recorded as its version 1, with nothing written or lost.
+component registered so far up to date when it opens (``open_schema``). A component opened on a store for
+the first time finds no row: its first migration is then ``FromCore`` (the tables the core made for it
+before it kept a list of its own), checked and recorded as its version 1, with nothing written or lost. A
+component may hook into runs' transactions (``on_commit``: what it writes there commits with the run's
+change), on the stores that have its tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 from plangate.errors import ConfigError, SchemaVersionError, StoreError
 from plangate.store._schema import MIGRATIONS
+from plangate.store._sql import Db
+from plangate.store.base import RunChange
 from plangate.store.ddl import INTEGER, Dialect, FromCore, Migration, statements
+
+CommitHook = Callable[[Db, RunChange], None]
+"""Called inside a run's transaction, on its connection, just before it commits, when the transaction set a
+terminal status (the run ends, or ended already) or opened an interaction: what a component writes there
+commits with the run's change or not at all (an outbox row, a counter). It must be quick; what it raises
+rolls the run's transaction back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +46,7 @@ class Component:
 
     name: str
     migrations: tuple[Migration, ...]
+    on_commit: CommitHook | None = None
 
     @property
     def version(self) -> int:
@@ -76,6 +87,16 @@ def open_schema(conn: SchemaConnection, where: str) -> set[str]:
     for component in components:
         migrate(conn, component, where)
     return {component.name for component in components}
+
+
+def commit_hooks(migrated: Collection[str]) -> tuple[CommitHook, ...]:
+    """The ``on_commit`` hooks of the registered components among ``migrated`` (those a store brought up to
+    date: a hook writes only to tables its store has)."""
+    return tuple(
+        component.on_commit
+        for name, component in _REGISTERED.items()
+        if component.on_commit is not None and name in migrated
+    )
 
 
 class SchemaConnection(Protocol):
@@ -182,4 +203,13 @@ def _refuse_newer(found: int, component: Component, where: str) -> None:
     )
 
 
-__all__ = ["CORE", "Component", "SchemaConnection", "migrate", "open_schema", "register"]
+__all__ = [
+    "CORE",
+    "CommitHook",
+    "Component",
+    "SchemaConnection",
+    "commit_hooks",
+    "migrate",
+    "open_schema",
+    "register",
+]

@@ -11,7 +11,9 @@ still records the ``seq`` of the last event committed with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
@@ -27,12 +29,17 @@ from plangate.store.base import (
     Interaction,
     Receipt,
     ReceiptSource,
+    RunChange,
     RunRecord,
     RunStatus,
     WriteIntent,
     WriteIntentConflict,
 )
 from plangate.store.encoded import EncodedObject
+from plangate.vocab import TERMINAL_STATUSES
+
+if TYPE_CHECKING:
+    from plangate.store._migrate import CommitHook
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, payload, at) VALUES (?, ?, ?, ?, ?)"
 _UPSERT_SNAPSHOT = (
@@ -50,10 +57,20 @@ def _stored(event: Event, run_id: str, seq: int, at: float) -> Event:
 class StoreTransaction:
     """A ``Transaction`` on one run; made by the store's ``transaction()``, which holds the run's lock."""
 
-    def __init__(self, db: Db, run_row: rows.Row, clock: Callable[[], float], *, heard: bool = True) -> None:
+    def __init__(
+        self,
+        db: Db,
+        run_row: rows.Row,
+        clock: Callable[[], float],
+        *,
+        heard: bool = True,
+        hooks: tuple[CommitHook, ...] = (),
+    ) -> None:
         """``heard``: somebody hears of the commit (a subscriber, a notify channel), so each event is kept as
         stored, for the notice; else each is kept as given and made as stored only if ``events`` is read
-        (fewer objects alive for the garbage collector to scan while a large transaction is built)."""
+        (fewer objects alive for the garbage collector to scan while a large transaction is built).
+        ``hooks``: the components' ``on_commit`` hooks, called in ``finish`` when the transaction set a
+        terminal status or opened an interaction."""
         self._db = db
         self._run_row = run_row
         self._run_id: str = run_row["id"]
@@ -66,6 +83,9 @@ class StoreTransaction:
         self._snapshot: tuple[int, str] | None = None
         self._status: RunStatus | None = None
         self._outcome: str | None = None
+        self._outcome_value: dict[str, JsonValue] | None = None
+        self._opened: list[Interaction] = []
+        self._hooks = hooks
         self._dirty = False
         self._open = True
 
@@ -146,6 +166,8 @@ class StoreTransaction:
         check.choice(status, check.RUN_STATUSES, "set_status: status")
         if outcome is not None:
             self._outcome = check.json_object(outcome, "set_status: outcome")
+            if self._hooks:
+                self._outcome_value = json.loads(self._outcome)
         self._status = status
         self._dirty = True
 
@@ -257,6 +279,7 @@ class StoreTransaction:
                 interaction.created_at,
             ),
         )
+        self._opened.append(interaction)
         self._dirty = True
         return interaction
 
@@ -401,6 +424,11 @@ class StoreTransaction:
             values.append(self._outcome)
         values.append(self._run_id)
         self._db.run(f"UPDATE runs SET {assignments} WHERE id = ?", values)
+        # only a run's end and a person asked are acted on: the commits between pay one comparison
+        if self._hooks and (self._opened or self._status in TERMINAL_STATUSES):
+            change = RunChange(self.run, self._status, self._outcome_value, tuple(self._opened), now)
+            for hook in self._hooks:
+                hook(self._db, change)
 
     def close(self) -> None:
         """End the transaction object's life; later calls fail."""

@@ -187,6 +187,31 @@ class Commit:
     status: RunStatus | None
 
 
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """What a run's transaction changed that a component may act on inside it (``Component.on_commit``): it
+    set a terminal status, or opened an interaction.
+
+    Attributes:
+        run: the run as it was when the transaction began.
+        status: the status the transaction set, or None.
+        outcome: the outcome set with it, or None.
+        opened: the interactions the transaction opened.
+        at: the store's clock as the transaction ends.
+    """
+
+    run: RunRecord
+    status: RunStatus | None
+    outcome: JsonObject | None
+    opened: tuple[Interaction, ...]
+    at: float
+
+    @property
+    def ended(self) -> bool:
+        """Whether the transaction ended the run (a terminal status set on a run that had none)."""
+        return self.status in TERMINAL_STATUSES and self.run.status not in TERMINAL_STATUSES
+
+
 Subscriber = Callable[[Commit], None]
 """Called after each commit (in the committing thread for this store object's own); must be quick and must
 not raise."""

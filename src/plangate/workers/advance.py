@@ -5,9 +5,10 @@ its own flags and config, never from stored data) and ``Advancer``, which handle
 is only a hint: the store says whether the run needs advancing (``due``), and the lease says who may. A
 message for a run that ended, that waits on a person with nothing new, or whose lease another live worker
 holds is dropped (a duplicate, a re-delivery after the visibility timeout, a late copy from the reaper);
-the run is never advanced twice at once. A sub-run is advanced through its root, which adopts it. Each kind
-of run is advanced by its engine (``plangate.engines``), and a kind workers do not advance (a copilot
-turn: it runs where it was asked) is dropped. Not for: Celery (``worker.py``) or finding runs nobody
+the run is never advanced twice at once; a run waiting for a slot of its owner's (``runs_at_once``) is not
+started. A sub-run is advanced through its root, which adopts it. Each kind of run is advanced by its engine
+(``plangate.engines``), and a kind workers do not advance (a copilot turn: it runs where it was asked) is
+dropped. Not for: Celery (``worker.py``) or finding runs nobody
 advances (``reaper.py``).
 """
 
@@ -22,6 +23,8 @@ from plangate.config import load_config
 from plangate.engines import ProcessEngines, build
 from plangate.errors import ConfigError, NotFoundError, PlangateError, RunLeased, UserError
 from plangate.models import Model, resolve_model
+from plangate.runs.quotas import Admissions, LimitSettings
+from plangate.runs.webhooks.deliver import DeliverySettings
 from plangate.store import RunRecord, Store, open_store
 from plangate.tools import Tool, ToolRegistry
 from plangate.tools.specs import load_tools
@@ -61,6 +64,11 @@ class WorkerSettings:
             with those of ``tools``.
         registry: tools given in code, offered with those of ``tools`` (embedding a worker).
         model_object: a model given in code, used as ``model`` is (embedding a worker; a test double).
+        operations_every: seconds between two passes of the schedules and the owners' slots (0: none).
+        schedules: fire the store's schedules (``plangate.runs.scheduler``).
+        schedule_grace: how late a slot may fire and still be on time (None: the scheduler's default).
+        limits: plangate.toml's ``[limits]`` (the runs at once of a schedule's runs, the daily budgets).
+        webhooks: how webhook deliveries are made (``[webhooks]``); None: this worker makes none.
     """
 
     store: str
@@ -77,6 +85,11 @@ class WorkerSettings:
     config: str | None = None
     registry: ToolRegistry | None = field(default=None, compare=False)
     model_object: Model | None = field(default=None, compare=False)
+    operations_every: float = 0.5
+    schedules: bool = True
+    schedule_grace: float | None = None
+    limits: LimitSettings | None = None
+    webhooks: DeliverySettings | None = field(default_factory=DeliverySettings)
 
 
 class Advancer:
@@ -139,10 +152,14 @@ class Advancer:
             self._model = resolve_model(self.settings.model)
         return self._model
 
-    def close(self) -> None:
+    def close_tools(self) -> None:
+        """Stop the MCP servers this advancer started (its store stays open)."""
         if self._mcp is not None:
             self._mcp.close()
             self._mcp = None
+
+    def close(self) -> None:
+        self.close_tools()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -166,6 +183,8 @@ class Advancer:
         # an answered sub-run (or agent step's agent) is due while its root still waits for it
         if not engines.of(root).due(root) and (run.id == root.id or not engines.of(run).due(run)):
             return f"dropped {run_id}: {root.status}, nothing to advance"
+        if root.status == "queued" and not _may_start(store, root.id):
+            return f"dropped {run_id}: it waits for a slot of owner {root.owner!r}"
         try:
             status = await engines.of(root).advance(root.id)
         except RunLeased as exc:
@@ -185,6 +204,13 @@ class Advancer:
             tool_specs=list(self.settings.tools),
             lease_ttl=self.settings.lease_ttl,
         )
+
+
+def _may_start(store: Store, run_id: str) -> bool:
+    try:
+        return Admissions(store).may_start(run_id)
+    except ConfigError:
+        return True  # a store double: no slots
 
 
 def due(store: Store, run: RunRecord) -> bool:

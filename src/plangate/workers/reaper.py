@@ -7,7 +7,8 @@ the run and the next worker takes the lease over, within the lease's ttl plus on
 runs whose message was lost (a Redis restarted without persistence, a publish that failed): queued or
 running runs with no lease, as soon as the queue is empty, else after a grace period (they may still be in
 the queue); and, less often, waiting runs their engine says are due (answered while nobody enqueued them). A
-sub-run is enqueued (and advanced through its root) only while nobody advances its root. A run whose root is
+sub-run is enqueued (and advanced through its root) only while nobody advances its root; a run waiting for a
+slot of its owner's (``runs_at_once``) is not, until it is admitted. A run whose root is
 of a kind no worker advances (a copilot turn's runs: the server that took the question ends them) is never
 enqueued. Every worker runs one; their duplicates are dropped by the lease. Not for: advancing runs
 (``advance.py``).
@@ -21,7 +22,9 @@ import time
 from collections.abc import Callable, Iterator
 
 from plangate.engines import build
+from plangate.errors import ConfigError
 from plangate.runs import Engines
+from plangate.runs.quotas import Admissions
 from plangate.store import TERMINAL_STATUSES, RunRecord, RunStatus, Store
 from plangate.store.run_lease import holder_is_gone
 from plangate.workers.queue import RunQueue
@@ -31,8 +34,6 @@ logger = logging.getLogger("plangate.workers")
 _PAGE = 500
 #: One pass in this many also looks at waiting runs (answered while no message was sent).
 _WAITING_EVERY = 15
-
-
 
 
 class Reaper:
@@ -78,7 +79,10 @@ class Reaper:
         statuses: tuple[RunStatus, ...] = ("queued", "running")
         if self._passes % _WAITING_EVERY == 1:
             statuses = (*statuses, "waiting")
+        waiting = self._waiting_for_slots()
         for run in self._runs(statuses):
+            if run.id in waiting:
+                continue  # it waits for a slot of its owner's: the slots' pass starts it (quotas)
             why = self._orphaned(run, now)
             if why is None or (run.parent_run_id is not None and self._root_held(run, now)):
                 continue
@@ -103,6 +107,12 @@ class Reaper:
                 self.reap()
             except Exception as exc:  # a store or broker that is down: the next pass tries again
                 logger.warning("reaper: pass failed: %s: %s", type(exc).__name__, exc)
+
+    def _waiting_for_slots(self) -> set[str]:
+        try:
+            return Admissions(self.store).waiting()
+        except ConfigError:
+            return set()  # a store double: no slots
 
     def _orphaned(self, run: RunRecord, now: float) -> str | None:
         """Why nobody advances ``run`` now (None: someone does, or nobody needs to)."""

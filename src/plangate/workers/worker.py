@@ -2,12 +2,13 @@
 
 For: building the worker's Celery application (the one task, ``plangate.advance``), giving each worker
 process its own store connections (opened after the fork, never shared with the parent), and running the
-reaper in the worker's main process. Not for: what advancing does (``advance.py``) or which runs are
-orphaned (``reaper.py``).
+background threads in the worker's main process. Not for: what advancing does (``advance.py``) or which
+runs are orphaned (``reaper.py``).
 
 Each task runs one advance to completion in the worker process that took it (``asyncio.run``); the pool
 is Celery's default (prefork), so a crash of one process loses only its own run's work in flight, which
-its lease then hands to another worker.
+its lease then hands to another worker. The main process runs the reaper, the schedules, the owners' slots
+and webhook deliveries on threads of its own (``_background.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 from typing import Any
 
 from celery import signals
@@ -23,23 +23,23 @@ from celery import signals
 from plangate.runs.telemetry import metrics
 from plangate.runs.telemetry.logs import JsonFormatter
 from plangate.workers._app import ADVANCE_TASK, QUEUE, celery_app
+from plangate.workers._background import Background
 from plangate.workers.advance import Advancer, WorkerSettings
 from plangate.workers.queue import RunQueue
-from plangate.workers.reaper import Reaper
 
 logger = logging.getLogger("plangate.workers")
 
 
 class _Process:
     """What one worker process holds: its advancer (made in the process that uses it) and, in the main
-    process, the reaper."""
+    process, the background threads (the reaper, the schedules and slots, webhook deliveries)."""
 
     def __init__(self, settings: WorkerSettings) -> None:
         self.settings = settings
         self._advancer: Advancer | None = None
         self._pid = 0
-        self._stop = threading.Event()
-        self._reaper: threading.Thread | None = None
+        self._background: Background | None = None
+        self._main = os.getpid()
 
     def advancer(self) -> Advancer:
         if self._advancer is None or self._pid != os.getpid():
@@ -50,23 +50,15 @@ class _Process:
             self._pid = os.getpid()
         return self._advancer
 
-    def start_reaper(self) -> None:
-        if self._reaper is not None or self.settings.reap_every <= 0:
-            return
-        from plangate.store import open_store
-
-        reaper = Reaper(
-            open_store(self.settings.store),
-            RunQueue(self.settings.broker, visibility_timeout=self.settings.visibility_timeout),
-            every=self.settings.reap_every,
-            grace=self.settings.unleased_grace,
-        )
-        thread = threading.Thread(target=reaper.run, args=(self._stop,), name="plangate-reaper", daemon=True)
-        self._reaper = thread
-        thread.start()
+    def start_background(self) -> None:
+        if self._background is None:
+            self._background = Background(self.settings)
+            self._background.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        if self._background is not None and self._main == os.getpid():
+            self._background.stop()
+            self._background = None
         if self._advancer is not None and self._pid == os.getpid():
             self._advancer.close()
 
@@ -85,7 +77,7 @@ def build_app(settings: WorkerSettings) -> Any:
         return line
 
     def on_ready(**_: object) -> None:
-        process.start_reaper()
+        process.start_background()
 
     def on_shutdown(**_: object) -> None:
         process.stop()

@@ -1,5 +1,5 @@
 """The HTTP routes, one module per resource: runs, events, interactions, formulas and tools,
-health, copilot turns (ask, turns, conversations), data sources, schedules and metrics.
+health, copilot turns (ask, turns, conversations), data sources, schedules, webhooks, limits and metrics.
 
 For: declaring endpoints and turning requests into calls on the server's services. Not for: executing runs
 (``supervisor.py``) or fanning out events (``broadcast.py``).
@@ -13,10 +13,12 @@ from plangate.server.routes import (
     formulas,
     health,
     interactions,
+    limits,
     metrics,
     runs,
     schedules,
     sources,
+    webhooks,
 )
 
 ROUTERS = (
@@ -29,6 +31,8 @@ ROUTERS = (
     sources.router,
     metrics.router,
     schedules.router,
+    webhooks.router,
+    limits.router,
 )
 """Every router, in the order the OpenAPI document lists them."""
 

@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from plangate.errors import ConfigError
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
+from plangate.server._quotas import budget_left
 from plangate.server._rate import LimitedOwnerDep
 from plangate.server.schemas import AskRequest
 
@@ -36,7 +37,11 @@ _TURN_ID = r"^turn_[A-Za-z0-9_-]{1,64}$"
     summary="Ask a question about a data source: starts a copilot turn on the server",
     responses={
         404: {"description": "The source or the conversation is not the caller's."},
-        429: {"description": "The caller made its requests per minute; Retry-After says when to retry."},
+        409: {"description": "A turn of the conversation has not ended (double_texting 'reject')."},
+        429: {
+            "description": "The caller made its requests per minute, or spent its daily budget; "
+            "Retry-After says when to retry."
+        },
         422: {"description": "An empty or too long question, an unknown field, an unusable model."},
         503: {"description": "The request names no model and the server's cannot run here."},
     },
@@ -46,11 +51,19 @@ async def ask(
 ) -> dict[str, JsonValue]:
     """Start a turn: the question becomes a checked, run and reviewed formula, retried once if the review
     says so. Answers at once with ``turn_id``, ``run_id`` and ``conversation_id``; follow the run's events
-    (``events``), then read the turn (``turn``)."""
+    (``events``), then read the turn (``turn``). While a turn of the conversation has not ended, the new one
+    is refused (409), waits after it (``status``: ``queued``), or cancels it first, as ``double_texting`` (or
+    the server's ``[limits] double_texting``) says: one turn writes a conversation at a time."""
+    limits = await run_in_threadpool(budget_left, services, owner)
     await run_in_threadpool(services.model.require, body.model)
     try:
         started = await services.asks.start(
-            owner, body.question, body.source, body.conversation_id, body.model
+            owner,
+            body.question,
+            body.source,
+            body.conversation_id,
+            body.model,
+            double_texting=body.double_texting or limits.double_texting,
         )
     except ConfigError as exc:
         raise Problem(422, "invalid-ask", str(exc)) from None
@@ -64,8 +77,9 @@ async def ask(
 )
 def get_turn(turn_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The turn as stored (``status``: done, partial, unusable, failed, cancelled), or ``running`` with the
-    attempts finished so far; ``chart`` says how to draw ``result`` when it is a series (else null);
-    ``runs`` are the formula runs its attempts started."""
+    attempts finished so far (``queued``: it waits for the turn before it in its conversation); ``chart``
+    says how to draw ``result`` when it is a series (else null); ``runs`` are the formula runs its attempts
+    started."""
     return {"turn": services.asks.turn(owner, turn_id)}
 
 
@@ -78,7 +92,8 @@ def get_turn(turn_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, 
 )
 async def retry_turn(turn_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """A new turn with the same question, source and conversation (the old one stays as it was)."""
-    started = await services.asks.retry(owner, turn_id)
+    limits = await run_in_threadpool(budget_left, services, owner)
+    started = await services.asks.retry(owner, turn_id, double_texting=limits.double_texting)
     return started.view(retry_of=turn_id)
 
 

@@ -26,6 +26,7 @@ from plangate.runs.diff import diff_runs
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server._public import public_text
+from plangate.server._quotas import budget_left, queue_position
 from plangate.server._rate import LimitedOwnerDep
 from plangate.server.schemas import (
     AgentRunRequest,
@@ -45,16 +46,19 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 async def create_run(
     body: Annotated[RunRequest, Body()], services: ServicesDep, owner: LimitedOwnerDep
 ) -> dict[str, JsonValue]:
-    """Start a run; it executes in the background. A formula that does not pass check is a 422 listing the
-    issues, and nothing is stored."""
+    """Start a run; it executes in the background, or, when the owner has its ``runs_at_once`` going, waits
+    ``queued`` (in order; ``queue_position``) until one of them ends. A formula that does not pass check is a
+    422 listing the issues, and nothing is stored; an owner past its daily budget gets a 429 with
+    ``Retry-After``."""
+    limits = await run_in_threadpool(budget_left, services, owner)
     formulas = services.engines.formulas
     if isinstance(body, FormulaRunRequest):
         plan = await run_in_threadpool(_checked_plan, formulas.runner, body)
         run_id = await run_in_threadpool(formulas.create, plan, owner, always_execute=body.always_execute)
     else:
         run_id = await _start_agent(services, body, owner)
-    await services.runs.advance(run_id)
-    return {"run": run_view(await run_in_threadpool(services.store.get_run, run_id, owner=owner))}
+    await services.runs.start(run_id, owner=owner, runs_at_once=limits.runs_at_once)
+    return await run_in_threadpool(_started_view, services, run_id, owner)
 
 
 @router.get("", response_model=None, summary="List the caller's runs, newest first")
@@ -122,6 +126,7 @@ def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, Js
         "active": services.runs.active(run.id),
         "sub_runs": [_sub_run(child) for child in children.items],
         "sub_runs_more": children.next_cursor is not None,
+        "queue_position": queue_position(services, run.id) if run.status == "queued" else None,
     }
     data.update(_lineage(services.runs.lineage(run, owner=owner, limit=_SUB_RUNS)))
     data.update(_public_detail(services.runs.engine(run).describe(run)))
@@ -157,8 +162,9 @@ async def fork_run(
     is a 404; a point the run does not have, or a formula changed since without ``formula_changed``, a 409;
     a field the run's kind does not take, a 422."""
     request: dict[str, JsonValue] = body.model_dump(mode="json", exclude_none=True)
-    fork_id = await services.runs.fork(run_id, request, owner=owner)
-    return {"run": run_view(await run_in_threadpool(services.store.get_run, fork_id, owner=owner))}
+    limits = await run_in_threadpool(budget_left, services, owner)
+    fork_id = await services.runs.fork(run_id, request, owner=owner, runs_at_once=limits.runs_at_once)
+    return await run_in_threadpool(_started_view, services, fork_id, owner)
 
 
 @router.get(
@@ -177,6 +183,13 @@ def diff_two_runs(run_id: str, other_id: str, services: ServicesDep, owner: Owne
 
 
 _SUB_RUNS = 100
+
+
+def _started_view(services: ServicesDep, run_id: str, owner: str) -> dict[str, JsonValue]:
+    """A new run as its start answers: its record, and where it stands among its owner's waiting runs."""
+    data: dict[str, JsonValue] = {"run": run_view(services.store.get_run(run_id, owner=owner))}
+    data["queue_position"] = queue_position(services, run_id)
+    return data
 
 
 def _sub_run(run: RunRecord) -> dict[str, JsonValue]:

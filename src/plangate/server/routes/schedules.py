@@ -2,19 +2,23 @@
 
 For: listing, adding, pausing, resuming and deleting the caller's schedules, and a schedule's latest slots
 (which run each started, or why none). Every schedule belongs to its token's owner; others get 404. Not for:
-firing them (``server/_schedules.py``) or storing them (``runs/schedules.py``).
+firing them (``runs/scheduler.py``) or storing them (``runs/schedules.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from starlette.concurrency import run_in_threadpool
 
-from plangate.runs.schedules import Schedule, Schedules, parse_every
+from plangate.errors import NotFoundError
+from plangate.runs.schedules import Schedule, Schedules, Slot, next_slot, parse_every
 from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.store import Store
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"])
 
@@ -34,13 +38,25 @@ class ScheduleRequest(BaseModel):
     overlap: Literal["skip", "queue", "allow"] = "skip"
 
 
-def _view(schedule: Schedule) -> dict[str, JsonValue]:
-    return schedule.model_dump(mode="json")
+def _view(schedule: Schedule, now: float | None = None) -> dict[str, JsonValue]:
+    data: dict[str, JsonValue] = schedule.model_dump(mode="json")
+    data["next_slot"] = next_slot(schedule, time.time() if now is None else now)
+    return data
+
+
+def _slot(store: Store, slot: Slot) -> dict[str, JsonValue]:
+    data: dict[str, JsonValue] = slot.model_dump(mode="json")
+    status: str | None = None
+    if slot.run_id is not None:
+        with contextlib.suppress(NotFoundError):  # pruned since (or not stored yet)
+            status = store.get_run(slot.run_id).status
+    data["run_status"] = status
+    return data
 
 
 @router.get("", response_model=None, summary="List the caller's schedules")
 def list_schedules(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
-    """Oldest first, paused ones included."""
+    """Oldest first, paused ones included; ``next_slot``: when each fires next (null while paused)."""
     return {"items": [_view(s) for s in Schedules(services.store).listed(owner=owner)]}
 
 
@@ -70,10 +86,11 @@ async def add_schedule(
 @router.get("/{ref}", response_model=None, summary="A schedule and its latest slots")
 def get_schedule(ref: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """``slots``: newest first, each with its state (``fired``, ``skipped``, ``queued``, ``failed``), its run
-    and why."""
+    (``run_status``: where that run stands; null once pruned) and why."""
     schedules = Schedules(services.store)
     found = schedules.get(ref, owner=owner)
-    slots: list[JsonValue] = [slot.model_dump(mode="json") for slot in schedules.slots(found.id, limit=50)]
+    listed = schedules.slots(found.id, limit=50)
+    slots: list[JsonValue] = [_slot(services.store, slot) for slot in listed]
     return {"schedule": _view(found), "slots": slots}
 
 

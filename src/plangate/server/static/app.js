@@ -2,13 +2,15 @@
 // open interaction, and a formula run's steps), and the Ask view (ask.js). A static ES module page: no build
 // step, no framework, nothing fetched from outside the server it is served by. This module asks for the
 // token, keeps the runs list fresh (top-level runs; a run's sub-runs nested under it, shown on demand and for
-// the run on the page) and routes between runs (#/runs/<id>) and the Ask view (#/ask…).
+// the run on the page) and routes between runs (#/runs/<id>), the Ask view (#/ask…) and the Schedules view
+// (#/schedules…, schedules.js).
 
 import { api, getToken, onTokenNeeded, setToken } from "./api.js";
 import { AskView, askRoute } from "./ask.js";
 import { badge, clock, h, replace } from "./dom.js";
 import { $, clearError, itemsOf, onRunsChanged, showError } from "./page.js";
 import { RunView, currentRunId } from "./runview.js";
+import { SchedulesView, schedulesRoute } from "./schedules.js";
 import { initStartForms, loadFormulas, loadTools } from "./start.js";
 
 const POLL_MS = 2000;
@@ -234,17 +236,28 @@ function pollRuns() {
 
 const view = new RunView({ onLineage: (ids) => openLineage(ids) });
 const askView = new AskView();
+const schedulesView = new SchedulesView();
 
 function showView(name) {
   $("runs-view").hidden = name !== "runs";
   $("ask-view").hidden = name !== "ask";
-  for (const [link, which] of [["nav-runs", "runs"], ["nav-ask", "ask"]]) {
+  $("schedules-view").hidden = name !== "schedules";
+  for (const [link, which] of [["nav-runs", "runs"], ["nav-ask", "ask"], ["nav-schedules", "schedules"]]) {
     if (which === name) $(link).setAttribute("aria-current", "page");
     else $(link).removeAttribute("aria-current");
   }
 }
 
 function route() {
+  const schedule = schedulesRoute();
+  if (schedule !== undefined) {
+    showView("schedules");
+    if (view.id) view.showNone();
+    askView.hide();
+    schedulesView.open(schedule);
+    return;
+  }
+  schedulesView.hide();
   const conversation = askRoute();
   if (conversation !== undefined) {
     showView("ask");

@@ -1,9 +1,12 @@
-"""The scheduler every server runs: each schedule's due slots claimed, and their runs started, exactly once.
+"""The scheduler every server and every worker runs: each schedule's due slots claimed, and their runs
+created, exactly once.
 
-For: ``Scheduler`` (one pass over the active schedules: ``run_pass``; the background task: ``forever``).
-Every server on a store runs one and none is special: a slot's run starts only in the process that claimed
-the slot's row (``runs/schedules.py``), so servers that race start one run per slot. Not for: storing
-schedules (``runs/schedules.py``) or advancing the runs (the ``Runs`` facade: here, or on the workers).
+For: ``Scheduler``, one pass over the active schedules (``run_pass``), which returns the runs its caller
+starts: a server advances them (the ``Runs`` facade), a worker enqueues them. Every process on a store
+runs one and none is special: a slot's run is created only in the process that claimed the slot's row
+(``runs/schedules.py``), so processes that race create one run per slot. Not for: storing schedules
+(``runs/schedules.py``), the loop around the passes (``server/app.py``, ``workers/worker.py``) or
+creating a formula run (the ``create`` it is given: ``FormulaEngine.create``).
 
 A pass looks at the slots after a schedule's ``last_slot`` up to now. A slot at most ``grace`` seconds old is
 on time and fires; older ones were missed while nothing ran: with ``missed = "catch_up"`` the latest of them
@@ -12,21 +15,23 @@ fires, the run of the schedule's previous slot is looked at: still going, the sl
 fires once that run ended; one slot waits at most) or fired anyway, as the schedule's ``overlap`` says. A
 slot claimed by a process that died before it stored the run is given its run by the next pass (the run's
 id was named in the claim, so it is made once).
+
+Quotas: a slot whose owner spent its daily budget is skipped, saying so; a slot's run counts against its
+owner's ``runs_at_once`` as any other run (past it, it waits ``queued`` and starts when a slot frees).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import secrets
+from collections.abc import Mapping
+from typing import Protocol
 
 from pydantic import JsonValue
 
-from plangate._offloop import off_loop
 from plangate.errors import ConfigError, NotFoundError, UserError
-from plangate.formulas.engine import FormulaEngine
-from plangate.runs import Runs
+from plangate.runs.quotas import Admissions, DailyUsage, LimitsOf
 from plangate.runs.schedules import Schedule, Schedules, due_slots
 from plangate.store import TERMINAL_STATUSES, Store
 
@@ -40,48 +45,49 @@ ORPHAN_AFTER = 10.0
 """Seconds after which a claimed slot without its run is given one by another pass."""
 
 
+class CreateRun(Protocol):
+    """Stores a new formula run (``FormulaEngine.create``), ``queued``; returns its id.
+
+    Raises:
+        ConfigError: a run with ``run_id`` exists already.
+        UserError: the formula cannot be found, or does not pass check (nothing stored).
+    """
+
+    def __call__(
+        self,
+        formula: str,
+        owner: str,
+        *,
+        vars: Mapping[str, object] | None = None,
+        run_id: str | None = None,
+        schedule: Mapping[str, object] | None = None,
+    ) -> str: ...
+
+
 class Scheduler:
-    """Fires the schedules of ``store`` through ``formulas`` (which stores each run) and ``runs`` (which
-    advances it).
+    """Fires the schedules of ``store``, creating each slot's run with ``create``.
 
     Args:
-        tick: seconds between two passes.
         grace: how late a slot may fire and still be on time (``GRACE``).
+        limits: each owner's limits (daily budget, runs at once); None: none.
     """
 
     def __init__(
-        self,
-        store: Store,
-        formulas: FormulaEngine,
-        runs: Runs,
-        *,
-        tick: float = TICK,
-        grace: float | None = None,
+        self, store: Store, create: CreateRun, *, grace: float | None = None, limits: LimitsOf | None = None
     ) -> None:
         self.store = store
-        self.formulas = formulas
-        self.runs = runs
-        self.tick = tick
+        self.create = create
         self.grace = GRACE if grace is None else grace
+        self.limits = limits
         self._schedules: Schedules | None = None
 
-    async def forever(self) -> None:
-        """Pass after pass, every ``tick`` seconds, advancing each run a pass started; a failed pass is
-        logged and the next one tries again."""
-        while True:
-            try:
-                started = await off_loop(self.run_pass)
-                for run_id in started:
-                    await self.runs.advance(run_id)
-            except ConfigError as exc:  # a store without a database (a test double): nothing to schedule
-                logger.info("no schedules on this store: %s", exc)
-                return
-            except Exception as exc:
-                logger.warning("schedule pass failed: %s: %s", type(exc).__name__, exc)
-            await asyncio.sleep(self.tick)
-
     def run_pass(self) -> list[str]:
-        """One pass over the active schedules; the ids of the runs it stored."""
+        """One pass over the active schedules; the ids of the runs it stored that may start now (the caller
+        starts them; a run waiting for a slot of its owner is started when one frees).
+
+        Raises:
+            ConfigError: the store offers no database (a test double): it holds no schedules.
+        """
         if self._schedules is None:
             self._schedules = Schedules(self.store)
         schedules = self._schedules
@@ -105,6 +111,10 @@ class Scheduler:
     def _fire(self, schedules: Schedules, schedule: Schedule, slot: float, missed: int) -> list[str]:
         busy, queued = self._previous(schedules, schedule)
         run_id = "run_" + secrets.token_urlsafe(12)
+        over = self._over_budget(schedule.owner)
+        if over is not None:
+            schedules.claim(schedule, slot, "skipped", None, over)
+            return []
         if busy and (schedule.overlap == "skip" or (schedule.overlap == "queue" and queued)):
             why = "one slot waits already" if queued else "the run of an earlier slot was still going"
             schedules.claim(schedule, slot, "skipped", None, why)
@@ -159,16 +169,23 @@ class Scheduler:
             "missed_policy": schedule.missed,
         }
         try:
-            self.formulas.create(
-                schedule.formula, schedule.owner, vars=schedule.vars, run_id=run_id, schedule=origin
-            )
+            self.create(schedule.formula, schedule.owner, vars=schedule.vars, run_id=run_id, schedule=origin)
         except ConfigError as exc:
             if "exists already" in str(exc):
                 return []  # another pass gave the orphaned slot its run first
             return self._failed(schedules, schedule, slot, exc)
         except UserError as exc:
             return self._failed(schedules, schedule, slot, exc)
+        at_once = None if self.limits is None else self.limits(schedule.owner).runs_at_once
+        if at_once is not None and not Admissions(self.store).enter(run_id, schedule.owner, at_once):
+            return []  # it waits for a slot of its owner's
         return [run_id]
+
+    def _over_budget(self, owner: str) -> str | None:
+        if self.limits is None:
+            return None
+        over = DailyUsage(self.store).over_budget(owner, self.limits(owner))
+        return None if over is None else over.message(owner)
 
     def _failed(self, schedules: Schedules, schedule: Schedule, slot: float, exc: Exception) -> list[str]:
         logger.warning(
@@ -182,4 +199,4 @@ def _note(missed: int) -> str:
     return f"caught up {missed} missed slot(s)" if missed else ""
 
 
-__all__ = ["GRACE", "ORPHAN_AFTER", "TICK", "Scheduler"]
+__all__ = ["GRACE", "ORPHAN_AFTER", "TICK", "CreateRun", "Scheduler"]
