@@ -28,8 +28,8 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     return CliRunner()
 
 
-def _place(task: str) -> dict[str, object]:
-    arguments = {"task": task, "day": "wed", "slot": "09:00"}
+def _place(task: str, slot: str = "09:00") -> dict[str, object]:
+    arguments = {"task": task, "day": "wed", "slot": slot}
     return {"action": "continue", "tool_call": {"name": "place", "arguments": arguments}}
 
 
@@ -72,7 +72,8 @@ def test_an_agent_shows_a_duplicate_write_as_failed_with_its_code(cli: CliRunner
     done = {"action": "done", "speak": "The review is on Wednesday."}
     activate = {"name": "context_tools_add", "arguments": {"domain": "schedule", "packs": ["edit"]}}
     first = {"action": "continue", "tool_call": activate}
-    model = _script(tmp_path, first, _place("review"), _place("review"), done)
+    # placed, then placed again elsewhere (an identical call would not be asked again: repeated_write)
+    model = _script(tmp_path, first, _place("review"), _place("review", "14:00"), done)
     result = cli.invoke(
         app,
         ["agent", "Put the review", "--tools", DEMO_TOOLS, "-m", model, "--mode", "react", "--interactive"],
