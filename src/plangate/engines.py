@@ -67,7 +67,7 @@ def build(
         lease_ttl: seconds a run's lease lasts unless renewed.
         prices: what each model's tokens cost (``[prices]``), kept by new agent runs for their cost, and
             the cost of llm steps' calls.
-        budget: the budgets of new agent runs that name none (``[budget]``).
+        budget: the budgets of new agent and formula runs that name none (``[budget]``).
     """
     registry = tools if tools is not None else ToolRegistry()
     specs = list(tool_specs)
@@ -81,7 +81,7 @@ def build(
         lease_ttl=lease_ttl,
         prices=prices,
     )
-    formulas = FormulaEngine(runner)
+    formulas = FormulaEngine(runner, budget)
     agents = AgentEngine(
         store, registry, model=model, leases=runner.leases, tool_specs=specs, prices=prices, budget=budget
     )
