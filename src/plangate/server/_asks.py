@@ -20,18 +20,20 @@ import contextlib
 import contextvars
 import re
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.copilot import Copilot
 from plangate.copilot._conversations import Conversation, Conversations, TurnRecord
 from plangate.copilot._store import SNAPSHOT_VERSION
 from plangate.errors import NotFoundError
 from plangate.models import Model
 from plangate.runs import Runs
+from plangate.runs.usage import Budget
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server._sources import BUILTIN, SourceRegistry
@@ -80,6 +82,8 @@ class AskJobs:
         sources: the owners' data sources.
         model: the copilot model when a request names none (None: the default model).
         leases: the server's lease book, which each turn's ``ask`` run is held under.
+        prices: what each model's tokens cost (``[prices]``): a turn's cost.
+        budget: the budget of turns whose request names none (``[budget]``).
     """
 
     def __init__(
@@ -89,12 +93,17 @@ class AskJobs:
         sources: SourceRegistry,
         model: Model | str | None,
         leases: LeaseBook,
+        *,
+        prices: Mapping[str, ModelPrice] | None = None,
+        budget: BudgetConfig | None = None,
     ) -> None:
         self.store = store
         self.runs = runs
         self.sources = sources
         self.model = model
         self.leases = leases
+        self.prices = dict(prices or {})
+        self.budget = budget if budget is not None else BudgetConfig()
 
     async def start(
         self,
@@ -103,24 +112,43 @@ class AskJobs:
         source: str | None,
         conversation: str | None,
         model: str | None = None,
+        budget: Budget | None = None,
     ) -> Started:
-        """Check the question, the source, the model and the conversation, then start the turn.
+        """Check the question, the source, the model, the budget (``max_tokens`` / ``max_cost``; the
+        server's ``[budget]`` for those it leaves out) and the conversation, then start the turn.
 
         Raises:
-            ConfigError: an empty question or an unusable model spec (nothing stored).
+            ConfigError: an empty question, an unusable model spec, or a budget that cannot be held to (a
+                ``max_cost`` for a model without a price): nothing stored.
             NotFoundError: the source or the conversation is not this owner's (nothing stored).
         """
         name = source or BUILTIN
-        copilot, prepared = await asyncio.to_thread(self._prepare, owner, question, name, conversation, model)
+        limits = budget if budget is not None else Budget()
+        copilot, prepared = await asyncio.to_thread(
+            self._prepare, owner, question, name, conversation, model, limits
+        )
         run_id = await self.runs.run_here(prepared.run_id, _on_own_loop(lambda: copilot.run_turn(prepared)))
         return Started(prepared.turn_id, run_id, prepared.conversation_id, name)
 
     def _prepare(
-        self, owner: str, question: str, name: str, conversation: str | None, model: str | None
+        self,
+        owner: str,
+        question: str,
+        name: str,
+        conversation: str | None,
+        model: str | None,
+        limits: Budget,
     ) -> tuple[Copilot, Any]:
         sources = self.sources.sources_for(owner, name)
         copilot = Copilot(
-            model=model or self.model, store=self.store, sources=sources, owner=owner, leases=self.leases
+            model=model or self.model,
+            store=self.store,
+            sources=sources,
+            owner=owner,
+            leases=self.leases,
+            prices=self.prices,
+            max_tokens=limits.max_tokens if limits.max_tokens is not None else self.budget.max_tokens,
+            max_cost=limits.max_cost if limits.max_cost is not None else self.budget.max_cost,
         )
         return copilot, copilot.prepare(question, name, conversation=conversation)
 
@@ -200,7 +228,17 @@ class AskJobs:
         data["chart"] = chart_of(record.result)
         data["running"] = False
         data["runs"] = self._formula_runs(record.run_id)
+        data["usage"] = self._usage(record.run_id)
         return data
+
+    def _usage(self, run_id: str) -> JsonValue:
+        """The turn's usage and cost, as its run's outcome keeps them (None: no call reported any)."""
+        try:
+            outcome = self.store.get_run(run_id).outcome
+        except NotFoundError:
+            return None
+        usage = None if outcome is None else outcome.get("usage")
+        return usage if isinstance(usage, dict) else None
 
     def _running_view(self, run: RunRecord) -> dict[str, JsonValue]:
         given = run.input
@@ -232,6 +270,7 @@ class AskJobs:
             "chart": None,
             "running": True,
             "runs": self._formula_runs(run.id),
+            "usage": None,
         }
 
 

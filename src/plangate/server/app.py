@@ -113,8 +113,8 @@ def create_app(
         sources: the data sources the operator offers every owner (``[[sources]]``, ``--source``).
         allow_client_urls: let clients register ``postgresql://`` URLs (to ``allowed_hosts`` only).
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
-        prices: what each model's tokens cost (``[prices]``), for agent runs' costs.
-        budget: the budgets of agent runs whose request names none (``[budget]``).
+        prices: what each model's tokens cost (``[prices]``), for the costs of runs and turns.
+        budget: the budgets of runs and turns whose request names none (``[budget]``).
         retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
         schedules: fire the store's schedules (``server/_schedules.py``), every ``schedule_tick`` seconds.
         limits: the requests per minute each owner may make (``server/_rate.py``); None: no limit.
@@ -149,7 +149,7 @@ def create_app(
         runs=runs,
         broadcaster=Broadcaster(store, heartbeat=heartbeat),
         sources=registry_of_sources,
-        asks=AskJobs(store, runs, registry_of_sources, model, engines.leases),
+        asks=AskJobs(store, runs, registry_of_sources, model, engines.leases, prices=prices, budget=budget),
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,

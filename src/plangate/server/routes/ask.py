@@ -19,6 +19,7 @@ from pydantic import JsonValue
 from starlette.concurrency import run_in_threadpool
 
 from plangate.errors import ConfigError
+from plangate.runs.usage import Budget
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server._rate import LimitedOwnerDep
@@ -37,7 +38,10 @@ _TURN_ID = r"^turn_[A-Za-z0-9_-]{1,64}$"
     responses={
         404: {"description": "The source or the conversation is not the caller's."},
         429: {"description": "The caller made its requests per minute; Retry-After says when to retry."},
-        422: {"description": "An empty or too long question, an unknown field, an unusable model."},
+        422: {
+            "description": "An empty or too long question, an unknown field, an unusable model, a "
+            "max_cost for a model without a price."
+        },
         503: {"description": "The request names no model and the server's cannot run here."},
     },
 )
@@ -49,8 +53,9 @@ async def ask(
     (``events``), then read the turn (``turn``)."""
     await run_in_threadpool(services.model.require, body.model)
     try:
+        budget = Budget(max_tokens=body.max_tokens, max_cost=body.max_cost)
         started = await services.asks.start(
-            owner, body.question, body.source, body.conversation_id, body.model
+            owner, body.question, body.source, body.conversation_id, body.model, budget
         )
     except ConfigError as exc:
         raise Problem(422, "invalid-ask", str(exc)) from None
@@ -65,7 +70,8 @@ async def ask(
 def get_turn(turn_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValue]:
     """The turn as stored (``status``: done, partial, unusable, failed, cancelled), or ``running`` with the
     attempts finished so far; ``chart`` says how to draw ``result`` when it is a series (else null);
-    ``runs`` are the formula runs its attempts started."""
+    ``runs`` are the formula runs its attempts started; ``usage``, what its model calls used and cost (as its
+    run's outcome keeps it; null while it runs)."""
     return {"turn": services.asks.turn(owner, turn_id)}
 
 
