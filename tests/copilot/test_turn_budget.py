@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_turn import GOOD_ANSWER, QUESTION, REVENUE_OPS, SHOP
+from copilot_helpers import DONE, answer_step, lines
+from test_turn import GOOD_ANSWER, QUESTION, REVENUE, REVENUE_OPS, SHOP
 
 from plangate.config import ModelPrice
 from plangate.copilot import Copilot, ask
@@ -99,3 +100,26 @@ def test_max_cost_needs_a_price_and_bad_limits_are_refused_before_anything_is_st
     dear = {"scripted": ModelPrice(input=1_000_000.0, output=1_000_000.0)}
     turn = ask(QUESTION, SHOP, model=model, store=store, prices=dear, max_cost=0.5)
     assert len(model.requests) == 1 and "max_cost 0.5" in turn.reason
+
+
+def test_a_formula_run_that_reaches_what_was_left_ends_the_turn_exhausted(store: Store) -> None:
+    draft = {"op": "add_step", "step": {"id": "draft", "needs": ["revenue"], "llm": {"prompt": "Draft it."}}}
+    answer = answer_step("revenue")
+    answer["step"]["needs"] = ["revenue", "draft"]  # type: ignore[index]  # one after the other
+    ops = lines(REVENUE, draft, answer, DONE)
+    script = [ops, "A draft.", GOOD_ANSWER]
+    probe = ScriptedModel(script)
+    probed = ask(QUESTION, SHOP, model=probe, store=SQLiteStore(":memory:"))
+    assert probed.status == "done", probed.reason
+    first_two = _spent(probe.requests[0], ops) + _spent(probe.requests[1], "A draft.")
+    # room for the generation and the draft step's call: the answer step's is refused
+    model = ScriptedModel(script)
+    turn = ask(QUESTION, SHOP, model=model, store=store, max_tokens=first_two)
+    assert len(model.requests) == 2
+    [child] = store.list_runs(parent_run_id=turn.run_id, kind="formula").items
+    assert child.status == "exhausted"
+    assert len(turn.attempts) == 1 and turn.attempts[0].run_id == child.id
+    run = store.get_run(turn.run_id)
+    assert run.status == "exhausted" and run.outcome is not None
+    assert (run.outcome["code"], run.outcome["stage"]) == ("budget_exhausted", "run")
+    assert f"max_tokens {first_two};" in run.outcome["user_message"]

@@ -291,3 +291,17 @@ def test_a_retry_keeps_the_origins_limits_and_prices(tmp_path: Path) -> None:
     usage = _usage(store, retried)
     assert usage["calls"] == 1
     assert usage["cost"] == pytest.approx((usage["input_tokens"] * 1.0 + usage["output_tokens"] * 2.0) / 1e6)
+
+
+def test_a_sub_formula_whose_models_have_no_price_fails_its_step_saying_so(tmp_path: Path) -> None:
+    write_formula(tmp_path, "child", THREE)
+    path = write_formula(tmp_path, "parent", '[[steps]]\nid = "sub"\nformula = { name = "child" }\n')
+    store = memory_store()
+    runner = FormulaRunner(store, model=ScriptedModel(["A."]), search_paths=[tmp_path])
+    result = asyncio.run(runner.start(path, max_cost=1.0))  # the parent's own steps call no model
+    assert result.status == "failed"
+    assert result.steps["sub"].reason == (
+        "sub-formula child: formula max_cost: the model 'scripted' has no price; add [prices.'scripted'] "
+        "to plangate.toml (or pass prices=)"
+    )
+    assert store.list_runs(parent_run_id=result.run_id).items == []

@@ -248,6 +248,8 @@ def test_the_end_of_an_agent_runs_stream_has_the_same_outcome_shape_as_a_formula
 
     end = messages[-1].json()
     assert (messages[-2].event, messages[-1].event) == ("outcome", "end")
+    usage = end["outcome"].pop("usage")  # what it spent before it was cancelled, as a formula run's has
+    assert usage["calls"] == 1
     assert end["outcome"] == {
         "status": "cancelled",
         "stage": "execute",

@@ -151,7 +151,10 @@ async def run_subformula(
         return StepOutcome("failed", reason=f"vars: {exc}")
     if not isinstance(sub_vars, dict):  # a table of vars renders as one
         return StepOutcome("failed", reason=f"vars: expected an object, found {type(sub_vars).__name__}")
-    found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
+    try:
+        found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
+    except PlangateError as exc:  # it cannot start (a budget its models' prices cannot hold, ...)
+        return StepOutcome("failed", reason=f"sub-formula {executor.name}: {exc}")
     return _from_runs(step, [(found, status, sub_outputs)], wait_any=False)
 
 

@@ -98,8 +98,9 @@ class FormulaResult:
     """Where a formula run stands after ``run_formula`` / ``resume_run`` returned.
 
     Attributes:
-        status: ``completed``, ``failed``, ``cancelled``, or ``waiting`` (a person, a gate or a manual step
-            holds it; ``interaction`` is the open question when there is one).
+        status: ``completed``, ``failed``, ``exhausted`` (its budget ran out), ``cancelled``, or ``waiting``
+            (a person, a gate or a manual step holds it; ``interaction`` is the open question when there is
+            one).
         reason: one line saying why it ended or what it waits for.
     """
 
