@@ -41,9 +41,9 @@ to the file's folder. Example file::
     output = 0.60
     cached_input = 0.075                 # prompt tokens read from the provider's cache (default: input)
 
-    [budget]                             # the default budgets of a run (checked before each model call)
-    max_tokens = 200000                  # input + output tokens
-    max_cost = 0.50                      # with a price for the run's model
+    [budget]                             # the budget of each run of any kind (agent, formula, copilot turn)
+    max_tokens = 200000                  # input + output tokens, checked before each model call
+    max_cost = 0.50                      # with a price for each model the run calls
 """
 
 from __future__ import annotations
@@ -224,11 +224,13 @@ class ModelPrice(BaseModel):
 
 
 class BudgetConfig(BaseModel):
-    """``[budget]``: what a run may spend at most, checked before each model call.
+    """``[budget]``: what a run may spend at most, checked before each model call: the default of every run
+    of any kind (an agent run; a formula run with its agents and sub-formulas; a copilot turn with its
+    formula runs) that names no budget of its own. Each run's, never an owner's (``[limits]``).
 
     Attributes:
         max_tokens: input and output tokens of every model call of the run together.
-        max_cost: the run's cost, by ``[prices]`` (a run whose model has no price is refused).
+        max_cost: the run's cost, by ``[prices]`` (a run whose models have no price is refused).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -383,7 +385,7 @@ class Config(BaseModel):
         data: what a server's clients may register as data sources.
         sources: data sources the operator offers, by name.
         prices: what each model's tokens cost (per million), by model name, for runs' costs.
-        budget: the default budgets of a run.
+        budget: the default budget of a run of any kind.
         telemetry: ``[telemetry]``, tracing's settings (``plangate.telemetry``).
         retention: how long ended runs are kept.
         schedules: formula runs on a schedule, which every server and worker fires.

@@ -68,7 +68,7 @@ def build(
         lease_ttl: seconds a run's lease lasts unless renewed.
         prices: what each model's tokens cost (``[prices]``), kept by new agent runs for their cost, and
             the cost of llm steps' calls.
-        budget: the budgets of new agent runs that name none (``[budget]``).
+        budget: the budgets of new agent and formula runs that name none (``[budget]``).
     """
     attach(store)  # this process's runs feed the webhooks' outbox and the owners' daily spending
     registry = tools if tools is not None else ToolRegistry()
@@ -83,7 +83,7 @@ def build(
         lease_ttl=lease_ttl,
         prices=prices,
     )
-    formulas = FormulaEngine(runner)
+    formulas = FormulaEngine(runner, budget)
     agents = AgentEngine(
         store, registry, model=model, leases=runner.leases, tool_specs=specs, prices=prices, budget=budget
     )

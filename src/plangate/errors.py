@@ -59,6 +59,7 @@ each is caught by the code that raised it (or, for ``Problem``, by the server's 
     Signal
     ├── Problem                          a route answers with a problem document (server/_problems.py)
     ├── NoAnswer                         the terminal gave no answer to a question (cli/_prompts.py)
+    ├── BudgetReached                    a metered call did not start: the budget is reached (runs/usage.py)
     ├── Unsatisfied                      an evaluation ends unsatisfied (conditions/_runtime.py)
     ├── _RunEnded                        the run was ended under its scheduler (formulas/_scheduler.py)
     ├── _Unportable                      a schema the grammar's subset cannot express (models/_grammar.py)

@@ -182,3 +182,14 @@ def test_approving_in_this_process_counts_the_same_as_another() -> None:
     end = runner.resume(waiting.run_id, waiting.interaction.id, Approve())
     assert end.outcome is not None and end.outcome.usage is not None
     assert end.outcome.usage["calls"] == len(model.requests) == 3
+
+
+def test_a_cancelled_run_keeps_what_it_spent_in_its_outcome() -> None:
+    # a formula run adds up its agent steps' outcomes: one cancelled (its step timed out, say) counts too
+    runner, model = agent([call("place", task="gym", slot=3)], make_desk(), mode="react")
+    waiting = runner.run("Place the gym")
+    assert waiting.interaction is not None
+    ended = runner.cancel(waiting.run_id, "not now")
+    assert ended.outcome is not None and ended.outcome.usage is not None
+    assert ended.outcome.usage["calls"] == len(model.requests) == 1
+    assert runner.store.get_run(waiting.run_id).outcome["usage"] == ended.outcome.usage  # type: ignore[index]

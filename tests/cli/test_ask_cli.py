@@ -150,8 +150,39 @@ def test_json_prints_one_object_with_the_turn(app: typer.Typer, home: Path) -> N
     ]
     assert turn["result"]["columns"] == ["name", "revenue"] and turn["result"]["rows"][0][0] == "East"
     assert [s["id"] for s in turn["formula"]["steps"]] == ["revenue", "answer"]
+    # its usage: the generation's call and the answer step's (no cost without [prices])
+    assert turn["usage"]["calls"] == 2 and turn["usage"]["models"].keys() == {
+        "scripted:" + str(home / "m.json")
+    }
+    assert "cost" not in turn["usage"]
     with SQLiteStore(home / "runs.db") as store:
         assert Conversations(store).get_turn(turn["turn_id"]).answer == GOOD
+        assert store.get_run(turn["run_id"]).outcome["usage"] == turn["usage"]  # type: ignore[index]
+
+
+def test_a_turns_budget_and_prices_come_from_its_flags_or_plangate_toml(app: typer.Typer, home: Path) -> None:
+    model = script(home, "m", OPS, GOOD)
+    shop = str(DATA / "shop.db")
+    # the generation's call is made; its formula run would pass the budget: it is not started
+    code, out, _ = invoke(
+        app, "ask", QUESTION, "--data", shop, "--model", model, "--json", "--max-tokens", "1"
+    )
+    assert code == 1
+    turn = json.loads(out)
+    assert turn["status"] == "failed" and turn["reason"].startswith(
+        "The turn reached its budget (max_tokens 1;"
+    )
+    assert turn["usage"]["calls"] == 1
+    code, _, err = invoke(app, "ask", QUESTION, "--data", shop, "--model", model, "--max-cost", "0.5")
+    assert code == 2 and f"ask max_cost: the model {model!r} has no price" in err
+
+    (home / "plangate.toml").write_text(
+        f'[budget]\nmax_cost = 0.5\n[prices."{model}"]\ninput = 1\noutput = 2\n'
+    )
+    code, out, _ = invoke(app, "ask", QUESTION, "--data", shop, "--model", model)
+    assert code == 0, out
+    last = out.rstrip().splitlines()[-1]
+    assert re.search(r" · [\d,]+ tokens in, [\d,]+ out · cost 0\.\d{6}$", last), last
 
 
 def test_without_data_the_bundled_shop_data_is_asked(app: typer.Typer, home: Path) -> None:

@@ -173,3 +173,34 @@ def test_every_kind_of_run_is_reported_in_one_shape_and_cancelled_the_same_way(
     assert cli.invoke(app, ["status", agent["run_id"]]).stdout.splitlines() == [
         f"run {agent['run_id']} (agent hi): completed"
     ]
+
+
+def test_a_formula_runs_budget_comes_from_its_flags_or_plangate_toml(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "two.formula.toml").write_text(
+        'formula = "two"\n[[steps]]\nid = "a"\nllm = { prompt = "Say A." }\n'
+        '[[steps]]\nid = "b"\nneeds = ["a"]\nllm = { prompt = "Say B." }\n'
+    )
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["A.", "B."]))
+    spec = f"scripted:{script}"
+    # the first call is made (nothing was spent), the second would pass the budget: it is not made
+    done = cli.invoke(app, ["run", "two.formula.toml", "--model", spec, "--max-tokens", "1", "--json"])
+    assert done.exit_code == 1, done.output
+    ended = json.loads(done.output)
+    assert ended["status"] == "exhausted"
+    assert (
+        ended["outcome"]["code"] == "budget_exhausted" and "max_tokens 1;" in ended["outcome"]["user_message"]
+    )
+    assert ended["steps"]["b"]["status"] == "failed"
+
+    refused = cli.invoke(app, ["run", "two.formula.toml", "--model", spec, "--max-cost", "0.5"])
+    assert refused.exit_code == 2
+    assert f"error: formula max_cost: the model '{spec}' has no price" in refused.output
+    assert cli.invoke(app, ["runs"]).output.count("exhausted") == 1  # the first run only: none was stored
+
+    (tmp_path / "plangate.toml").write_text(
+        f'[budget]\nmax_tokens = 1\n[prices."{spec}"]\ninput = 1\noutput = 2\n'
+    )
+    done = cli.invoke(app, ["run", "two.formula.toml", "--model", spec, "--json"])
+    ended = json.loads(done.output)
+    assert ended["status"] == "exhausted" and ended["outcome"]["usage"]["cost"] > 0

@@ -48,12 +48,14 @@ def gold(path: Path, sql: str) -> list[list[object]]:
 
 
 def assert_stored_whole(store: Store, turn: Turn) -> None:
-    """The turn is stored as returned, and its run ended with one outcome that says the same."""
+    """The turn is stored as returned, and its run ended with one outcome that says the same (and keeps
+    the turn's usage)."""
     stored = Turn.from_record(Conversations(store).get_turn(turn.id))
-    assert stored == turn
+    assert stored == turn.model_copy(update={"usage": None})
     run = store.get_run(turn.run_id)
     assert run.kind == "ask" and run.status in ("completed", "failed", "cancelled")
     outcomes = [e for e in store.events(turn.run_id) if isinstance(e, OutcomeEvent)]
     assert len(outcomes) == 1 and outcomes[0].code == turn.status
+    assert outcomes[0].usage == turn.usage
     assert store.events(turn.run_id)[-1] == outcomes[0]
     assert [a.n for a in turn.attempts] == list(range(1, len(turn.attempts) + 1))

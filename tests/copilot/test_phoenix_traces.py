@@ -102,5 +102,7 @@ def test_a_formula_with_an_agent_step_and_a_copilot_turn_land_in_phoenix_with_th
         "plangate.copilot run",
         "plangate.copilot scope",
     ]
+    workflow = next(name for name, _ in shape(copilot) if name.startswith("invoke_workflow"))
+    assert (workflow, "plangate.copilot run") in shape(copilot)
     assert ("chat scripted", "plangate.copilot generate") in shape(copilot)
     assert ("chat scripted", "plangate.step answer") in shape(copilot)

@@ -45,7 +45,7 @@ def test_a_turn_is_one_trace_with_its_phases_and_their_model_calls(spans: InMemo
         ("chat scripted", "plangate.copilot generate"),  # the ops
         ("chat scripted", "plangate.step answer"),  # the answer step's llm call
         ("invoke_agent copilot", None),
-        (workflow, "invoke_agent copilot"),
+        (workflow, "plangate.copilot run"),  # the formula run its run phase started
         ("plangate.copilot check", "invoke_agent copilot"),
         ("plangate.copilot generate", "invoke_agent copilot"),
         ("plangate.copilot review", "invoke_agent copilot"),
@@ -86,3 +86,25 @@ def test_a_retried_turn_has_a_retry_span_and_each_attempts_phases(spans: InMemor
         (2, "plangate.copilot review"),
         (2, "plangate.copilot run"),
     ]
+
+
+def test_each_attempts_formula_run_is_under_that_attempts_run_phase(spans: InMemorySpanExporter) -> None:
+    store = SQLiteStore(":memory:")
+    invented = "East led with 1,500,000."  # the review asks for a retry: two attempts, two formula runs
+    model = ScriptedModel([REVENUE_OPS, invented, REVENUE_OPS, GOOD_ANSWER])
+    turn = ask("Revenue per region in 2025?", SHOP, model=model, store=store)
+    assert [attempt.status for attempt in turn.attempts] == ["unusable", "done"]
+    finished = spans.get_finished_spans()
+    by_id = {span.context.span_id: span for span in finished}
+    workflows = [span for span in finished if span.name.startswith("invoke_workflow")]
+    assert len(workflows) == 2
+    under = []
+    for workflow in workflows:
+        assert workflow.parent is not None
+        phase = by_id[workflow.parent.span_id]
+        assert phase.attributes is not None
+        under.append((phase.name, phase.attributes["plangate.copilot.attempt"]))
+        assert workflow.attributes is not None
+        run = store.get_run(str(workflow.attributes["plangate.run.id"]))
+        assert run.id == turn.attempts[int(str(phase.attributes["plangate.copilot.attempt"])) - 1].run_id
+    assert sorted(under) == [("plangate.copilot run", 1), ("plangate.copilot run", 2)]

@@ -3,11 +3,23 @@ the budgets, and the summary outcomes show."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from pydantic import JsonValue
 
 from plangate.config import ModelPrice
-from plangate.models import Usage
-from plangate.runs.usage import Budget, RunUsage, budget_exhausted
+from plangate.errors import ConfigError
+from plangate.models import Message, ModelRequest, ScriptedModel, Usage, complete
+from plangate.runs.usage import (
+    Budget,
+    BudgetReached,
+    RunUsage,
+    Spent,
+    UsageTally,
+    budget_exhausted,
+    run_budget,
+)
 
 
 def test_cached_and_cache_written_prompt_tokens_cost_their_own_prices() -> None:
@@ -41,3 +53,39 @@ def test_a_budget_is_reached_at_its_limit_and_names_itself() -> None:
     ended = budget_exhausted("execute", priced, "max_cost", usage)
     assert (ended.status, ended.code) == ("exhausted", "budget_exhausted")
     assert "max_cost 0.0001" in ended.user_message and "100 tokens" in ended.user_message
+
+
+def test_what_is_left_of_a_budget_and_how_a_run_keeps_it() -> None:
+    budget = Budget(max_tokens=1000, max_cost=0.5)
+    spent = Spent.of({"input_tokens": 300, "output_tokens": 100, "cost": 0.2})
+    assert (spent.tokens, spent.cost) == (400, 0.2)
+    left = budget.left(spent)
+    assert left.max_tokens == 600 and left.max_cost == pytest.approx(0.3)
+    assert budget.reached(spent) is None and budget.reached(Spent(1000, 0.0)) == "max_tokens"
+    assert Budget(max_cost=0.0).reached(Spent.of(None)) == "max_cost"  # nothing spent costs 0: no call
+    assert Budget(max_cost=0.1).reached(Spent(10, None)) is None  # a cost that cannot be told stops nothing
+    assert budget.limits() == {"max_tokens": 1000, "max_cost": 0.5}
+    assert Budget.of_limits(budget.limits()) == budget
+    assert Budget.of_limits({}) is None and Budget.of_limits("nonsense") is None
+    assert run_budget(None, None, "x") is None
+    with pytest.raises(ConfigError, match=r"^x max_tokens: expected an integer >= 1 or None; found True$"):
+        run_budget(True, None, "x")
+    with pytest.raises(ConfigError, match=r"^x max_cost: expected a number >= 0 or None; found inf$"):
+        run_budget(None, float("inf"), "x")
+
+
+def test_a_tally_with_a_budget_makes_no_call_once_it_is_reached() -> None:
+    elsewhere: dict[str, JsonValue] | None = RunUsage().plus("b:n", Usage(5, 0)).summary({})
+    tally = UsageTally(budget=Budget(max_tokens=12), elsewhere=lambda: elsewhere)
+    model = tally.wrap(ScriptedModel(["1234"]), "generate")
+    request = ModelRequest("copilot", [Message("user", "12345678")])
+    asyncio.run(complete(model, request))  # 5 spent elsewhere: the call is made (2 + 1 tokens more)
+    assert tally.usage.tokens == 3 and tally.left() == Budget(max_tokens=4)
+    assert tally.exhausted("generate") is None
+    elsewhere = RunUsage().plus("b:n", Usage(9, 0)).summary({})
+    with pytest.raises(BudgetReached) as reached:
+        asyncio.run(complete(model, request))
+    assert (reached.value.outcome.code, reached.value.outcome.stage) == ("budget_exhausted", "generate")
+    assert reached.value.outcome.user_message == (
+        "The turn reached its budget (max_tokens 12; spent 12 tokens) and stopped."
+    )

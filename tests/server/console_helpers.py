@@ -97,9 +97,10 @@ def console_server(
     pepper: bytes | None = None,
     tools_spec: str = EXAMPLE_TOOLS,
     formulas: tuple[Path, ...] = (),
+    prices: Any = None,
 ) -> Iterator[tuple[LiveServer, Any]]:
     """The real server on a fresh SQLite store in ``tmp_path``, the example tools (``tools_spec``) and
-    formulas.
+    formulas (and ``prices``, ``[prices]``, for the costs of runs and turns).
 
     Yields the running server and its store. The caller should ``chdir`` into ``tmp_path`` first: the
     example tools write under ``.plangate/demo`` relative to the working directory.
@@ -120,6 +121,7 @@ def console_server(
         root=tmp_path,
         pepper=pepper,
         heartbeat=1.0,
+        prices=prices,
     )
     try:
         with LiveServer(app) as server:

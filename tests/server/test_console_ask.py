@@ -8,6 +8,7 @@ when the conversation is opened again. Screenshots go to ``artifacts/console/``.
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -17,6 +18,7 @@ from ask_helpers import ANSWER, CHINOOK_DB, QUESTION, REVENUE_OPS, CopilotScript
 from console_helpers import console_page, console_server, screenshot
 from playwright.sync_api import Page, expect
 
+from plangate.config import ModelPrice
 from plangate.copilot._conversations import Conversations
 
 pytestmark = pytest.mark.slow
@@ -35,7 +37,11 @@ def _ask(page: Page, question: str) -> None:
 
 def test_a_question_in_the_chat_shows_the_workflow_the_answer_the_table_and_the_chart(tmp_path: Path) -> None:
     script = CopilotScript()
-    with console_server(tmp_path, model=script.model) as (server, store), console_page(server) as (page, log):
+    prices = {"scripted": ModelPrice(input=1.0, output=2.0)}
+    with (
+        console_server(tmp_path, model=script.model, prices=prices) as (server, store),
+        console_page(server) as (page, log),
+    ):
         page.goto(server.url + "/#/ask")
         expect(page.get_by_role("link", name="Ask")).to_have_attribute("aria-current", "page")
         expect(page.get_by_label("Data source", exact=True)).to_have_value("shop")
@@ -60,6 +66,16 @@ def test_a_question_in_the_chat_shows_the_workflow_the_answer_the_table_and_the_
         expect(chart.locator(".u-legend")).to_contain_text("revenue")
         box = chart.locator("canvas").bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > 100
+        # what its model calls used and cost: the generation's call and the answer step's
+        usage = turn.get_by_label("Usage")
+        expect(usage).to_have_text(
+            re.compile(r"^[\d,]+ tokens in, [\d,]+ out in 2 model calls \(scripted\) · cost 0\.\d{6}$")
+        )
+        conversations = Conversations(store)
+        [asked] = conversations.list_turns(conversations.list_conversations().items[0].id)
+        stored = store.get_run(asked.run_id).outcome["usage"]  # the turn's run's outcome keeps it
+        shown = f"{stored['input_tokens']:,} tokens in, {stored['output_tokens']:,} out"
+        assert usage.inner_text().startswith(shown) and f"cost {stored['cost']:.6f}" in usage.inner_text()
         # the address now names the conversation, which is listed
         conversation = Conversations(store).list_conversations().items[0]
         assert page.evaluate("location.hash") == f"#/ask/{conversation.id}"

@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,6 +248,8 @@ def test_the_end_of_an_agent_runs_stream_has_the_same_outcome_shape_as_a_formula
 
     end = messages[-1].json()
     assert (messages[-2].event, messages[-1].event) == ("outcome", "end")
+    usage = end["outcome"].pop("usage")  # what it spent before it was cancelled, as a formula run's has
+    assert usage["calls"] == 1
     assert end["outcome"] == {
         "status": "cancelled",
         "stage": "execute",
@@ -360,3 +363,30 @@ def test_a_model_servers_own_error_stays_in_the_store_and_the_log(
     for text in (shown, listed, page, stream):
         assert "/srv/models" not in text and "cannot mmap" not in text and "internal_reason" not in text
     assert '"code":"model_error"' in stream.replace(" ", "")
+
+
+def test_a_formula_runs_budget_comes_from_the_request_and_is_refused_without_a_price(
+    make_app: Callable[..., FastAPI], store: Store, tmp_path: Path
+) -> None:
+    (tmp_path / "two.formula.toml").write_text(
+        'formula = "two"\n[[steps]]\nid = "a"\nllm = { prompt = "Say A." }\n'
+        '[[steps]]\nid = "b"\nneeds = ["a"]\nllm = { prompt = "Say B." }\n'
+    )
+    prices = {"scripted": ModelPrice(input=3.0, output=15.0)}
+    options: dict[str, Any] = {"search_paths": [tmp_path], "budget": BudgetConfig(max_tokens=100_000)}
+    with TestClient(_app(make_app, Rooms(), ["A.", "B."], prices=prices, **options)) as client:
+        response = client.post("/v1/runs", json={"kind": "formula", "formula": "two", "max_tokens": 1})
+        assert response.status_code == 201, response.text
+        run_id = response.json()["run"]["id"]
+        idle(client, run_id)
+        shown = client.get(f"/v1/runs/{run_id}").json()
+    run = shown["run"]
+    assert run["status"] == "exhausted"  # a's call was made (nothing was spent), b's would pass max_tokens 1
+    assert run["outcome"]["code"] == "budget_exhausted" and "max_tokens 1;" in run["outcome"]["user_message"]
+    assert run["outcome"]["usage"]["calls"] == 1 and run["outcome"]["usage"]["cost"] > 0
+    assert [step["status"] for step in shown["steps"]] == ["complete", "failed"]
+    with TestClient(_app(make_app, Rooms(), [], **options)) as client:
+        refused = client.post("/v1/runs", json={"kind": "formula", "formula": "two", "max_cost": 1.0})
+    assert refused.status_code == 422
+    assert "formula max_cost: the model 'scripted' has no price" in refused.json()["detail"]
+    assert len(store.list_runs().items) == 1

@@ -26,6 +26,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from server_helpers import bearer, make_token
 
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.copilot._conversations import Conversations
 from plangate.events import OpEvent, OutcomeEvent, ReviewEvent
 from plangate.server._asks import chart_of
@@ -422,3 +423,38 @@ def test_the_turns_events_are_typed_in_the_store(client: TestClient, store: Stor
     _wait_turn(client, started["turn_id"])
     events = store.events(started["run_id"])
     assert any(isinstance(e, OpEvent) for e in events) and any(isinstance(e, ReviewEvent) for e in events)
+
+
+def test_a_turn_shows_its_usage_and_cost_and_a_budget_from_the_request_ends_it(
+    ask_app: Callable[..., FastAPI],
+    make_app: Callable[..., FastAPI],
+    script: CopilotScript,
+    store: Store,
+    tmp_path: Path,
+) -> None:
+    prices = {"scripted": ModelPrice(input=1.0, output=2.0)}
+    with TestClient(ask_app(auth=False, prices=prices, budget=BudgetConfig(max_tokens=100_000))) as client:
+        turn = _wait_turn(client, client.post("/v1/ask", json={"question": QUESTION}).json()["turn_id"])
+        assert turn["status"] == "done"
+        usage = turn["usage"]  # the generation's call and the answer step's, with their cost
+        assert usage["calls"] == 2 and usage["cost"] > 0
+        assert usage == store.get_run(turn["run_id"]).outcome["usage"]  # type: ignore[index]
+
+        # the request's budget wins over [budget]: the generation's call reaches it, no formula run starts
+        started = client.post("/v1/ask", json={"question": QUESTION, "max_tokens": 1}).json()
+        turn = _wait_turn(client, started["turn_id"])
+        assert turn["status"] == "failed" and turn["reason"].startswith(
+            "The turn reached its budget (max_tokens 1;"
+        )
+        assert turn["usage"]["calls"] == 1 and turn["runs"] == []
+        run = client.get(f"/v1/runs/{started['run_id']}").json()["run"]
+        assert run["status"] == "exhausted" and run["outcome"]["code"] == "budget_exhausted"
+
+        refused = client.post("/v1/ask", json={"question": QUESTION, "max_tokens": 0})
+        assert refused.status_code == 422 and "max_tokens" in refused.text
+    no_prices = make_app(auth=False, model=script.model, data_dirs=[tmp_path / "data"])
+    with TestClient(no_prices) as client:  # no [prices]: a max_cost cannot be held to
+        refused = client.post("/v1/ask", json={"question": QUESTION, "max_cost": 1.0})
+        assert refused.status_code == 422
+        assert "ask max_cost: the model 'scripted' has no price" in refused.json()["detail"]
+    assert len(store.list_runs(kind="ask").items) == 2  # the refused requests stored nothing

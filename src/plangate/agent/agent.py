@@ -14,6 +14,8 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Generic, TypeVar, cast, get_args
 
+from pydantic import JsonValue
+
 from plangate.agent import _interactions
 from plangate.agent._fork import ForkRequest, create_fork
 from plangate.agent._intent import Goal, infer_goal
@@ -37,13 +39,13 @@ from plangate.agent.result import AgentResult, Outcome, OutputT
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.conditions.errors import caret_lines
 from plangate.config import ModelPrice
-from plangate.errors import ConfigError, InteractionError, StaleInteraction
+from plangate.errors import ConfigError, InteractionError, PlangateError, StaleInteraction
 from plangate.events import JsonObject
 from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
 from plangate.runs.tools import ToolsDiffer, identities, refuse
 from plangate.runs.usage import Budget
-from plangate.store import TERMINAL_STATUSES, LeaseBook, Store, open_store
+from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
 from plangate.tools import DepsT, Tool, ToolRegistry, Toolset, deps_scope
 
 T = TypeVar("T")
@@ -414,7 +416,9 @@ class Agent(Generic[DepsT, OutputT]):
         snapshot = self.store.get_snapshot(run_id)
         state = AgentState.from_snapshot(snapshot) if snapshot is not None else AgentState(phase="route")
         stage = state.phase if state.phase in ("route", "plan", "execute") else "execute"
-        outcome = Outcome(status="cancelled", stage=stage, code="cancelled", user_message=reason)
+        # what it spent stays counted: a formula run adds up its agents' outcomes
+        spent = _usage_of(run, state)
+        outcome = Outcome(status="cancelled", stage=stage, code="cancelled", user_message=reason, usage=spent)
         opened = state.waiting
         state.waiting = None
         state.outcome = outcome
@@ -427,6 +431,13 @@ class Agent(Generic[DepsT, OutputT]):
             tx.set_status("cancelled", outcome=outcome.stored())
             tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
         return AgentResult(run_id, "cancelled", outcome, None, state.answer)
+
+    def usage(self, run_id: str) -> dict[str, JsonValue] | None:
+        """The model usage of a run so far, as its outcome shows it (its cost with the price it kept); None
+        before any call reported usage. For a run that has not ended (an ended run's outcome has it)."""
+        run = self.store.get_run(run_id)
+        snapshot = self.store.get_snapshot(run_id)
+        return None if snapshot is None else _usage_of(run, AgentState.from_snapshot(snapshot))
 
     # -- internals ----------------------------------------------------------------------------------------
 
@@ -613,6 +624,16 @@ def _sync(coroutine: Coroutine[Any, Any, T]) -> T:
     raise ConfigError(
         "this call runs its own event loop and cannot be made from a running one: await the _async variant"
     )
+
+
+def _usage_of(run: RunRecord, state: AgentState) -> dict[str, JsonValue] | None:
+    if state.usage is None:
+        return None
+    try:
+        budget = read_input(run.id, run.input)[1].budget
+    except PlangateError:  # settings this version cannot read: the tokens without a cost
+        budget = None
+    return state.usage.summary({} if budget is None else budget.prices)
 
 
 def _positive_int(name: str, value: int | None) -> int | None:

@@ -70,6 +70,13 @@ SaveOpt = Annotated[
 ReviewOpt = Annotated[
     bool, typer.Option("--review", help="Let the model also review answers the rules flagged.")
 ]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Input and output tokens the turn may use ([budget])."),
+]
+MaxCostOpt = Annotated[
+    float | None, typer.Option("--max-cost", min=0.0, help="The most the turn may cost, by [prices].")
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -228,6 +235,8 @@ def ask_command(
     json: JsonOpt = False,
     allow_privileged: PrivilegedOpt = False,
     config: ConfigOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_cost: MaxCostOpt = None,
 ) -> None:
     """Ask a question about data: the copilot builds a formula, checks, runs and reviews it, then answers."""
     s = session(ctx, config=config, store=store)
@@ -237,7 +246,16 @@ def ask_command(
         sources, data = _sources(s.config, data, name, allow_privileged)
         if sources is not None:
             name = None  # the source is registered under its name already
-        copilot = Copilot(model=chosen, store=s.store, model_review=review, sources=sources)
+        budget = s.config.budget
+        copilot = Copilot(
+            model=chosen,
+            store=s.store,
+            model_review=review,
+            sources=sources,
+            prices=s.config.prices,
+            max_tokens=max_tokens if max_tokens is not None else budget.max_tokens,
+            max_cost=max_cost if max_cost is not None else budget.max_cost,
+        )
         if json:
             turn = copilot.ask(question, data, conversation=conversation, name=name)
         else:
@@ -265,9 +283,7 @@ def ask_command(
             data_out["saved"] = str(saved)
         print_json(data_out)
     else:
-        outcome = s.store.get_run(turn.run_id).outcome or {}
-        usage = outcome.get("usage")
-        _show(turn, usage if isinstance(usage, dict) else None)
+        _show(turn, turn.usage)
         if saved is not None:
             out.print(f"formula saved to [bold]{escape(str(saved))}[/]")
     if turn.status not in ("done", "partial"):

@@ -57,6 +57,13 @@ QuietOpt = Annotated[
     ),
 ]
 ModeOpt = Annotated[str, typer.Option(help="auto (route first), plan (always plan) or react (no plan).")]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Input and output tokens the run may use ([budget])."),
+]
+MaxCostOpt = Annotated[
+    float | None, typer.Option("--max-cost", min=0.0, help="The most the run may cost, by [prices].")
+]
 DoneWhenOpt = Annotated[
     str | None,
     typer.Option(
@@ -90,9 +97,12 @@ def run_command(
     quiet: QuietOpt = False,
     broker: BrokerOpt = None,
     config: ConfigOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_cost: MaxCostOpt = None,
 ) -> None:
     """Run a formula: live progress, and questions asked here when a person is needed (a write step asks
-    for consent to its exact call first, unless the step says consent = "auto" or --yes is given).
+    for consent to its exact call first, unless the step says consent = "auto" or --yes is given). With
+    --max-tokens / --max-cost, its llm steps and the agents and sub-formulas its steps start share one budget.
 
     With --broker, the run is checked, stored and handed to the workers (`plangate worker`); the command
     returns at once."""
@@ -104,7 +114,7 @@ def run_command(
         plan = formulas.runner.plan(name, parse_vars(var))
         if broker is None and not (json or quiet):
             _say_step_model(s, plan, model)
-        run_id = formulas.create(plan, OWNER, always_execute=yes)
+        run_id = formulas.create(plan, OWNER, always_execute=yes, max_tokens=max_tokens, max_cost=max_cost)
         _go_on(s, run_id, broker, json=json, quiet=quiet, ask_here=asks_here(interactive, detach or quiet))
     except UserError as exc:
         fail(str(exc))
@@ -132,13 +142,8 @@ def agent_command(
     ] = False,
     broker: BrokerOpt = None,
     config: ConfigOpt = None,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option("--max-tokens", min=1, help="Input and output tokens the run may use ([budget])."),
-    ] = None,
-    max_cost: Annotated[
-        float | None, typer.Option("--max-cost", min=0.0, help="The most the run may cost, by [prices].")
-    ] = None,
+    max_tokens: MaxTokensOpt = None,
+    max_cost: MaxCostOpt = None,
 ) -> None:
     """Run an agent: live events, and consent and questions asked here when a person is needed.
 

@@ -31,6 +31,7 @@ from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent
 from plangate.formulas import Formula, Issue, Plan
 from plangate.models import Message, Model
 from plangate.runs.telemetry import semconv as sc
+from plangate.runs.usage import UsageTally
 
 Emit = Callable[[Event], None]
 
@@ -51,6 +52,8 @@ class AttemptSetup:
         emit: commits an event to the turn's run.
         review_model: the model of the optional model review, or None.
         phases: the spans of the turn's phases (tracing off: none are made).
+        meter: the turn's usage and budget: checked before each attempt's formula run, which gets what is
+            left of the budget as its own.
     """
 
     question: str
@@ -64,15 +67,18 @@ class AttemptSetup:
     emit: Emit
     review_model: Model | None = None
     phases: Phases = field(default_factory=lambda: Phases(None))
+    meter: UsageTally = field(default_factory=UsageTally)
 
 
 @dataclass
 class AttemptResult:
-    """An attempt, and the instruction of the retry when the policy wants one."""
+    """An attempt, and the instruction of the retry when the policy wants one; ``exhausted``: its formula
+    run reached what was left of the turn's budget (nothing more may be tried)."""
 
     attempt: Attempt
     retry: str | None = None
     stage: str = "review"
+    exhausted: bool = False
 
 
 def _issue_lines(issues: Sequence[Issue]) -> str:
@@ -264,9 +270,12 @@ class AttemptRun:
 
     async def _run(self, formula: Formula, plan: Plan, issues: list[Issue]) -> AttemptResult:
         setup = self.setup
+        setup.meter.check("run")  # a formula run that may not make a call is not started
         self._status("run", "started", f"running {len(plan.steps)} steps")
         with setup.phases.phase("run", self.n) as shown:
-            outcome = await setup.runner.run(plan, setup.run_id, setup.owner, temperature=self.temperature)
+            outcome = await setup.runner.run(
+                plan, setup.run_id, setup.owner, temperature=self.temperature, budget=setup.meter.left()
+            )
             shown[sc.COPILOT_STATUS] = outcome.status
             shown[sc.COPILOT_DETAIL] = outcome.run_id or ""
         self._status("run", outcome.status, outcome.reason)
@@ -300,6 +309,8 @@ class AttemptRun:
             result=outcome.result,
             issues=issues,
         )
+        if outcome.status == "exhausted":
+            return AttemptResult(attempt, stage="run", exhausted=True)
         return AttemptResult(attempt, retry)
 
     async def _model_review(

@@ -3,9 +3,10 @@
 For: ``Phases``, which the turn and its attempts open a phase with (``with phases.phase("check", n) as
 attributes``); the phase's span, its model calls' ``chat`` spans under it, goes out when the phase ends (a
 turn runs in one process, so nothing of it is replayed). Ids derive from the turn's run, the attempt, the
-phase and how many of that phase the attempt had. With tracing off (no trace) a phase costs a ``None``
-check. Not for: the turn's own span (``invoke_agent copilot``, made from its outcome's commit as every
-run's) or the span names (``runs/telemetry/_semconv.py``).
+phase and how many of that phase the attempt had; the formula run an attempt's ``run`` phase starts is a
+span under that phase's. With tracing off (no trace) a phase costs a ``None`` check. Not for: the turn's
+own span (``invoke_agent copilot``, made from its outcome's commit as every run's) or the span names
+(``runs/telemetry/_semconv.py``).
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ class Phases:
             return
         count = self._counts[attempt, name] = self._counts.get((attempt, name), 0) + 1
         parts = (attempt, name, count)
-        outer, trace.scope = trace.scope, ("phase", *parts)
         started, error = time.time(), None
         try:
-            yield attributes
+            # its model calls, and the formula run it starts, belong under the phase's span
+            with trace.scoped(("phase", *parts)):
+                yield attributes
         except BaseException as exc:
             error = type(exc).__name__
             raise
         finally:
-            trace.scope = outer
             shown: Attributes = {sc.COPILOT_PHASE: name, sc.COPILOT_ATTEMPT: attempt, **attributes}
             trace.phase(f"{sc.COPILOT_SPAN} {name}", parts, started, time.time(), shown, error)
 

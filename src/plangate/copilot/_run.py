@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from pydantic import JsonValue
 
+from plangate.config import ModelPrice
 from plangate.copilot._scope import Scope
 from plangate.copilot.results import TurnResult
 from plangate.errors import PlangateError
@@ -24,6 +25,7 @@ from plangate.formulas import Plan
 from plangate.formulas.plan import AgentExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.models import Model, ModelChunk, ModelRequest, ModelWrapper
+from plangate.runs.usage import Budget
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools.data._format import shown_cell, shown_table
 
@@ -183,6 +185,7 @@ class PlanRunner:
         model: the model of ``llm`` and agent steps (capped to a few hundred tokens a call).
         step_tokens: what one call of those steps may write (the strategy's ``step_tokens``).
         timeout: seconds a run may take.
+        prices: what each model's tokens cost (the runs' costs).
     """
 
     def __init__(
@@ -193,33 +196,56 @@ class PlanRunner:
         *,
         step_tokens: int = STEP_TOKENS,
         timeout: float = RUN_TIMEOUT_S,
+        prices: Mapping[str, ModelPrice] | None = None,
     ):
         self.store = store
         self.scope = scope
         self.base = model
         self.tokens = step_tokens
         self.timeout = timeout
+        self.prices = dict(prices or {})
 
     def _runner(self, temperature: float | None) -> FormulaRunner:
         model = CappedModel(self.base, self.tokens, temperature)
-        return FormulaRunner(self.store, self.scope.registry, model=model, concurrency=4, poll_interval=0.2)
+        return FormulaRunner(
+            self.store,
+            self.scope.registry,
+            model=model,
+            concurrency=4,
+            poll_interval=0.2,
+            prices=self.prices,
+        )
 
     def _child(self, parent_run_id: str) -> str | None:
         page = self.store.list_runs(parent_run_id=parent_run_id, kind="formula", limit=1)
         return page.items[0].id if page.items else None
 
     async def run(
-        self, plan: Plan, parent_run_id: str, owner: str, *, temperature: float | None = None
+        self,
+        plan: Plan,
+        parent_run_id: str,
+        owner: str,
+        *,
+        temperature: float | None = None,
+        budget: Budget | None = None,
     ) -> RunOutcome:
         """Run ``plan`` as a child of ``parent_run_id`` until it ends, fails, or runs out of time.
 
-        ``temperature`` is the sampling temperature of its ``llm`` and agent steps (None: the model's own).
+        ``temperature`` is the sampling temperature of its ``llm`` and agent steps (None: the model's own);
+        ``budget``, the run's (what is left of the turn's), or None.
         """
         runner = self._runner(temperature)
         known_before = self._child(parent_run_id)
+        limits = budget if budget is not None else Budget()
         try:
             async with asyncio.timeout(self.timeout):
-                result = await runner.start(plan, owner=owner, parent_run_id=parent_run_id)
+                result = await runner.start(
+                    plan,
+                    owner=owner,
+                    parent_run_id=parent_run_id,
+                    max_tokens=limits.max_tokens,
+                    max_cost=limits.max_cost,
+                )
         except TimeoutError:
             run_id = self._new_child(parent_run_id, known_before)
             self._cancel(runner, run_id, f"the workflow ran past {self.timeout:g} s")

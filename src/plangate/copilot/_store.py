@@ -135,10 +135,16 @@ async def take_turn(store: Store, transaction: Transactions, run_id: str, conver
 
 
 def finish(
-    store: Store, transaction: Transactions, turn: Turn, stage: str, usage: dict[str, JsonValue] | None = None
+    store: Store,
+    transaction: Transactions,
+    turn: Turn,
+    stage: str,
+    usage: dict[str, JsonValue] | None = None,
+    exhausted: Outcome | None = None,
 ) -> list[Event]:
     """Store the finished turn, its attempts and the run's outcome (with the turn's model usage), together;
-    its conversation is free for the next turn then. Returns the events committed."""
+    its conversation is free for the next turn then. Returns the events committed. ``exhausted``: the
+    outcome of a turn that reached its budget (the run ends ``exhausted``)."""
     status = _RUN_STATUS[turn.status]
     message = turn.answer or turn.reason or turn.status
     outcome_status: OutcomeStatus = (
@@ -147,6 +153,8 @@ def finish(
     ended = Outcome(
         status=outcome_status, stage=stage, code=turn.status, user_message=clip(message, 500), usage=usage
     )
+    if exhausted is not None and status == "failed":
+        ended, status = exhausted.model_copy(update={"usage": usage}), "exhausted"
     conversations = Conversations(store)  # made before the transaction: it may bring its tables up to date
     TurnOrder(store)  # the same: the conversation is freed in the transaction
     with transaction(turn.run_id) as tx:

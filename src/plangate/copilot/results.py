@@ -154,6 +154,9 @@ class Turn(_Value):
         formula: the formula that produced it (save it, run it, edit it like any other).
         source: the data source asked about.
         model: the model that built the formula.
+        usage: the model usage of the turn (its generation, its review and its formula runs'), as its
+            run's outcome shows it (with ``cost`` when every model has a price); None when no call reported
+            any, or for a turn read back from its conversation (its run's outcome keeps it).
     """
 
     id: str
@@ -171,6 +174,7 @@ class Turn(_Value):
     owner: str = "local"
     created_at: float = 0.0
     finished_at: float = 0.0
+    usage: dict[str, JsonValue] | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         """The turn as ``plangate ask --json`` prints it."""
@@ -194,6 +198,7 @@ class Turn(_Value):
             ],
             "result": self.result.model_dump(mode="json"),
             "formula": formula_json(self.formula),
+            "usage": self.usage,
         }
 
     def record(self) -> TurnRecord:

@@ -17,11 +17,13 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from pydantic import JsonValue
 
+from plangate.config import ModelPrice
 from plangate.copilot import _store
 from plangate.copilot._attempt import AttemptRun, AttemptSetup
 from plangate.copilot._conversations import AttemptRecord, Conversations
@@ -35,8 +37,8 @@ from plangate.errors import ConfigError, NotFoundError, PlangateError, RunError
 from plangate.events import Event, StatusEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.models import Model, resolve_model
-from plangate.runs import telemetry
-from plangate.runs.usage import UsageTally, children_usage, combined
+from plangate.runs import Outcome, telemetry
+from plangate.runs.usage import BudgetReached, UsageTally, children_usage, require_prices, run_budget
 from plangate.store import TERMINAL_STATUSES, Commit, LeaseBook, RunRecord, Store, open_store
 from plangate.tools.data import DataSources, QueryLimits
 from plangate.vocab import TurnStatus
@@ -77,6 +79,16 @@ class Copilot:
         run_timeout: seconds an attempt's formula run may take.
         leases: the lease book a turn's ``ask`` run is held under while its turn runs (every commit fenced
             by it, as every run's); None: one of its own.
+        prices: what each model's tokens cost per million (``[prices]``), by model name: a turn's usage
+            shows its cost when every model it called has one.
+        max_tokens: the input and output tokens a turn's model calls may use together (its generation, its
+            review and its formula runs' ``llm`` steps); checked before each call and before each attempt's
+            formula run (which gets what is left as its own budget), and a turn that reached it ends
+            ``exhausted`` (code ``budget_exhausted``). None: no limit.
+        max_cost: the most a turn may cost by ``prices`` (checked the same way); its models need a price.
+
+    Raises:
+        ConfigError: ``max_tokens`` or ``max_cost`` is not valid.
     """
 
     def __init__(
@@ -90,7 +102,12 @@ class Copilot:
         model_review: bool | Model | str = False,
         run_timeout: float = RUN_TIMEOUT_S,
         leases: LeaseBook | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> None:
+        self.budget = run_budget(max_tokens, max_cost, "ask")
+        self.prices: dict[str, ModelPrice] = dict(prices or {})
         self.model = model
         self.store = store if store is not None and not isinstance(store, str) else open_store(store)
         self.leases = leases if leases is not None else LeaseBook(self.store)
@@ -108,12 +125,16 @@ class Copilot:
         """Check what can be checked before a turn is stored: the question, the model, the conversation.
 
         Raises:
-            ConfigError: an empty question, or a model spec that names no usable model.
+            ConfigError: an empty question, a model spec that names no usable model, or ``max_cost`` with a
+                model that has no price.
             NotFoundError: ``conversation`` names no conversation of this owner.
         """
         if not isinstance(question, str) or not question.strip():
             raise ConfigError("ask: expected a question; got an empty one")
         model = resolve_model(self.model)
+        review = self._review_model(model)
+        models = [model.name] if review is None else [model.name, review.name]
+        require_prices(self.budget, models, self.prices, "ask")
         found = _store.conversation_for(self.store, conversation, question, self.owner)
         return _Prepared(
             question.strip(),
@@ -201,9 +222,11 @@ class Copilot:
         attempts: list[Attempt] = []
         stage = "turn"
         source = label
-        # the turn's own model calls (generation, review), in its outcome with its formula runs' usage
-        tally = UsageTally()
+        # the turn's own model calls (generation, review), in its outcome with its formula runs' usage, and
+        # checked against its budget before each call
+        tally = UsageTally(self.prices, self.budget, lambda: children_usage(store, prepared.run_id))
         trace = phases.trace
+        exhausted: Outcome | None = None
         try:
             strategy = strategy_for(model)  # once per turn: every attempt asks it, none asks the model
             try:
@@ -224,7 +247,8 @@ class Copilot:
             source = scope.name
             review = self._review_model(model)
             runs_model = model  # an llm step's call is counted by its formula run, not twice
-            model = telemetry.observed(tally.wrap(model), trace)
+            # the budget is checked before the call's span starts: a call that is not made has none
+            model = tally.wrap(telemetry.observed(model, trace), "generate")
             setup = AttemptSetup(
                 question=prepared.question,
                 history=_store.history(store, prepared.conversation_id, prepared.owner),
@@ -232,20 +256,37 @@ class Copilot:
                 model=model,
                 strategy=strategy,
                 runner=PlanRunner(
-                    store, scope, runs_model, step_tokens=strategy.step_tokens, timeout=self.run_timeout
+                    store,
+                    scope,
+                    runs_model,
+                    step_tokens=strategy.step_tokens,
+                    timeout=self.run_timeout,
+                    prices=self.prices,
                 ),
                 run_id=prepared.run_id,
                 owner=prepared.owner,
                 emit=lambda event: self._emit(prepared.run_id, event),
-                review_model=None if review is None else telemetry.observed(tally.wrap(review), trace),
+                review_model=None
+                if review is None
+                else tally.wrap(telemetry.observed(review, trace), "review"),
                 phases=phases,
+                meter=tally,
             )
             instruction: str | None = None
             for n in itertools.count(1):
-                result = await AttemptRun(setup, n, instruction).run()
+                started = time.time()
+                try:
+                    result = await AttemptRun(setup, n, instruction).run()
+                except BudgetReached as reached:  # a call or a formula run the budget did not allow
+                    exhausted = reached.outcome
+                    attempts.append(_ended(n, "failed", exhausted.user_message, started))
+                    break
                 attempts.append(result.attempt)
                 stage = result.stage
                 _store.checkpoint(self.leases.transaction, prepared.run_id, prepared.question, attempts)
+                if result.exhausted:  # its formula run reached what was left of the turn's budget
+                    exhausted = tally.exhausted(stage)
+                    break
                 if result.retry is None or not retry_left(n):
                     break
                 with phases.phase("retry", n) as shown:
@@ -254,7 +295,7 @@ class Copilot:
                         prepared.run_id, StatusEvent(stage="review", code="retry", text=result.attempt.reason)
                     )
                 instruction = result.retry
-            return self._finish(prepared, attempts, stage, source, self._usage(prepared, tally), trace)
+            return self._finish(prepared, attempts, stage, source, tally.total(), trace, exhausted)
         except asyncio.CancelledError:
             attempts.append(
                 _ended(
@@ -264,18 +305,14 @@ class Copilot:
                     prepared.created_at,
                 )
             )
-            self._finish(prepared, attempts, stage, source, self._usage(prepared, tally), trace)
+            self._finish(prepared, attempts, stage, source, tally.total(), trace)
             raise
         except Exception as exc:
             # A defect must still end the turn with a reason, never a traceback for the user.
             logger.exception("turn %s stopped on an unexpected error", prepared.turn_id)
             reason = f"the turn stopped on an unexpected error ({type(exc).__name__}: {exc})"
             attempts.append(_ended(len(attempts) + 1, "failed", reason, prepared.created_at))
-            return self._finish(prepared, attempts, stage, source, self._usage(prepared, tally), trace)
-
-    def _usage(self, prepared: _Prepared, tally: UsageTally) -> dict[str, JsonValue] | None:
-        """The turn's usage: its own calls' (``tally``) and its formula runs' (their ``llm`` steps)."""
-        return combined([tally.summary(), children_usage(self.store, prepared.run_id)])
+            return self._finish(prepared, attempts, stage, source, tally.total(), trace)
 
     def _emit(self, run_id: str, event: Event) -> None:
         self._committed(None, _store.append(self.leases.transaction, run_id, event))
@@ -292,6 +329,7 @@ class Copilot:
         source: str,
         usage: dict[str, JsonValue] | None = None,
         trace: telemetry.RunTrace | None = None,
+        exhausted: Outcome | None = None,
     ) -> Turn:
         chosen = chosen_attempt(attempts)
         turn = Turn(
@@ -310,8 +348,10 @@ class Copilot:
             owner=prepared.owner,
             created_at=prepared.created_at,
             finished_at=time.time(),
+            usage=usage,
         )
-        self._committed(trace, _store.finish(self.store, self.leases.transaction, turn, stage, usage))
+        committed = _store.finish(self.store, self.leases.transaction, turn, stage, usage, exhausted)
+        self._committed(trace, committed)
         return turn
 
     # -- after a crash ---------------------------------------------------------------------------------------
@@ -438,14 +478,25 @@ class AskStream:
                     await task
 
 
+class _Options(TypedDict, total=False):
+    """The keyword options of the module-level ``ask`` functions, as :class:`Copilot` takes them."""
+
+    prices: Mapping[str, ModelPrice] | None
+    max_tokens: int | None
+    max_cost: float | None
+
+
 def _copilot(
     model: Model | str | None,
     store: Store | str | None,
     sources: DataSources | None,
     owner: str,
     model_review: bool | Model | str,
+    options: _Options,
 ) -> Copilot:
-    return Copilot(model=model, store=store, sources=sources, owner=owner, model_review=model_review)
+    return Copilot(
+        model=model, store=store, sources=sources, owner=owner, model_review=model_review, **options
+    )
 
 
 async def ask_async(
@@ -459,9 +510,10 @@ async def ask_async(
     sources: DataSources | None = None,
     owner: str = "local",
     model_review: bool | Model | str = False,
+    **options: Unpack[_Options],
 ) -> Turn:
     """``ask`` for async code."""
-    copilot = _copilot(model, store, sources, owner, model_review)
+    copilot = _copilot(model, store, sources, owner, model_review, options)
     return await copilot.ask_async(question, data, conversation=conversation, name=name)
 
 
@@ -476,6 +528,7 @@ def ask(
     sources: DataSources | None = None,
     owner: str = "local",
     model_review: bool | Model | str = False,
+    **options: Unpack[_Options],
 ) -> Turn:
     """Answer a question about data with a checked, run and reviewed formula.
 
@@ -491,12 +544,14 @@ def ask(
         sources: data sources registered already.
         owner: who the turn belongs to.
         model_review: ask a model to review answers the rules flagged (True: the copilot model).
+        **options: ``prices``, ``max_tokens``, ``max_cost``, as :class:`Copilot` takes them.
 
     Returns:
         The stored turn: ``status``, ``answer``, ``reason``, ``attempts``, ``result``, ``formula``.
 
     Raises:
-        ConfigError: an empty question or an unusable model spec. NotFoundError: an unknown conversation.
+        ConfigError: an empty question, an unusable model spec, a budget that is not valid or a
+            ``max_cost`` for a model without a price. NotFoundError: an unknown conversation.
     """
     return asyncio.run(
         ask_async(
@@ -509,6 +564,7 @@ def ask(
             sources=sources,
             owner=owner,
             model_review=model_review,
+            **options,
         )
     )
 
@@ -524,13 +580,14 @@ def ask_stream(
     sources: DataSources | None = None,
     owner: str = "local",
     model_review: bool | Model | str = False,
+    **options: Unpack[_Options],
 ) -> AskStream:
     """The events of a turn as it runs (``async for event in stream``), then ``stream.turn``.
 
     Raises:
         ConfigError: an empty question or an unusable model spec. NotFoundError: an unknown conversation.
     """
-    copilot = _copilot(model, store, sources, owner, model_review)
+    copilot = _copilot(model, store, sources, owner, model_review, options)
     return copilot.stream(question, data, conversation=conversation, name=name)
 
 

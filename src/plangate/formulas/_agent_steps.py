@@ -21,17 +21,20 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from pydantic import JsonValue
 
+from plangate.config import ModelPrice
 from plangate.errors import InteractionError, NotFoundError, PlangateError, UserError
 from plangate.formulas._executors import StepOutcome
 from plangate.formulas.plan import AgentExecutor, CookedStep
 from plangate.formulas.templates import render_runtime, to_text
 from plangate.interactions import Resolution
 from plangate.models import Model
+from plangate.runs.usage import Budget
 from plangate.store import TERMINAL_STATUSES, Interaction, LeaseBook, RunKind, RunRecord, RunStatus, Store
 from plangate.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from plangate.agent import AgentResult
+    from plangate.formulas._budget import RunBudget
 
 
 #: What the agent runtime gives a run when a step names no ``max_rounds``.
@@ -53,6 +56,9 @@ class AgentSetup:
         mode: how the agent starts (``auto``: route first; ``plan``; ``react``).
         done_when: the step's goal as a condition over the agent's receipts, which the agent runtime checks
             after each one (the step completes with the proof), or None.
+        budget: what is left of the formula run's budget when the agent starts (it keeps it as its own), or
+            None.
+        prices: what each model's tokens cost (the formula run's prices first): the agent keeps its model's.
     """
 
     tools: ToolRegistry
@@ -61,6 +67,8 @@ class AgentSetup:
     max_rounds: int = DEFAULT_MAX_ROUNDS
     mode: Literal["auto", "plan", "react"] = "auto"
     done_when: str | None = None
+    budget: Budget | None = None
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,10 @@ class StepAgent(Protocol):
         not advanced (whoever advances it next does)."""
         ...
 
+    def usage(self, run_id: str) -> dict[str, JsonValue] | None:
+        """The model usage of an agent run that has not ended, so far, as its outcome would show it."""
+        ...
+
 
 class RuntimeStepAgent:
     """``StepAgent`` on ``plangate.agent.Agent``, over the formula runner's store.
@@ -150,6 +162,7 @@ class RuntimeStepAgent:
         model = self._model(setup.model)
         if model is None:
             model = self._started[run_id] = resolve_model(None)
+        budget = setup.budget
         agent = Agent(
             model=model,
             tools=setup.tools,
@@ -159,6 +172,9 @@ class RuntimeStepAgent:
             owner=setup.owner,
             leases=self.leases,
             done_when=setup.done_when,
+            max_tokens=None if budget is None else budget.max_tokens,
+            max_cost=None if budget is None else budget.max_cost,
+            prices=setup.prices,
         )
         return self._view(await agent.run_async(prompt))
 
@@ -191,6 +207,11 @@ class RuntimeStepAgent:
             model=setup.model, tools=setup.tools, store=self.store, owner=setup.owner, leases=self.leases
         )
         await agent.resolve_async(run_id, interaction_id, resolution, by=by)
+
+    def usage(self, run_id: str) -> dict[str, JsonValue] | None:
+        from plangate.agent import Agent
+
+        return Agent(store=self.store).usage(run_id)
 
     def _view(self, result: AgentResult) -> AgentRunView:
         outcome = result.outcome
@@ -305,8 +326,15 @@ class AgentSteps:
     def store(self) -> Store:
         return self.host.store
 
-    def setup(self, executor: AgentExecutor, owner: str) -> AgentSetup:
-        """The tools, model and budget of an agent step.
+    def setup(
+        self,
+        executor: AgentExecutor,
+        owner: str,
+        budget: Budget | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
+    ) -> AgentSetup:
+        """The tools, model and budget of an agent step (``budget``: what is left of the run's, and
+        ``prices``, for an agent it starts).
 
         Raises:
             UnknownToolError: the runner lacks a tool the step names.
@@ -320,6 +348,8 @@ class AgentSteps:
             max_rounds=executor.max_rounds if executor.max_rounds is not None else DEFAULT_MAX_ROUNDS,
             mode=executor.mode,
             done_when=executor.done_when,
+            budget=budget,
+            prices=dict(prices or {}),
         )
 
     async def run(
@@ -331,15 +361,26 @@ class AgentSteps:
         vars: Mapping[str, JsonValue],
         outputs: Mapping[str, Mapping[str, JsonValue]],
         existing: Sequence[str] = (),
+        *,
+        budget: RunBudget | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> StepOutcome:
         """Start the step's agent, or resume the one it has (``existing``, or one a crash cut off).
 
         An agent this process cannot continue (a tool or the model missing here) leaves the step waiting
-        with the reason, its agent untouched: resuming the run where those exist picks it up.
+        with the reason, its agent untouched: resuming the run where those exist picks it up. A new agent
+        of a run with a ``budget`` gets what is left of it, and is not started once it is reached; a
+        resumed one keeps the budget it started with.
         """
         child = existing[0] if existing else self._adoptable(run_id, step.id)
+        left: Budget | None = None
+        if budget is not None and not isinstance(child, str):
+            given = budget.left()
+            if isinstance(given, StepOutcome):
+                return given  # reached: no agent is started
+            left = given
         try:
-            setup = self.setup(executor, owner)
+            setup = self.setup(executor, owner, left, prices)
             if isinstance(child, str):
                 return step_outcome(await self.agents.resume(child, setup))
         except UserError as exc:
@@ -441,7 +482,9 @@ def step_outcome(view: AgentRunView) -> StepOutcome:
     if view.status in _ENDED_BADLY:
         why = outcome.get("user_message") or outcome.get("code") or view.status
         code = outcome.get("code", view.status)
-        return StepOutcome("failed", output, f"agent {view.status} ({code}): {why}", [view.run_id])
+        reason = f"agent {view.status} ({code}): {why}"
+        # an agent's budget is what was left of its formula run's: the run's is reached too
+        return StepOutcome("failed", output, reason, [view.run_id], exhausted=code == "budget_exhausted")
     return StepOutcome("failed", output, f"agent {view.run_id} stopped while {view.status}", [view.run_id])
 
 

@@ -58,6 +58,8 @@ class StepOutcome:
         write: for a write step, what became of its call.
         raw: for an ``llm`` step, what the model returned, as text (recorded with the step's state).
         usage: the model usage of the step's own call (an ``llm`` step), as an outcome shows it.
+        exhausted: the step stopped on the run's budget (its call or run was not started, or the run it
+            started reached what was left of it): a retry cannot help.
     """
 
     status: Literal["complete", "failed", "waiting", "unknown"]
@@ -67,7 +69,11 @@ class StepOutcome:
     write: WriteReport | None = None
     raw: str | None = None
     usage: dict[str, JsonValue] | None = None
+    exhausted: bool = False
 
+
+_ENDED_BADLY = frozenset({"failed", "cancelled", "exhausted"})
+"""How a sub-run that did not complete ended."""
 
 SubRun = Callable[[str, dict[str, JsonValue], str], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
 """Start or adopt a sub-formula under the id its parent committed: ``(formula, vars, run_id) -> (run_id,
@@ -145,7 +151,10 @@ async def run_subformula(
         return StepOutcome("failed", reason=f"vars: {exc}")
     if not isinstance(sub_vars, dict):  # a table of vars renders as one
         return StepOutcome("failed", reason=f"vars: expected an object, found {type(sub_vars).__name__}")
-    found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
+    try:
+        found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
+    except PlangateError as exc:  # it cannot start (a budget its models' prices cannot hold, ...)
+        return StepOutcome("failed", reason=f"sub-formula {executor.name}: {exc}")
     return _from_runs(step, [(found, status, sub_outputs)], wait_any=False)
 
 
@@ -243,15 +252,16 @@ def _from_runs(
     done = statuses.count("completed")
     if wait_any and done:
         return StepOutcome("complete", output, f"{done} of {total} sub-runs completed", run_ids)
-    failed = [
-        f"{rid} {st}" for rid, st in zip(run_ids, statuses, strict=True) if st in {"failed", "cancelled"}
-    ]
+    failed = [f"{rid} {st}" for rid, st in zip(run_ids, statuses, strict=True) if st in _ENDED_BADLY]
+    exhausted = "exhausted" in statuses  # a sub-run ran out of what was left of the run's budget
     if failed and not wait_any:
-        return StepOutcome("failed", output, "sub-run failed: " + ", ".join(failed), run_ids)
+        reason = "sub-run failed: " + ", ".join(failed)
+        return StepOutcome("failed", output, reason, run_ids, exhausted=exhausted)
     if done == total:
         return StepOutcome("complete", output, f"{done} sub-run(s) completed", run_ids)
     if failed and len(failed) == total:
-        return StepOutcome("failed", output, "every sub-run failed: " + ", ".join(failed), run_ids)
+        reason = "every sub-run failed: " + ", ".join(failed)
+        return StepOutcome("failed", output, reason, run_ids, exhausted=exhausted)
     return StepOutcome("waiting", output, f"waiting on sub-runs ({done} of {total} completed)", run_ids)
 
 
@@ -271,7 +281,8 @@ async def run_llm(
     vars: Mapping[str, JsonValue],
     outputs: Mapping[str, Mapping[str, JsonValue]],
     *,
-    prices: Mapping[str, ModelPrice] | None = None,
+    price: Callable[[str], ModelPrice | None] | None = None,
+    refusal: Callable[[str], StepOutcome | None] | None = None,
     trace: telemetry.RunTrace | None = None,
     attempt: int = 0,
 ) -> StepOutcome:
@@ -282,8 +293,10 @@ async def run_llm(
     Without a schema the output is ``{text}``. With one, the schema is sent as the response schema and the
     answer must be JSON that fits it: an object becomes the output as it is, any other value ``{value}``.
     An answer that does not parse or fit fails the step with the reason and the raw ``text`` in its
-    output, so that ``retries`` ask again. The call's usage (its cost by ``prices``) is in the outcome,
-    whatever the answer; with tracing on (``trace``) it is a ``chat`` span under the step's.
+    output, so that ``retries`` ask again. The call's usage (its cost by ``price`` of the model) is in the
+    outcome, whatever the answer; with tracing on (``trace``) it is a ``chat`` span under the step's.
+    ``refusal`` (a run with a budget) is asked just before the call: an outcome it gives ends the step
+    instead.
     """
     try:
         rendered = render_runtime(executor.prompt, vars, outputs, path=f"{step.id}.llm.prompt")
@@ -305,12 +318,15 @@ async def run_llm(
         messages.insert(0, Message("system", rules))
         response_schema = ResponseSchema("output", schema)
     request = ModelRequest("generate", messages, response_schema=response_schema, wire="json")
+    if refusal is not None and (refused := refusal(chosen.name)) is not None:
+        return refused
     try:
         completion = await complete(telemetry.observed(chosen, trace, ("step", step.id, attempt)), request)
     except PlangateError as exc:
         return StepOutcome("failed", reason=f"model {chosen.name}: {exc}")
     text = completion.text
-    usage = call_usage(chosen.name, completion.usage, prices or {})
+    priced = None if price is None or completion.usage is None else price(chosen.name)
+    usage = call_usage(chosen.name, completion.usage, {} if priced is None else {chosen.name: priced})
     if schema is None:
         return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters", raw=text, usage=usage)
     value, problem = parse_json_answer(text)

@@ -28,6 +28,7 @@ from plangate.events import (
     ToolResultEvent,
 )
 from plangate.formulas._agent_steps import AgentSteps
+from plangate.formulas._budget import RunBudget
 from plangate.formulas._rungraph import PlanGraph
 from plangate.formulas._runstate import RunState, StepRun
 from plangate.formulas.plan import CookedStep
@@ -97,8 +98,10 @@ class RunHost(Protocol):
         run_id: str,
         *,
         always_execute: bool = False,
+        budget: RunBudget | None = None,
     ) -> tuple[str, str, dict[str, JsonValue]]:
-        """Start (or adopt) the sub-run ``run_id``; returns its id, status and outputs."""
+        """Start (or adopt) the sub-run ``run_id`` (a new one with what is left of ``budget``); returns its
+        id, status and outputs."""
         ...
 
     def end_sub_runs(self, run_ids: Iterable[str], reason: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any, overload
 from pydantic import JsonValue
 
 from plangate.conditions import StepState
+from plangate.config import ModelPrice
 from plangate.errors import SchemaVersionError
 from plangate.events import Event, StepStateEvent, StepStatus
 from plangate.formulas.plan import Plan
@@ -200,12 +201,20 @@ class ConditionSteps(Mapping[str, StepState]):
 
 @dataclass
 class RunState:
-    """A formula run in memory: its plan, its steps' states and its until-loop progress."""
+    """A formula run in memory: its plan, its steps' states and its until-loop progress.
+
+    Attributes:
+        prices: the price of each model its ``llm`` steps called, recorded when first used (``record_price``)
+            and kept in its snapshot, so that every process that advances the run costs the calls the same.
+        unsaved_prices: a price was recorded since the last snapshot (the next commit writes one).
+    """
 
     plan: Plan
     steps: dict[str, StepRun]
     iterations: dict[str, int] = field(default_factory=dict)
     seq: int = 0
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+    unsaved_prices: bool = False
     _plan_cache: tuple[Plan, EncodedObject] | None = field(default=None, repr=False, compare=False)
     _conditions: ConditionSteps | None = field(default=None, repr=False, compare=False)
 
@@ -230,13 +239,24 @@ class RunState:
             self._plan_cache = (self.plan, EncodedObject.of_model(self.plan, "the run's plan"))
         # one step at a time: a dict per step alive at once would cost a full garbage collection
         steps = ((sid, s.to_json()) for sid, s in self.steps.items())
-        return EncodedObject.joined(
-            {
-                "plan": self._plan_cache[1],
-                "steps": EncodedObject.of_pairs(steps, "the run's step states"),
-                "iterations": EncodedObject.of(self.iterations, "the run's loop iterations"),
+        parts = {
+            "plan": self._plan_cache[1],
+            "steps": EncodedObject.of_pairs(steps, "the run's step states"),
+            "iterations": EncodedObject.of(self.iterations, "the run's loop iterations"),
+        }
+        if self.prices:  # left out until a priced model is called: older snapshots read the same
+            shown = {
+                name: price.model_dump(mode="json", exclude_none=True) for name, price in self.prices.items()
             }
-        )
+            parts["prices"] = EncodedObject.of(shown, "the run's prices")
+        self.unsaved_prices = False
+        return EncodedObject.joined(parts)
+
+    def record_price(self, model: str, price: ModelPrice) -> None:
+        """Keep ``price`` as the run's price of ``model`` (its first use): the next snapshot holds it."""
+        if model not in self.prices:
+            self.prices[model] = price
+            self.unsaved_prices = True
 
     @classmethod
     def from_snapshot(cls, data: Mapping[str, Any], version: int, seq: int) -> RunState:
@@ -248,7 +268,10 @@ class RunState:
         plan = Plan.from_dict(dict(data["plan"]))
         stored = data.get("steps", {})
         steps = {s.id: StepRun.from_json(s.id, stored.get(s.id, {})) for s in plan.steps}
-        return cls(plan=plan, steps=steps, iterations=dict(data.get("iterations", {})), seq=seq)
+        prices = {name: ModelPrice.model_validate(price) for name, price in data.get("prices", {}).items()}
+        return cls(
+            plan=plan, steps=steps, iterations=dict(data.get("iterations", {})), seq=seq, prices=prices
+        )
 
     def fold(self, events: Iterable[Event]) -> None:
         """Apply committed ``step_state`` events (those after the snapshot) to the in-memory state."""

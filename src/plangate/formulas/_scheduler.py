@@ -43,6 +43,7 @@ from plangate.events import (
 from plangate.formulas import _containers, _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import answer_step, commit_answer, stored_answers
+from plangate.formulas._budget import RunBudget
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, formula_outcome, with_steps_usage
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
@@ -124,6 +125,8 @@ class Scheduler:
         self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
         # an llm step's usage, by step, until its next transition carries it (empty: nothing to look up)
         self.step_usage: dict[str, dict[str, JsonValue]] = {}
+        # the run's max_tokens / max_cost, checked before its steps' model calls (None: it has none)
+        self.budget = RunBudget.of(run, state, host.prices, host.agent_steps.agents, host.store)
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -185,7 +188,15 @@ class Scheduler:
         runs: a task cancelled before it started (the run ended first) leaves no coroutine unawaited."""
         try:
             return await step_work(
-                self.host, self.run_id, self.owner, self.always_execute, self.state, step, what, self.trace
+                self.host,
+                self.run_id,
+                self.owner,
+                self.always_execute,
+                self.state,
+                step,
+                what,
+                self.trace,
+                self.budget,
             )
         finally:
             task = asyncio.current_task()
@@ -319,7 +330,9 @@ class Scheduler:
         # a snapshot costs the size of the plan: after as many events as four per step, its cost per event
         # stays flat however large the plan, and a resume folds no more events than that
         every = max(self.host.checkpoint_every, _EVENTS_PER_STEP_PER_SNAPSHOT * len(self.state.steps))
-        snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
+        snapshot = (
+            checkpoint or self.plan_changed or self.state.unsaved_prices or self.since_checkpoint >= every
+        )
         with self.host.leases.transaction(self.run_id) as tx:
             began = self._began(tx)
             events: list[Event] = []  # a run of events goes in at once, without their stored copies
@@ -353,9 +366,12 @@ class Scheduler:
         return began
 
     def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
-        self._emit_status(status, reason)
         ended = formula_outcome("completed" if status == "completed" else "failed", reason)
         ended = with_steps_usage(ended, self.host.store, self.run_id, self.state)
+        if status == "failed" and self.budget is not None:
+            ended = self.budget.ending(ended)  # exhausted, when what it spent reached its budget
+            status = ended.status
+        self._emit_status(status, reason)
         self.ops.append(ended.event())  # the run's last event, as every run's
         self._flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason
@@ -641,7 +657,7 @@ class Scheduler:
             return
         if outcome.status == "failed":
             self._end_sub_runs(step, run, outcome, "failed")
-            if run.attempt <= step.retries:
+            if run.attempt <= step.retries and not outcome.exhausted:
                 retry = f"attempt {run.attempt} failed ({outcome.reason}); retrying"
                 self.transition(run, "ready", retry, wait=_writes.retry_wait(run), raw=outcome.raw)
                 self.candidates[step_id] = None

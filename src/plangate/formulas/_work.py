@@ -18,6 +18,7 @@ from pydantic import JsonValue
 
 from plangate.errors import FormulaError, StoreError
 from plangate.formulas import _writes
+from plangate.formulas._budget import RunBudget, RunPrices
 from plangate.formulas._executors import (
     StepOutcome,
     fan_out,
@@ -50,11 +51,14 @@ async def step_work(
     step: CookedStep,
     what: str,
     trace: RunTrace | None = None,
+    budget: RunBudget | None = None,
 ) -> StepOutcome:
     """Run ``what`` (``work``, ``fanout``, ``subrun``, ``write`` or ``settle``) for ``step`` of ``run_id``.
 
     Sub-runs inherit the run's ``always_execute``; the ids they get are those the step's state committed.
-    ``trace``: the run's spans (None when tracing is off), where an ``llm`` step's call goes.
+    ``trace``: the run's spans (None when tracing is off), where an ``llm`` step's call goes. ``budget``:
+    the run's (None: it has none), checked before an ``llm`` step's call and handed down, as what is left of
+    it, to the agent or sub-runs a step starts.
     """
     run = state.steps[step.id]
     # Each step's work is a task of its own (the scheduler's): this stays with it and what it awaits.
@@ -65,7 +69,9 @@ async def step_work(
     async def sub(
         formula: str, vars: dict[str, JsonValue], child: str
     ) -> tuple[str, str, dict[str, JsonValue]]:
-        return await host.sub_run(run_id, owner, formula, vars, child, always_execute=always_execute)
+        return await host.sub_run(
+            run_id, owner, formula, vars, child, always_execute=always_execute, budget=budget
+        )
 
     if what == "fanout":
         ids = fanout_ids(run_id, step, run.attempt, run.output or {}, existing)
@@ -93,7 +99,10 @@ async def step_work(
         child = existing[0] if existing else subformula_run_id(run_id, step.id, max(run.attempt, 1))
         work = run_subformula(step, executor, sub, variables, outputs, child)
     elif isinstance(executor, AgentExecutor):
-        work = host.agent_steps.run(step, executor, run_id, owner, variables, outputs, existing)
+        prices = RunPrices(state, host.prices)
+        work = host.agent_steps.run(
+            step, executor, run_id, owner, variables, outputs, existing, budget=budget, prices=prices.table()
+        )
     elif isinstance(executor, LlmExecutor):
         work = run_llm(
             step,
@@ -101,7 +110,8 @@ async def step_work(
             host.model,
             variables,
             outputs,
-            prices=host.prices,
+            price=RunPrices(state, host.prices).of,
+            refusal=None if budget is None else budget.refusal,
             trace=trace,
             attempt=run.attempt,
         )

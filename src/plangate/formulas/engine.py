@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
+from plangate.config import BudgetConfig
 from plangate.errors import ConfigError, NotFoundError, PlangateError
 from plangate.events import StatusEvent
 from plangate.formulas._answers import STORED_ANSWERS
@@ -31,15 +32,17 @@ class FormulaEngine:
 
     Args:
         runner: the runner that advances them.
+        budget: the budget of new runs that name none (``[budget]``).
     """
 
     kind: RunKind = "formula"
     remote = True
 
-    def __init__(self, runner: FormulaRunner) -> None:
+    def __init__(self, runner: FormulaRunner, budget: BudgetConfig | None = None) -> None:
         self.runner = runner
         self.store = runner.store
         self.tools = runner.tools
+        self.budget = budget if budget is not None else BudgetConfig()
 
     def create(
         self,
@@ -50,15 +53,26 @@ class FormulaEngine:
         always_execute: bool = False,
         run_id: str | None = None,
         schedule: Mapping[str, object] | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> str:
         """Check and store a new run with its first commit (``queued``); whoever advances it next starts
         its steps. ``run_id`` and ``schedule``: a schedule's slot that names the run and starts it.
+        ``max_tokens`` / ``max_cost``: its budget (``[budget]``'s when None).
 
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
+            ConfigError: a budget that is not valid, or ``max_cost`` with a model that has no price.
         """
         return self.runner.submit(
-            formula, vars, owner=owner, always_execute=always_execute, run_id=run_id, schedule=schedule
+            formula,
+            vars,
+            owner=owner,
+            always_execute=always_execute,
+            run_id=run_id,
+            schedule=schedule,
+            max_tokens=max_tokens if max_tokens is not None else self.budget.max_tokens,
+            max_cost=max_cost if max_cost is not None else self.budget.max_cost,
         )
 
     def fork(self, run: RunRecord, request: Mapping[str, JsonValue]) -> str:

@@ -218,6 +218,8 @@ class _Replayer(FormulaRunner):
         parent_run_id: str | None = None,
         always_execute: bool = False,
         run_id: str | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> FormulaResult:
         """Start a run from the plan its recorded run started from (a sub-run's too), else as asked."""
         recorded = self.recording.plans.get(run_id) if run_id is not None else None
@@ -228,6 +230,8 @@ class _Replayer(FormulaRunner):
             parent_run_id=parent_run_id,
             always_execute=always_execute,
             run_id=run_id,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
         )
 
     async def run(self, run: RunRecord) -> str:

@@ -28,6 +28,7 @@ from pydantic import JsonValue
 
 from plangate.errors import ConfigError, FormulaError, InteractionError, StoreError
 from plangate.events import StatusEvent, StepStateEvent, ToolCallEvent
+from plangate.formulas._budget import BUDGET_KEY
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
 from plangate.formulas.plan import Plan
 from plangate.runs import tools as tool_identities
@@ -114,6 +115,8 @@ def retry_run(
     }
     if origin.input.get("always_execute") is True:
         data["always_execute"] = True
+    if BUDGET_KEY in origin.input:  # the same limits, for what the retry itself spends
+        data[BUDGET_KEY] = origin.input[BUDGET_KEY]
     if which == "use-new":
         data[tool_identities.INPUT_KEY] = runner.input_for(plan, False)[tool_identities.INPUT_KEY]
         data["plan"] = plan.to_dict()
@@ -201,6 +204,7 @@ def materialize(runner: FormulaRunner, run: RunRecord, transaction: Transactions
     stored_plan = run.input.get("plan")
     plan = Plan.from_dict(dict(stored_plan)) if isinstance(stored_plan, dict) else origin.plan
     state = RunState.new(plan)
+    state.prices = dict(origin.prices)  # its calls are costed as the origin's were
     again = downstream(plan, step)
     carried: list[StepRun] = []
     for step_id, done in origin.steps.items():

@@ -44,6 +44,8 @@ from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas import retry
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
+from plangate.formulas._budget import BUDGET_KEY, RunBudget, new_budget
+from plangate.formulas._executors import StepOutcome
 from plangate.formulas._outcome import formula_outcome, with_steps_usage
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
@@ -53,6 +55,7 @@ from plangate.models import Model
 from plangate.runs import telemetry
 from plangate.runs import tools as tool_identities
 from plangate.runs.telemetry.logs import advancing
+from plangate.runs.usage import Budget
 from plangate.store import (
     DEFAULT_LEASE_TTL,
     TERMINAL_STATUSES,
@@ -95,8 +98,9 @@ class FormulaResult:
     """Where a formula run stands after ``run_formula`` / ``resume_run`` returned.
 
     Attributes:
-        status: ``completed``, ``failed``, ``cancelled``, or ``waiting`` (a person, a gate or a manual step
-            holds it; ``interaction`` is the open question when there is one).
+        status: ``completed``, ``failed``, ``exhausted`` (its budget ran out), ``cancelled``, or ``waiting``
+            (a person, a gate or a manual step holds it; ``interaction`` is the open question when there is
+            one).
         reason: one line saying why it ended or what it waits for.
     """
 
@@ -237,6 +241,8 @@ class FormulaRunner:
         parent_run_id: str | None = None,
         always_execute: bool = False,
         run_id: str | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> FormulaResult:
         """Check, store and run a formula until it ends or waits.
 
@@ -244,10 +250,19 @@ class FormulaRunner:
             always_execute: write steps run without asking a person (``plangate run --yes``); recorded
                 in the run's input and events, and inherited by its sub-runs.
             run_id: the new run's id (a sub-run's, committed by its parent first); random when None.
+            max_tokens: the input and output tokens the run's model calls may use together (its ``llm``
+                steps' and the runs its steps start: agents, sub-formulas); checked before each call, and a
+                run that reached it ends ``exhausted`` (code ``budget_exhausted``). None: no limit.
+            max_cost: the most the run may cost by ``prices`` (checked the same way); every model its
+                ``llm`` and agent steps call needs a price.
+
+        Raises:
+            FormulaError: the formula does not pass check; nothing was stored.
+            ConfigError: a budget that is not valid, or ``max_cost`` with a model that has no price.
         """
         plan = self.plan(formula, vars)
         state = self._new_state(plan)
-        run_input = self.input_for(plan, always_execute)
+        run_input = self.input_for(plan, always_execute, self._budget(plan, max_tokens, max_cost))
         run = self.store.create_run(
             "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
         )
@@ -260,14 +275,19 @@ class FormulaRunner:
         *,
         owner: str = "local",
         always_execute: bool = False,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> str:
         """Check and store a formula run with its first commit (``running``); returns its id, and
-        ``advance`` runs it. Synchronous, so that a server creates it off its event loop.
+        ``advance`` runs it. Synchronous, so that a server creates it off its event loop. ``max_tokens``
+        and ``max_cost``: its budget, as ``start`` takes it.
 
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
+            ConfigError: a budget that is not valid, or ``max_cost`` with a model that has no price.
         """
-        return self._create(formula, vars, owner, always_execute, "running")
+        budget = (max_tokens, max_cost)
+        return self._create(formula, vars, owner, always_execute, "running", budget=budget)
 
     async def advance(self, run_id: str) -> FormulaResult:
         """Run a run ``create`` stored, from its first commit, until it ends or waits.
@@ -286,17 +306,22 @@ class FormulaRunner:
         always_execute: bool = False,
         run_id: str | None = None,
         schedule: Mapping[str, object] | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> str:
         """Check and store a formula run with its first commit (``queued``), without advancing it.
 
         For handing runs to workers: whoever resumes the run next (``resume``) starts its steps. Returns
         the run's id (``run_id``, when given: a schedule's slot names it first). ``schedule``: the slot
-        that started it, kept in the run's input.
+        that started it, kept in the run's input. ``max_tokens`` and ``max_cost``: its budget, as ``start``
+        takes it.
 
         Raises:
             FormulaError: the formula does not pass check; nothing was stored.
+            ConfigError: a budget that is not valid, or ``max_cost`` with a model that has no price.
         """
-        return self._create(formula, vars, owner, always_execute, "queued", run_id, schedule)
+        budget = (max_tokens, max_cost)
+        return self._create(formula, vars, owner, always_execute, "queued", run_id, schedule, budget)
 
     def _create(
         self,
@@ -307,10 +332,11 @@ class FormulaRunner:
         status: RunStatus,
         run_id: str | None = None,
         schedule: Mapping[str, object] | None = None,
+        budget: tuple[int | None, float | None] = (None, None),
     ) -> str:
         plan = self.plan(formula, vars)
         state = self._new_state(plan)
-        run_input = self.input_for(plan, always_execute)
+        run_input = self.input_for(plan, always_execute, self._budget(plan, *budget))
         if schedule is not None:
             run_input["schedule"] = dict(schedule)
         run = self.store.create_run("formula", plan.formula, run_input, owner=owner, run_id=run_id)
@@ -330,9 +356,13 @@ class FormulaRunner:
         except ConfigError as exc:
             raise FormulaError(f"{plan.formula} cannot be stored: {exc}") from None
 
-    def input_for(self, plan: Plan, always_execute: bool) -> dict[str, object]:
+    def _budget(self, plan: Plan, max_tokens: int | None, max_cost: float | None) -> Budget | None:
+        return new_budget(plan, max_tokens, max_cost, self.model, self.prices)
+
+    def input_for(self, plan: Plan, always_execute: bool, budget: Budget | None = None) -> dict[str, object]:
         """What a new run of ``plan`` stores as its input: the formula, its vars, the tools' specs and
-        identities, and the digest of the plan (a retry compares it with the formula as it is then)."""
+        identities, the digest of the plan (a retry compares it with the formula as it is then), and its
+        budget when it has one."""
         named = [self.tools.get(name) for name in plan.tool_names() if name in self.tools]
         run_input: dict[str, object] = {
             "formula": plan.formula,
@@ -343,6 +373,8 @@ class FormulaRunner:
         }
         if always_execute:
             run_input["always_execute"] = True
+        if budget is not None:
+            run_input[BUDGET_KEY] = budget.limits()
         return run_input
 
     async def resume(self, run_id: str) -> FormulaResult:
@@ -449,12 +481,17 @@ class FormulaRunner:
         run_id: str,
         *,
         always_execute: bool = False,
+        budget: RunBudget | None = None,
     ) -> tuple[str, str, dict[str, JsonValue]]:
         """Start the sub-run ``run_id`` of ``parent_run_id`` (its id committed by the parent), or adopt it
-        when it exists already; returns its id, status and outputs."""
+        when it exists already; returns its id, status and outputs. A new sub-run of a parent with a
+        ``budget`` gets what is left of it; once that is reached it is not started (``exhausted``)."""
         try:
             self.store.get_run(run_id)
         except NotFoundError:
+            left = None if budget is None else budget.left()
+            if isinstance(left, StepOutcome):
+                return run_id, "exhausted", {}
             result = await self.start(
                 formula,
                 vars,
@@ -462,6 +499,8 @@ class FormulaRunner:
                 parent_run_id=parent_run_id,
                 always_execute=always_execute,
                 run_id=run_id,
+                max_tokens=None if left is None else left.max_tokens,
+                max_cost=None if left is None else left.max_cost,
             )
         else:
             # created, but its process may have stopped before its first commit: then it starts now
@@ -779,6 +818,8 @@ def run_formula(
     *,
     store: Store | str | Path | None = None,
     tools: ToolRegistry | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
     **options: Unpack[RunnerOptions],
 ) -> FormulaResult:
     """Run a formula (a name, a file or a cooked plan) until it ends or waits on a person.
@@ -788,10 +829,12 @@ def run_formula(
         vars: the formula's variables (strings are converted to each var's declared type).
         store: a store, a store URL or file path, or None for ``PLANGATE_STORE`` / ``.plangate/plangate.db``.
         tools: the tools ``tool`` steps may call (and ``agent`` steps name).
+        max_tokens: the run's token budget (see :meth:`FormulaRunner.start`).
+        max_cost: the run's cost budget, by ``prices`` (see :meth:`FormulaRunner.start`).
         **options: passed to :class:`FormulaRunner` (``model``, ``search_paths``, ``concurrency``, ...).
     """
     runner = FormulaRunner(_store(store), tools, **options)
-    return asyncio.run(runner.start(formula, vars))
+    return asyncio.run(runner.start(formula, vars, max_tokens=max_tokens, max_cost=max_cost))
 
 
 def resume_run(

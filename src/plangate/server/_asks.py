@@ -24,12 +24,13 @@ import contextlib
 import contextvars
 import re
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
+from plangate.config import BudgetConfig, ModelPrice
 from plangate.copilot import Copilot
 from plangate.copilot._conversations import Conversation, Conversations, TurnRecord
 from plangate.copilot._store import SNAPSHOT_VERSION
@@ -38,6 +39,7 @@ from plangate.errors import InteractionError, NotFoundError
 from plangate.models import Model
 from plangate.runs import Runs
 from plangate.runs.quotas import DoubleTexting
+from plangate.runs.usage import Budget
 from plangate.server._problems import public_issues
 from plangate.server._public import public_text
 from plangate.server._sources import BUILTIN, SourceRegistry
@@ -87,6 +89,8 @@ class AskJobs:
         sources: the owners' data sources.
         model: the copilot model when a request names none (None: the default model).
         leases: the server's lease book, which each turn's ``ask`` run is held under.
+        prices: what each model's tokens cost (``[prices]``): a turn's cost.
+        budget: the budget of turns whose request names none (``[budget]``).
     """
 
     def __init__(
@@ -96,12 +100,17 @@ class AskJobs:
         sources: SourceRegistry,
         model: Model | str | None,
         leases: LeaseBook,
+        *,
+        prices: Mapping[str, ModelPrice] | None = None,
+        budget: BudgetConfig | None = None,
     ) -> None:
         self.store = store
         self.runs = runs
         self.sources = sources
         self.model = model
         self.leases = leases
+        self.prices = dict(prices or {})
+        self.budget = budget if budget is not None else BudgetConfig()
 
     async def start(
         self,
@@ -112,17 +121,23 @@ class AskJobs:
         model: str | None = None,
         *,
         double_texting: DoubleTexting = "reject",
+        budget: Budget | None = None,
     ) -> Started:
-        """Check the question, the source, the model and the conversation, then start the turn; while
+        """Check the question, the source, the model, the budget (``max_tokens`` / ``max_cost``; the
+        server's ``[budget]`` for those it leaves out) and the conversation, then start the turn; while
         another turn of the conversation has not ended, ``double_texting`` says what this one does.
 
         Raises:
-            ConfigError: an empty question or an unusable model spec (nothing stored).
+            ConfigError: an empty question, an unusable model spec, or a budget that cannot be held to (a
+                ``max_cost`` for a model without a price): nothing stored.
             NotFoundError: the source or the conversation is not this owner's (nothing stored).
             InteractionError: a turn of the conversation still runs and ``double_texting`` is ``reject``.
         """
         name = source or BUILTIN
-        copilot, prepared = await asyncio.to_thread(self._prepare, owner, question, name, conversation, model)
+        limits = budget if budget is not None else Budget()
+        copilot, prepared = await asyncio.to_thread(
+            self._prepare, owner, question, name, conversation, model, limits
+        )
         queued = await self._take_place(prepared.conversation_id, prepared.run_id, double_texting)
         try:
             run_id = await self.runs.run_here(
@@ -160,11 +175,24 @@ class AskJobs:
             await self.runs.cancel(run, "a newer message to the conversation cancelled it")
 
     def _prepare(
-        self, owner: str, question: str, name: str, conversation: str | None, model: str | None
+        self,
+        owner: str,
+        question: str,
+        name: str,
+        conversation: str | None,
+        model: str | None,
+        limits: Budget,
     ) -> tuple[Copilot, Any]:
         sources = self.sources.sources_for(owner, name)
         copilot = Copilot(
-            model=model or self.model, store=self.store, sources=sources, owner=owner, leases=self.leases
+            model=model or self.model,
+            store=self.store,
+            sources=sources,
+            owner=owner,
+            leases=self.leases,
+            prices=self.prices,
+            max_tokens=limits.max_tokens if limits.max_tokens is not None else self.budget.max_tokens,
+            max_cost=limits.max_cost if limits.max_cost is not None else self.budget.max_cost,
         )
         return copilot, copilot.prepare(question, name, conversation=conversation)
 
@@ -251,7 +279,17 @@ class AskJobs:
         data["chart"] = chart_of(record.result)
         data["running"] = False
         data["runs"] = self._formula_runs(record.run_id)
+        data["usage"] = self._usage(record.run_id)
         return data
+
+    def _usage(self, run_id: str) -> JsonValue:
+        """The turn's usage and cost, as its run's outcome keeps them (None: no call reported any)."""
+        try:
+            outcome = self.store.get_run(run_id).outcome
+        except NotFoundError:
+            return None
+        usage = None if outcome is None else outcome.get("usage")
+        return usage if isinstance(usage, dict) else None
 
     def _running_view(self, run: RunRecord) -> dict[str, JsonValue]:
         given = run.input
@@ -283,6 +321,7 @@ class AskJobs:
             "chart": None,
             "running": True,
             "runs": self._formula_runs(run.id),
+            "usage": None,
         }
 
 

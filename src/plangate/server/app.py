@@ -121,8 +121,8 @@ def create_app(
         sources: the data sources the operator offers every owner (``[[sources]]``, ``--source``).
         allow_client_urls: let clients register ``postgresql://`` URLs (to ``allowed_hosts`` only).
         allowed_hosts: the hosts a client's URL may name (names, globs, ``host:port``, networks).
-        prices: what each model's tokens cost (``[prices]``), for agent runs' costs.
-        budget: the budgets of agent runs whose request names none (``[budget]``).
+        prices: what each model's tokens cost (``[prices]``), for the costs of runs and turns.
+        budget: the budgets of runs and turns whose request names none (``[budget]``).
         retention: prune ended runs past a horizon now and then (``server/_retention.py``); None: never.
         schedules: fire the store's schedules (``runs/scheduler.py``); every ``schedule_tick`` seconds the
             schedules are looked at and the free slots of owners' runs handed out (``runs/operations.py``);
@@ -161,7 +161,7 @@ def create_app(
         runs=runs,
         broadcaster=Broadcaster(store, heartbeat=heartbeat),
         sources=registry_of_sources,
-        asks=AskJobs(store, runs, registry_of_sources, model, engines.leases),
+        asks=AskJobs(store, runs, registry_of_sources, model, engines.leases, prices=prices, budget=budget),
         auth=auth,
         pepper=pepper if pepper is not None else pepper_from_env(),
         search_paths=paths,

@@ -65,6 +65,11 @@ class FormulaRunRequest(_Request):
     vars: dict[str, JsonValue] = Field(default_factory=dict)
     always_execute: bool = False
     """Write steps run without asking a person (recorded in the run's events), like ``plangate run --yes``."""
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    """The input and output tokens the run's model calls may use: its llm steps' and those of the agents
+    and sub-formulas its steps start (default: the server's ``[budget]``)."""
+    max_cost: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """The most the run may cost by the server's ``[prices]`` (the models its steps call need a price)."""
 
 
 RunRequest = Annotated[AgentRunRequest | FormulaRunRequest, Field(discriminator="kind")]
@@ -167,6 +172,11 @@ class AskRequest(_Request):
     """When a turn of the conversation still runs: ``reject`` (409), ``queue`` (this one runs after it),
     ``cancel`` (that one is cancelled, this one runs after); default: the server's ``[limits]
     double_texting``."""
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    """The input and output tokens the turn's model calls may use: its generation, review and formula runs
+    (default: the server's ``[budget]``)."""
+    max_cost: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """The most the turn may cost by the server's ``[prices]`` (its model needs a price)."""
 
 
 class SourceRequest(_Request):

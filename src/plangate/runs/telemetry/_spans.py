@@ -17,10 +17,12 @@ Not for: setting tracing up (``__init__.py``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -94,6 +96,11 @@ class ModelCall:
     run's own span."""
 
 
+_UNDER: ContextVar[tuple[str, int] | None] = ContextVar("plangate_span_under", default=None)
+"""``(run id, span id)``: the span of that run the runs it starts now belong under (a copilot turn's ``run``
+phase, for the formula run it starts), while ``RunTrace.scoped`` holds it."""
+
+
 def derived_id(bits: int, *parts: object) -> int:
     """A non-zero id of ``bits`` bits derived from ``parts`` (the same parts, the same id, in any process)."""
     digest = hashlib.sha256("\x1f".join(str(part) for part in parts).encode()).digest()
@@ -114,6 +121,9 @@ class RunTrace:
     scope: tuple[object, ...] | None = None
     """The id parts of the span a model call made now belongs under when its model names none (the
     copilot phase under way); None: the run's span."""
+    under: tuple[str, int] | None = field(default_factory=_UNDER.get)
+    """The span of its parent run this run's span belongs under, as the parent said while it started this
+    run (``scoped``); None: the parent's run span."""
     _opened: dict[str, Event] = field(default_factory=dict)
     _loaded: bool = False
     _trace_id: int | None = None
@@ -146,6 +156,18 @@ class RunTrace:
                 self._step(event)
             elif isinstance(event, OutcomeEvent):
                 self._run(event)
+
+    @contextlib.contextmanager
+    def scoped(self, parts: tuple[object, ...]) -> Iterator[None]:
+        """While the body runs, the model calls made without a span of their own, and the runs this run
+        starts, belong under this run's span ``parts`` names (a copilot phase)."""
+        outer, self.scope = self.scope, parts
+        token = _UNDER.set((self.run_id, self.span_id(*parts)))
+        try:
+            yield
+        finally:
+            self.scope = outer
+            _UNDER.reset(token)
 
     def phase(
         self,
@@ -340,6 +362,8 @@ class RunTrace:
         if isinstance(cost, int | float):
             attributes[sc.COST] = float(cost)
         parent = None if run.parent_run_id is None else derived_id(64, run.parent_run_id, "run")
+        if self.under is not None and self.under[0] == run.parent_run_id:
+            parent = self.under[1]  # the span its parent started it in (a copilot turn's run phase)
         self._emit(
             self.run_span,
             parent,

@@ -19,6 +19,7 @@ from pydantic import JsonValue
 from starlette.concurrency import run_in_threadpool
 
 from plangate.errors import ConfigError
+from plangate.runs.usage import Budget
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
 from plangate.server._quotas import budget_left
@@ -42,7 +43,10 @@ _TURN_ID = r"^turn_[A-Za-z0-9_-]{1,64}$"
             "description": "The caller made its requests per minute, or spent its daily budget; "
             "Retry-After says when to retry."
         },
-        422: {"description": "An empty or too long question, an unknown field, an unusable model."},
+        422: {
+            "description": "An empty or too long question, an unknown field, an unusable model, a "
+            "max_cost for a model without a price."
+        },
         503: {"description": "The request names no model and the server's cannot run here."},
     },
 )
@@ -57,6 +61,7 @@ async def ask(
     limits = await run_in_threadpool(budget_left, services, owner)
     await run_in_threadpool(services.model.require, body.model)
     try:
+        budget = Budget(max_tokens=body.max_tokens, max_cost=body.max_cost)
         started = await services.asks.start(
             owner,
             body.question,
@@ -64,6 +69,7 @@ async def ask(
             body.conversation_id,
             body.model,
             double_texting=body.double_texting or limits.double_texting,
+            budget=budget,
         )
     except ConfigError as exc:
         raise Problem(422, "invalid-ask", str(exc)) from None
@@ -79,7 +85,8 @@ def get_turn(turn_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, 
     """The turn as stored (``status``: done, partial, unusable, failed, cancelled), or ``running`` with the
     attempts finished so far (``queued``: it waits for the turn before it in its conversation); ``chart``
     says how to draw ``result`` when it is a series (else null); ``runs`` are the formula runs its attempts
-    started."""
+    started; ``usage``, what its model calls used and cost (as its run's outcome keeps it; null while it
+    runs)."""
     return {"turn": services.asks.turn(owner, turn_id)}
 
 

@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.errors import ConfigError
 from plangate.formulas import Plan, check_formula, has_errors
+from plangate.formulas.engine import FormulaEngine
 from plangate.formulas.runtime import FormulaRunner
 from plangate.runs import Lineage
 from plangate.runs.diff import diff_runs
@@ -54,7 +55,7 @@ async def create_run(
     formulas = services.engines.formulas
     if isinstance(body, FormulaRunRequest):
         plan = await run_in_threadpool(_checked_plan, formulas.runner, body)
-        run_id = await run_in_threadpool(formulas.create, plan, owner, always_execute=body.always_execute)
+        run_id = await run_in_threadpool(_start_formula, formulas, plan, owner, body)
     else:
         run_id = await _start_agent(services, body, owner)
     await services.runs.start(run_id, owner=owner, runs_at_once=limits.runs_at_once)
@@ -230,6 +231,19 @@ def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
             issues=[issue.model_dump(mode="json") for issue in issues],
         )
     return plan
+
+
+def _start_formula(formulas: FormulaEngine, plan: Plan, owner: str, body: FormulaRunRequest) -> str:
+    try:
+        return formulas.create(
+            plan,
+            owner,
+            always_execute=body.always_execute,
+            max_tokens=body.max_tokens,
+            max_cost=body.max_cost,
+        )
+    except ConfigError as exc:  # a max_cost its models' prices cannot hold it to
+        raise Problem(422, "invalid-formula-run", str(exc)) from None
 
 
 async def _start_agent(services: ServicesDep, body: AgentRunRequest, owner: str) -> str:

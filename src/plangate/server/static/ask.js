@@ -1,14 +1,14 @@
 // The console's "Ask" view: a chat with a conversation's copilot turns. Each turn shows the workflow as the
 // copilot builds it (the DAG view of dag.js, fed by the turn's `op` events, then by its formula run's
 // `step_state` events), the review's signals, the answer, the rows it rests on as a table and, when they are
-// a series, as a chart; a finished turn can be retried. The turn runs on the server: this page only starts
-// it and watches its run's events, so closing the page loses nothing. Routes: #/ask (a new conversation),
-// #/ask/<conversation id>.
+// a series, as a chart, and what its model calls used and cost; a finished turn can be retried. The turn
+// runs on the server: this page only starts it and watches its run's events, so closing the page loses
+// nothing. Routes: #/ask (a new conversation), #/ask/<conversation id>.
 
 import { api, followEvents } from "./api.js";
 import { drawChart } from "./askchart.js";
 import { StepGraph } from "./dag.js";
-import { badge, clock, h, replace } from "./dom.js";
+import { badge, clock, h, replace, usageText } from "./dom.js";
 import { $, announce, itemsOf, showError } from "./page.js";
 
 const ROWS_SHOWN = 50;
@@ -156,6 +156,8 @@ class TurnCard {
       signalList(turn.attempts),
       chartBox ? h("section", { class: "turn-chart", "aria-label": "Chart" }, chartBox) : null,
       result.columns && result.columns.length ? h("section", { class: "turn-result", "aria-label": "Result rows" }, resultTable(result)) : null,
+      // what the turn's model calls used and cost: its generation, its review and its formula runs'
+      turn.usage ? h("p", { class: "turn-usage muted", "aria-label": "Usage", text: usageText(turn.usage) }) : null,
       h(
         "div",
         { class: "actions" },

@@ -62,3 +62,19 @@ export function badge(status) {
   const text = status || "unknown";
   return h("span", { class: `badge status-${text}`, text, dataset: { status: text } });
 }
+
+/** A run's or a turn's usage in one line: tokens in (cached) and out, the model (each one's tokens when it
+ *  called several), and the cost when the server has prices for its models. */
+export function usageText(usage) {
+  const count = (value) => (typeof value === "number" ? value.toLocaleString("en-US") : "?");
+  let text = `${count(usage.input_tokens)} tokens in`;
+  if (usage.cached_input_tokens) text += ` (${count(usage.cached_input_tokens)} cached)`;
+  text += `, ${count(usage.output_tokens)} out in ${count(usage.calls)} model calls`;
+  const models = Object.entries(usage.models || {});
+  if (models.length === 1) text += ` (${models[0][0]})`;
+  else if (models.length) {
+    text += ` (${models.map(([name, tally]) => `${name}: ${count(tally.input_tokens)} in, ${count(tally.output_tokens)} out`).join("; ")})`;
+  }
+  if (typeof usage.cost === "number") text += ` · cost ${usage.cost.toFixed(6)}`;
+  return text;
+}

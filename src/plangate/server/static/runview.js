@@ -8,7 +8,7 @@
 import { api, followEvents } from "./api.js";
 import { StepGraph } from "./dag.js";
 import { DiffView } from "./diffview.js";
-import { badge, clock, h, replace } from "./dom.js";
+import { badge, clock, h, replace, usageText } from "./dom.js";
 import { interactionCard, normalizeInteraction } from "./interaction.js";
 import { clearLineage, showLineage } from "./lineage.js";
 import { $, TERMINAL, announce, runsChanged, showError } from "./page.js";
@@ -372,17 +372,4 @@ export class RunView {
     button.dataset.armed = "";
     button.textContent = "Cancel run";
   }
-}
-
-/** A run's usage as the outcome panel shows it: tokens in (cached) and out, per model when several, and the
- *  cost when the server has prices for its models. */
-function usageText(usage) {
-  const count = (value) => (typeof value === "number" ? value.toLocaleString("en-US") : "?");
-  let text = `${count(usage.input_tokens)} tokens in`;
-  if (usage.cached_input_tokens) text += ` (${count(usage.cached_input_tokens)} cached)`;
-  text += `, ${count(usage.output_tokens)} out in ${count(usage.calls)} model calls`;
-  const models = Object.keys(usage.models || {});
-  if (models.length) text += ` (${models.join(", ")})`;
-  if (typeof usage.cost === "number") text += ` · cost ${usage.cost.toFixed(6)}`;
-  return text;
 }
