@@ -1,7 +1,9 @@
 """Pydantic models built from values already valid, on the paths every step and every tool call take.
 
 For: ``built``, which makes a model as pydantic's ``model_construct`` does (no validation) without its
-per-call generic work, and ``restamped``, ``model_copy(update=...)`` the same way. Only for values whose
+per-call generic work; ``restamped``, ``model_copy(update=...)`` the same way; and ``stamped``, which sets
+fields on a model nobody else has seen yet, in place (the store gives an event its ``run_id``, ``seq`` and
+``at`` so: an event is built once and never copied). Only for values whose
 types the caller guarantees (typed code, data pydantic made JSON-able): a value from outside is validated,
 never built here. Not for: models with private attributes or extra fields (those need pydantic's own
 copy; ``built`` refuses them when it first meets the class).
@@ -84,4 +86,16 @@ def restamped(model: M, values: Mapping[str, Any]) -> M:
     return copy
 
 
-__all__ = ["built", "restamped"]
+def stamped(model: M, values: Mapping[str, Any]) -> M:
+    """``model`` itself with ``values`` set (of the fields' types: nothing is validated), frozen or not.
+
+    Only for a model its maker hands over before anybody else holds it (an event appended to a
+    transaction): whoever holds it sees the change.
+    """
+    _template(type(model))  # refuses a class whose fields live elsewhere than in its __dict__
+    model.__dict__.update(values)
+    model.__pydantic_fields_set__.update(values.keys())
+    return model
+
+
+__all__ = ["built", "restamped", "stamped"]

@@ -90,7 +90,9 @@ _Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
 class Scheduler:
     """Advances one run; create one per ``start`` / ``resume`` call. It is the phases' ``RunContext``."""
 
-    def __init__(self, host: RunHost, run: RunRecord, state: RunState) -> None:
+    def __init__(self, host: RunHost, run: RunRecord, state: RunState, *, asking: bool = True) -> None:
+        """``asking``: the run may have an open question (False for a run whose first commit was just
+        made: nothing was asked yet)."""
         self.host = host
         self.run_id = run_id = run.id
         self.state = state
@@ -112,7 +114,7 @@ class Scheduler:
         self.plan_changed = False
         self.since_checkpoint = 0
         self.gate_reasons: dict[str, str] = {}
-        self.open_interaction = bool(host.store.list_interactions(status="open", run_id=run_id))
+        self.open_interaction = asking and bool(host.store.list_interactions(status="open", run_id=run_id))
         self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight

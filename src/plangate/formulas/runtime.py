@@ -385,7 +385,8 @@ class FormulaRunner:
                 except tool_identities.ToolsDiffer as refused:
                     tool_identities.refuse(self.store, run_id, refused, self._transaction)
                     raise
-            scheduler = Scheduler(self, self.store.get_run(run_id), state)
+            # the run as read above: its id, owner, name and input, which no commit since changed
+            scheduler = Scheduler(self, run, state, asking=new is None and not fresh)
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
             resumed = new is None and not fresh and run.status != "queued"

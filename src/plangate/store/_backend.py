@@ -113,10 +113,6 @@ class Backend(ABC):
     def _compact(self, what: str, tables: Sequence[str]) -> None:
         """Give the space of deleted rows back (SQLite: the whole file; PostgreSQL: ``tables``)."""
 
-    def _heard(self) -> bool:
-        """Whether somebody hears of a transaction's commit, so that its events are kept as stored."""
-        return bool(self._subscribers)
-
     def _announce(self, db: Db, tx: StoreTransaction) -> Commit | None:
         """Just before a transaction commits, on its connection: announce the commit to other processes
         (PostgreSQL); returns the notice when it was made."""
@@ -172,7 +168,7 @@ class Backend(ABC):
                 raise self._no_run(run_id)
             if fence is not None:
                 leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-            tx = StoreTransaction(db, row, self._clock, heard=self._heard())
+            tx = StoreTransaction(db, row, self._clock)
             self._local.tx_run = run_id
             try:
                 yield tx
@@ -181,7 +177,7 @@ class Backend(ABC):
                 self._local.tx_run = None
                 tx.close()
             notice = self._announce(db, tx)
-        # who listens now (one may have subscribed since the transaction began: its events are made again)
+        # who listens now (one may have subscribed since the transaction began)
         if self._subscribers:
             notice = tx.commit_notice() if notice is None else notice
             if notice is not None:
