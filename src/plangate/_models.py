@@ -21,6 +21,7 @@ from plangate.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
+
 @dataclass(frozen=True, slots=True)
 class _Template:
     defaults: dict[str, Any]  # every field in declaration order (the order pydantic serialises in)
@@ -29,6 +30,7 @@ class _Template:
 
 
 _TEMPLATES: dict[type[BaseModel], _Template] = {}
+_set = object.__setattr__  # past pydantic's own ``__setattr__``, which refuses a frozen model
 
 
 def _template(cls: type[BaseModel]) -> _Template:
@@ -59,18 +61,18 @@ def built(cls: type[M], values: Mapping[str, Any]) -> M:
         ConfigError: a field without a default is not given.
     """
     template = _TEMPLATES.get(cls) or _template(cls)
-    if missing := template.required - values.keys():
+    if not values.keys() >= template.required:
+        missing = template.required - values.keys()
         raise ConfigError(f"{cls.__name__}: no value for {', '.join(sorted(missing))}")
-    fields = template.defaults.copy()
+    fields = {**template.defaults, **values}  # keys keep their declared order
     for name, factory in template.factories.items():
         if name not in values:
             fields[name] = factory()
-    fields.update(values)  # keys keep their declared order
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", fields)
-    object.__setattr__(model, "__pydantic_fields_set__", set(values))
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    _set(model, "__dict__", fields)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
     return model
 
 
@@ -79,10 +81,10 @@ def restamped(model: M, values: Mapping[str, Any]) -> M:
     cls = type(model)
     _template(cls)  # refuses a class this cannot copy
     copy = cls.__new__(cls)
-    object.__setattr__(copy, "__dict__", {**model.__dict__, **values})
-    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
-    object.__setattr__(copy, "__pydantic_extra__", None)
-    object.__setattr__(copy, "__pydantic_private__", None)
+    _set(copy, "__dict__", {**model.__dict__, **values})
+    _set(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
+    _set(copy, "__pydantic_extra__", None)
+    _set(copy, "__pydantic_private__", None)
     return copy
 
 

@@ -100,7 +100,9 @@ class Context:
             joined.append(("user", [closing]))
         messages = [Message("system", self.system, cache_point=True)]
         for number, (role, parts) in enumerate(joined):
-            cached = [stable == (number, index) for index in range(len(parts))]
+            cached = [False] * len(parts)  # True only at the end of the stable prefix
+            if stable is not None and stable[0] == number:
+                cached[stable[1]] = True
             blocks = tuple(zip(parts, cached, strict=True)) if len(parts) > 1 else ()
             messages.append(Message(role, "\n\n".join(parts), cache_point=cached[-1], blocks=blocks))
         return messages

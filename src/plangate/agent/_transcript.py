@@ -299,8 +299,11 @@ def _observation(value: JsonValue, summary: str) -> str:
     return _compact(value)
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _COMPACT.encode(value)  # one encoder for every record (``json.dumps`` makes one per call)
 
 
 def _text_of(value: object) -> str:

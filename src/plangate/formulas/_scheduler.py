@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
+from plangate._models import built
 from plangate.conditions import ConditionContext, StepState
 from plangate.errors import InteractionError, Signal
 from plangate.events import (
@@ -106,7 +107,7 @@ class Scheduler:
         self.unfinished: set[str] = set()
         self.waiting: set[str] = set()
         self.queued: dict[str, None] = {}  # ready steps waiting for a free slot, in arrival order
-        self.tasks: dict[asyncio.Task[StepOutcome], str] = {}
+        self.tasks: dict[asyncio.Task[None], str] = {}  # the work in flight, by step, in launch order
         self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | write | fanout | subrun | settle)
         self.starting = 0  # how many of them take a slot
         # what the next commit writes, in order: events, and commit callables (an interaction opened)
@@ -118,7 +119,7 @@ class Scheduler:
         self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
-        self.ended: list[asyncio.Task[StepOutcome]] = []  # tasks whose work ended, not yet taken in
+        self.ended: dict[str, StepOutcome] = {}  # the outcomes of work that ended, not yet taken in
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
         self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
@@ -138,6 +139,10 @@ class Scheduler:
                 if ended is not None:
                     return self._finish(*ended)
                 self._flush()
+                lone = self._lone_work()
+                if lone is not None:
+                    await self._work_here(lone)
+                    continue
                 self._launch()
                 if self.tasks:
                     await self._wait_tasks()
@@ -177,19 +182,47 @@ class Scheduler:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _tracked(self, step: CookedStep, what: str) -> StepOutcome:
-        """A step's work, in a task of its own that tells the loop when it ends (a done callback would
-        reach the loop one turn of the event loop later). The work's coroutine is made here, once the task
-        runs: a task cancelled before it started (the run ended first) leaves no coroutine unawaited."""
+    async def _tracked(self, step: CookedStep, what: str) -> None:
+        """A step's work, in a task of its own that hands its outcome to the loop when it ends (a done
+        callback would reach the loop one turn of the event loop later). The work's coroutine is made here,
+        once the task runs: a task cancelled before it started (the run ended first) leaves no coroutine
+        unawaited."""
+        try:
+            outcome = await self._work(step, what)
+        except BaseException:  # cancelled: the run ends, nothing is taken in
+            self._resolve()
+            raise
+        self.ended[step.id] = outcome
+        self._resolve()
+
+    async def _work(self, step: CookedStep, what: str) -> StepOutcome:
+        """The step's work; a failure of the runtime's own is the step's failure (``internal error``)."""
         try:
             return await step_work(
                 self.host, self.run_id, self.owner, self.always_execute, self.state, step, what
             )
-        finally:
-            task = asyncio.current_task()
-            if task is not None:  # always: this runs as the task's coroutine
-                self.ended.append(cast("asyncio.Task[StepOutcome]", task))
-            self._resolve()
+        except Exception as exc:
+            return StepOutcome("failed", reason=f"internal error: {exc}")
+
+    def _lone_work(self) -> CookedStep | None:
+        """The one tool step to start when nothing else can happen while it works (no other work in
+        flight, no question open that an answer could close, nothing held that time or a file could
+        release): its work may then run in the loop's own task, a turn of the event loop sooner than in a
+        task of its own (a chain of steps is this case at every step)."""
+        if len(self.to_launch) != 1 or self.tasks or self.open_interaction or self.inbox:
+            return None
+        step_id, what = self.to_launch[0]
+        step = self.graph.steps[step_id]
+        if what != "work" or not isinstance(step.executor, ToolExecutor):
+            return None
+        return step if self.wakeups.next_wake(True) is None else None
+
+    async def _work_here(self, step: CookedStep) -> None:
+        """``_lone_work``'s step, worked in this task; its outcome is taken in as a task's would be."""
+        self.to_launch.clear()
+        self.starting = 0
+        self._finished(step.id, await self._work(step, "work"))
+        self._freed()
 
     async def _sleep(self, delay: float | None) -> None:
         """Wait until a task's work ends, ``wake`` is called or ``delay`` seconds pass (None: no limit).
@@ -379,16 +412,17 @@ class Scheduler:
         wait: dict[str, JsonValue] | None = None,
         attempt: int | None = None,
     ) -> None:
-        self.emit(
-            StepStateEvent(
-                step_id=run.id,
-                status=status,
-                reason=reason,
-                attempt=run.attempt if attempt is None else attempt,
-                output=output,
-                wait=wait,
-            )
-        )
+        # built, not validated: every value is one this module made (an output, as its executor made it
+        # JSON data)
+        values = {
+            "step_id": run.id,
+            "status": status,
+            "reason": reason,
+            "attempt": run.attempt if attempt is None else attempt,
+            "output": output,
+            "wait": wait,
+        }
+        self.emit(built(StepStateEvent, values))
         self._after(run.id, status)
 
     def _after(self, step_id: str, status: StepStatus) -> None:
@@ -415,7 +449,8 @@ class Scheduler:
         run = self.state.steps[step_id]
         if run.terminal:
             return
-        self.emit(StepStateEvent(step_id=step_id, status="skipped", reason=reason, attempt=run.attempt))
+        values = {"step_id": step_id, "status": "skipped", "reason": reason, "attempt": run.attempt}
+        self.emit(built(StepStateEvent, values))
         self.candidates.pop(step_id, None)
         self._after_terminal(step_id)
 
@@ -591,14 +626,16 @@ class Scheduler:
             # an answer another process stores is looked for this often while work runs
             delay = _STORED_ANSWER_POLL if delay is None else min(delay, _STORED_ANSWER_POLL)
         await self._sleep(delay)
-        ended, self.ended = set(self.ended), []
+        ended, self.ended = self.ended, {}
         # every step whose work ended meanwhile, in launch order: their transitions commit together, in
         # the next pass
-        for task in [t for t in self.tasks if t in ended]:
-            step_id = self.tasks.pop(task)
-            exc = task.exception()
-            outcome = StepOutcome("failed", reason=f"internal error: {exc}") if exc else task.result()
-            self._finished(step_id, outcome)
+        for task, step_id in [item for item in self.tasks.items() if item[1] in ended]:
+            del self.tasks[task]
+            self._finished(step_id, ended[step_id])
+        self._freed()
+
+    def _freed(self) -> None:
+        """After work ended: the steps waiting for a slot that may take one, and what time released."""
         free = self.host.concurrency - self._running_count()
         self.candidates.update(dict.fromkeys(itertools.islice(self.queued, max(free, 0))))
         self.candidates.update(dict.fromkeys(self.wakeups.due()))

@@ -43,6 +43,7 @@ from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas import retry
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
+from plangate.formulas._frozen import frozen
 from plangate.formulas._outcome import formula_outcome
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
@@ -240,12 +241,13 @@ class FormulaRunner:
             run_id: the new run's id (a sub-run's, committed by its parent first); random when None.
         """
         plan = self.plan(formula, vars)
-        state = self._new_state(plan)
-        run_input = self.input_for(plan, always_execute)
-        run = self.store.create_run(
-            "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
-        )
-        return await self._advance(run.id, state)
+        with frozen(len(plan.steps)):  # from here: what a large plan's run makes is what the collector walks
+            state = self._new_state(plan)
+            run_input = self.input_for(plan, always_execute)
+            run = self.store.create_run(
+                "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
+            )
+            return await self._advance(run.id, state)
 
     def create(
         self,
@@ -392,7 +394,8 @@ class FormulaRunner:
             resumed = new is None and not fresh and run.status != "queued"
             traced = None if scheduler.trace is None else scheduler.trace.trace_id
             try:
-                with advancing(run_id, traced):  # the run's id on the lines logged meanwhile
+                # the run's id on the lines logged meanwhile; a large plan out of the collector's walks
+                with advancing(run_id, traced), frozen(len(state.steps)):
                     status, reason = await scheduler.run(resumed=resumed)
             finally:
                 del self._live[run_id]

@@ -98,7 +98,9 @@ class PostgresDb:
 
     dialect: ClassVar[Dialect] = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[DictRow], sql: Translated, *, begin: str | None = None) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[DictRow], sql: Translated, *, begin: str | None = None
+    ) -> None:
         self._conn = conn
         self._sql = sql
         self._begin = begin  # the transaction's BEGIN while it is not sent yet

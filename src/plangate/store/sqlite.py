@@ -291,6 +291,44 @@ class SQLiteStore(Backend):
                 self._rollback()
                 raise
 
+    @contextlib.contextmanager
+    def _writing_at_once(self, what: str) -> Iterator[SQLiteDb | None]:
+        """``_writing`` if neither another thread of this process (the store's lock) nor another process
+        (the file's write lock) holds the write lock now: None instead of waiting for them."""
+        self._check_usable(what)
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            sql = self._sql(what)
+            if not self._begin_at_once(sql):
+                yield None
+                return
+            try:
+                with sql:
+                    yield SQLiteDb(self._conn, sql)
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        finally:
+            self._lock.release()
+
+    def _begin_at_once(self, sql: Translated) -> bool:
+        """``BEGIN IMMEDIATE`` without waiting: False when another process holds the file's write lock."""
+        conn = self._conn
+        with sql:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code keeps its base
+                    raise
+                return False
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        return True
+
     def _statement(self, what: str) -> contextlib.AbstractContextManager[SQLiteDb]:
         # the read connections only read (``query_only``): a write goes through the write connection
         return self._writing(what)

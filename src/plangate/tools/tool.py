@@ -98,8 +98,11 @@ class Tool:
     arguments_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
     argument_fields: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     context_parameter: str | None = field(default=None, repr=False, compare=False)
+    # whether ``function`` is a coroutine function, asked once rather than on every call
+    _asynchronous: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_asynchronous", inspect.iscoroutinefunction(self.function))
         for label, value in (("name", self.name), ("domain", self.domain), ("pack", self.pack)):
             if not _NAME.match(value):
                 raise ToolDefinitionError(
@@ -175,7 +178,7 @@ class Tool:
         return result_from_value(value)
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(self.function):
+        if self._asynchronous:
             value = await self.function(**kwargs)
         else:
             # A thread keeps the event loop responsive; on timeout the thread is left to finish, so long
