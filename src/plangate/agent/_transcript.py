@@ -243,6 +243,7 @@ class Evidence:
 
     def __init__(self, receipts: Iterable[Receipt] = (), *, planned: bool = False) -> None:
         self._proved: Counter[int] = Counter()
+        self._failed: dict[str, str] = {}  # kept as receipts come: every round asks, and they only grow
         self.records: list[Held] = []
         for receipt in receipts:
             self.add(
@@ -261,8 +262,15 @@ class Evidence:
     def add(self, record: Held) -> None:
         """Take one committed receipt into account."""
         self.records.append(record)
-        if record.state.success:
+        state = record.state
+        if state.success:
             self._proved[record.step_index] += 1
+        elif (
+            state.source == "write_receipt"
+            and record.digest
+            and not record.summary.startswith(UNKNOWN_OUTCOME)
+        ):
+            self._failed[f"{state.tool}:{record.digest}"] = record.summary
 
     def count(self, step_index: int) -> int:
         """How many successful receipts are bound to ``step_index``."""
@@ -272,14 +280,7 @@ class Evidence:
         """The writes that ran and failed in this run, by call key (``tool:digest``), with the failure's
         summary: an identical call is not put to a person again. A write whose outcome a person settled
         (``outcome unknown``) did not fail, as far as the run knows."""
-        return {
-            f"{record.state.tool}:{record.digest}": record.summary
-            for record in self.records
-            if record.state.source == "write_receipt"
-            and not record.state.success
-            and record.digest
-            and not record.summary.startswith(UNKNOWN_OUTCOME)
-        }
+        return dict(self._failed)
 
 
 UNKNOWN_OUTCOME = "outcome unknown"

@@ -59,6 +59,12 @@ _ROOT_OF = (
     "UNION SELECT r.id, r.parent_run_id FROM runs AS r JOIN chain AS c ON r.id = c.parent_run_id"
     ") SELECT id FROM chain WHERE parent_run_id IS NULL"
 )
+# A run's events after a seq, or one row of NULLs when it has none: one statement says which, and whether the
+# run exists at all (no row).
+_EVENTS_OF_RUN = (
+    "SELECT e.run_id, e.seq, e.type, e.payload, e.at FROM runs AS r "
+    "LEFT JOIN events AS e ON e.run_id = r.id AND e.seq > ? WHERE r.id = ? ORDER BY e.seq"
+)
 # The run's row as a transaction begins (locked with the backend's ``_ROW_LOCK``).
 _RUN_ROW = f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?"
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
@@ -325,16 +331,16 @@ class Backend(ABC):
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         """The run's events with ``seq > after``, in order, at most ``limit`` of them."""
         check.integer(after, "events: after", minimum=0)
-        query = f"SELECT {rows.EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"
-        params: tuple[object, ...] = (run_id, after)
+        params: tuple[object, ...] = (after, run_id)
+        query = _EVENTS_OF_RUN
         if limit is not None:
             query += " LIMIT ?"
             params = (*params, check.integer(limit, "events: limit", minimum=1))
         with self._reading("events") as db:
             found = db.all(query, params)
-            if not found and not run_exists(db, run_id):
-                raise self._no_run(run_id)
-        return [rows.event(row) for row in found]
+        if not found:
+            raise self._no_run(run_id)
+        return [rows.event(row) for row in found if row["seq"] is not None]
 
     def last_seq(self, run_id: str) -> int:
         """The ``seq`` of the run's last event (0 before the first)."""
