@@ -364,15 +364,17 @@ def _side_by_side(url: str, broker: str, runs: int, folder: Path) -> None:
     theirs = dbos_runs(url, dbos_runs_n, (1, 8))
     print(f"side by side with DBOS {_version('dbos')} ({dbos_runs_n} workflows of 10 no-op steps each):")
     steps = dbos_runs_n * 10
-    for label, mine, peer in (
-        ("1 at once", ours[0], theirs[0]),
-        ("8 at once", ours[1], theirs[1]),
-        ("8 at once on 2 Celery workers", celery, theirs[1]),
+    for label, mine, peer, target in (
+        ("1 at once", ours[0], theirs[0], 0.5),
+        ("8 at once", ours[1], theirs[1], 0.5),
+        ("8 at once on 2 Celery workers", celery, theirs[1], 1.0),
     ):
         step, peer_step = mine / steps, peer / steps
+        ratio = step / peer_step
         print(
             f"  {label}: plangate {step * 1000:6.2f} ms a step, DBOS {peer_step * 1000:6.2f} ms a step; "
-            f"plangate / DBOS per-step overhead {step / peer_step:.2f}",
+            f"plangate / DBOS per-step overhead {ratio:.2f} (target <= {target:.2f}: "
+            f"{'met' if ratio <= target else 'MISSED'})",
             flush=True,
         )
     trips = _round_trips(_fresh_schema(url, "side-trips"))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
 
-from plangate._models import restamped, stamped
+from plangate._models import built, restamped, stamped
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
 from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
 from plangate.store import _checks as check
@@ -159,17 +159,19 @@ class StoreTransaction:
         if not isinstance(success, bool):
             raise ConfigError(f"add_receipt: success: expected True or False; found {success!r}")
         output_json = None if output is None else check.json_value(output, "add_receipt: output")
-        receipt = Receipt(
-            run_id=self._run_id,
-            step_index=step_index,
-            source=source,
-            name=name,
-            arguments_digest=arguments_digest,
-            success=success,
-            summary=summary,
-            at=self._clock(),
-            output=output,
-        )
+        # every value was checked above (the output encodes as JSON): nothing to validate again
+        values = {
+            "run_id": self._run_id,
+            "step_index": step_index,
+            "source": source,
+            "name": name,
+            "arguments_digest": arguments_digest,
+            "success": success,
+            "summary": summary,
+            "at": self._clock(),
+            "output": output,
+        }
+        receipt = built(Receipt, values)
         self._db.run(
             f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
