@@ -94,7 +94,8 @@ def stamped(model: M, values: Mapping[str, Any]) -> M:
     Only for a model its maker hands over before anybody else holds it (an event appended to a
     transaction): whoever holds it sees the change.
     """
-    _template(type(model))  # refuses a class whose fields live elsewhere than in its __dict__
+    cls = type(model)
+    _TEMPLATES.get(cls) or _template(cls)  # refuses a class whose fields live elsewhere than in __dict__
     model.__dict__.update(values)
     model.__pydantic_fields_set__.update(values.keys())
     return model

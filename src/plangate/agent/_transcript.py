@@ -119,6 +119,8 @@ class Transcript:
     _thought: str = ""
     _calls: dict[str, Act] = field(default_factory=dict)
     _proposed: str = ""
+    #: what the prompt's history laid out of this transcript last time (``_context.history``'s to read)
+    history_kept: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def start(cls, prompt: str) -> Transcript:

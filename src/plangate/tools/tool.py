@@ -199,13 +199,19 @@ class Tool:
                 raise ToolArgumentsError(self.name, issues)
             filled = apply_defaults(self.parameters, arguments)
             return filled, dict(filled)
+        # pydantic-core's validator and serialiser called directly: the wrappers' per-call work is most of
+        # what a small argument object costs, on the path of every call
+        model_class = self.arguments_model
         try:
-            model = self.arguments_model.model_validate(dict(arguments))
+            model = model_class.__pydantic_validator__.validate_python(dict(arguments))
         except ValidationError as exc:
             issues = issues_from_pydantic(exc, list(self.argument_fields))
             raise ToolArgumentsError(self.name, issues) from None
         kwargs = {param: getattr(model, name) for param, name in self.argument_fields.items()}
-        return model.model_dump(mode="json", by_alias=True), kwargs
+        normalised: dict[str, JsonValue] = model_class.__pydantic_serializer__.to_python(
+            model, mode="json", by_alias=True
+        )
+        return normalised, kwargs
 
 
 def _raised(name: str, exc: Exception) -> ToolResult:
