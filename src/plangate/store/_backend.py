@@ -59,11 +59,6 @@ _ROOT_OF = (
     "UNION SELECT r.id, r.parent_run_id FROM runs AS r JOIN chain AS c ON r.id = c.parent_run_id"
     ") SELECT id FROM chain WHERE parent_run_id IS NULL"
 )
-# One entry for each fork this process is the child of: a store remembers how many there were when it opened
-# (``_born``), and is refused in a child made since, which ``_check_open`` asks of every call.
-_FORKS: list[int] = []
-os.register_at_fork(after_in_child=lambda: _FORKS.append(os.getpid()))
-
 # A run's events after a seq, or one row of NULLs when it has none: one statement says which, and whether the
 # run exists at all (no row).
 _EVENTS_OF_RUN = (
@@ -85,7 +80,6 @@ class Backend(ABC):
         _clock: where timestamps come from.
         _closed: the store was closed.
         _pid: the process that opened it.
-        _born: how many forks this process was the child of when it opened it (``opened_here``).
         _subscribers: who hear of this store object's commits.
         _local: per thread, the run whose transaction the thread holds (``tx_run``).
     """
@@ -95,7 +89,6 @@ class Backend(ABC):
     _clock: Callable[[], float]
     _closed: bool
     _pid: int
-    _born: int
     _subscribers: tuple[Subscriber, ...]
     _local: threading.local
     #: what locks the run's row when a transaction reads it (PostgreSQL; SQLite's write lock covers it)
@@ -487,11 +480,6 @@ class Backend(ABC):
 
     # -- for the backends ---------------------------------------------------------------------------------
 
-    def _opened_here(self) -> None:
-        """Remember the process that opens the store (a store is refused in a fork's child)."""
-        self._pid = os.getpid()
-        self._born = len(_FORKS)
-
     def _check_usable(self, what: str) -> None:
         """``_check_open``, and refuse a call from a thread that holds a transaction on this store."""
         self._check_open(what)
@@ -506,7 +494,7 @@ class Backend(ABC):
         """Refuse a call on a closed store, or in a process that did not open it."""
         if self._closed:
             raise StoreError(f"{what}: the store at {self._where} is closed")
-        if self._born != len(_FORKS):  # a process forked since it opened: no system call to know it
+        if self._pid != os.getpid():
             # Connections copied by fork() share their locks and sockets with the parent; Celery's prefork
             # pool is the usual way in.
             raise StoreError(

@@ -42,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the URL test with 
 import contextlib
 import json
 import logging
+import os
 import secrets
 import select
 import threading
@@ -118,7 +119,7 @@ class PostgresStore(Backend):
         self._subscribers_lock = threading.Lock()
         self._listener: Listener | None = None
         self._closed = False
-        self._opened_here()
+        self._pid = os.getpid()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             kwargs={"autocommit": True, "row_factory": dict_row},

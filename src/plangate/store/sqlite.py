@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -83,7 +84,7 @@ class SQLiteStore(Backend):
         self._subscribers: tuple[Subscriber, ...] = ()
         self._subscribers_lock = threading.Lock()
         self._closed = False
-        self._opened_here()
+        self._pid = os.getpid()
         self._readers = threading.local()
         self._readers_lock = threading.Lock()
         self._reader_conns: list[sqlite3.Connection] = []
