@@ -60,6 +60,12 @@ class RunHost(Protocol):
         ...
 
     @property
+    def shares_loop(self) -> bool:
+        """Other runs are advanced by this runner now, on the same event loop: a commit that would wait
+        (for a lock, for the network) leaves the loop to them."""
+        ...
+
+    @property
     def poll_interval(self) -> float:
         """How often a gate that reads files or the environment is looked at again while work runs."""
         ...
@@ -173,9 +179,7 @@ class RunContext(Protocol):
         """Open the run's interaction for ``step`` (or queue the question behind the open one)."""
         ...
 
-    def context(
-        self, current: str | None, extra: Mapping[str, StepState] | None = None
-    ) -> ConditionContext:
+    def context(self, current: str | None, extra: Mapping[str, StepState] | None = None) -> ConditionContext:
         """What a condition evaluated for the step ``current`` reads (``extra``: more names for steps, as an
         until-loop's condition names its body's steps of the iteration just finished)."""
         ...

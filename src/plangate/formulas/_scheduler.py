@@ -2,13 +2,13 @@
 
 For: advancing one run until it ends or nothing can move without a person. Each pass gathers the
 transitions it decided (step states, gate reasons, interactions opened), for every step whose work ended
-since the last pass, and commits them in ONE transaction before starting any work they allow; a step's work
-runs only after its ``running`` state is committed. A pass costs what changed, not the size of the plan:
-a step becomes a candidate when its last need completes; a held gate is looked at again when a step its
-condition reads moves on (``PlanGraph.gates_reading``) or time falls due (``Wakeups``); conditions read
-step states that each transition keeps current (``RunState.condition_steps``); and a snapshot (the size of
-the plan) is written after at least four events per step, so its cost per event stays flat. Not for: what
-a step's work does (``_work.py``, ``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). It
+since the last pass, and commits them in ONE transaction (``_commits.py``) before starting any work they
+allow; a step's work runs only after its ``running`` state is committed. A pass costs what changed, not the
+size of the plan: a step becomes a candidate when its last need completes; a held gate is looked at again
+when a step its condition reads moves on (``PlanGraph.gates_reading``) or time falls due (``Wakeups``);
+conditions read step states that each transition keeps current (``RunState.condition_steps``). A lone tool
+step, when nothing else can happen while it works, is worked in the loop's own task. Not for: what a step's
+work does (``_work.py``, ``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). It
 reads the runner through ``RunHost`` and its phases read the run through ``RunContext`` (``_runcontext.py``),
 so imports go one way: ``runtime`` → this module → the phases.
 
@@ -30,10 +30,8 @@ from pydantic import JsonValue
 
 from plangate._models import built
 from plangate.conditions import ConditionContext, StepState
-from plangate.errors import InteractionError, Signal
+from plangate.errors import InteractionError
 from plangate.events import (
-    BaseEvent,
-    Event,
     InteractionKind,
     InteractionOpenedEvent,
     InteractionTool,
@@ -44,11 +42,12 @@ from plangate.events import (
 from plangate.formulas import _containers, _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import answer_step, commit_answer, stored_answers
+from plangate.formulas._commits import Commits, RunEnded, began
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, formula_outcome, with_steps_usage
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
-from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
+from plangate.formulas._runstate import RunState, StepRun
 from plangate.formulas._work import step_work
 from plangate.formulas.plan import (
     AgentExecutor,
@@ -63,26 +62,16 @@ from plangate.formulas.plan import (
 from plangate.formulas.templates import to_text
 from plangate.interactions import Resolution
 from plangate.runs import telemetry
-from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
+from plangate.store import Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 _NO_SLOT = "waiting for a free slot"
 #: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
-#: A snapshot is written after at least this many events per step of the plan (and ``checkpoint_every``).
-_EVENTS_PER_STEP_PER_SNAPSHOT = 4
 #: Seconds between two looks for an answer another process left in the store while work runs.
 _STORED_ANSWER_POLL = 0.5
 
 logger = logging.getLogger("plangate.formulas")
-
-
-class _RunEnded(Signal):
-    """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
-
-    def __init__(self, status: RunStatus) -> None:
-        self.status = status
-        super().__init__(status)
 
 
 _Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
@@ -110,10 +99,6 @@ class Scheduler:
         self.tasks: dict[asyncio.Task[None], str] = {}  # the work in flight, by step, in launch order
         self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | write | fanout | subrun | settle)
         self.starting = 0  # how many of them take a slot
-        # what the next commit writes, in order: events, and commit callables (an interaction opened)
-        self.ops: list[Event | CommitOp] = []
-        self.plan_changed = False
-        self.since_checkpoint = 0
         self.gate_reasons: dict[str, str] = {}
         self.open_interaction = asking and bool(host.store.list_interactions(status="open", run_id=run_id))
         self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
@@ -123,6 +108,8 @@ class Scheduler:
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
         self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
+        # what the next commit writes (events, and commit callables: an interaction opened), and the commits
+        self.commits = Commits(host, run_id, state, self.trace)
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -137,8 +124,8 @@ class Scheduler:
                 self._schedule()
                 ended = self._ending()
                 if ended is not None:
-                    return self._finish(*ended)
-                self._flush()
+                    return await self._finish(*ended)
+                await self.commits.flush()
                 lone = self._lone_work()
                 if lone is not None:
                     await self._work_here(lone)
@@ -151,10 +138,10 @@ class Scheduler:
                 if delay is None:
                     if self._take_stored_answers():
                         continue  # answered by another process a moment before this run would wait
-                    return self._suspend()
+                    return await self._suspend()
                 await self._sleep(delay)
                 self.candidates.update(dict.fromkeys(self.wakeups.due()))
-        except _RunEnded as ended:
+        except RunEnded as ended:
             self._stop(InteractionError(f"run {self.run_id!r} ended ({ended.status}); nothing changed"))
             return ended.status, f"{ended.status} while it ran"
         except BaseException:
@@ -291,7 +278,7 @@ class Scheduler:
         return self.host.clock()
 
     def on_commit(self, op: CommitOp) -> None:
-        self.ops.append(op)
+        self.commits.ops.append(op)
 
     def launch(self, step_id: str, what: str) -> None:
         self.to_launch.append((step_id, what))
@@ -299,7 +286,7 @@ class Scheduler:
             self.starting += 1
 
     def emit(self, event: RunEvent) -> None:
-        self.ops.append(event)
+        self.commits.ops.append(event)
         if isinstance(event, StepStateEvent):
             self._applied(event)
 
@@ -337,67 +324,21 @@ class Scheduler:
     def _emit_status(self, code: str, text: str) -> None:
         self.emit(StatusEvent(stage="run", code=code, text=text))
 
-    def _flush(
-        self,
-        *,
-        status: RunStatus | None = "running",
-        outcome: dict[str, JsonValue] | None = None,
-        checkpoint: bool = False,
-    ) -> None:
-        if not self.ops and not checkpoint and not self.plan_changed:
-            return
-        self.since_checkpoint += len(self.ops)
-        # a snapshot costs the size of the plan: after as many events as four per step, its cost per event
-        # stays flat however large the plan, and a resume folds no more events than that
-        every = max(self.host.checkpoint_every, _EVENTS_PER_STEP_PER_SNAPSHOT * len(self.state.steps))
-        snapshot = checkpoint or self.plan_changed or self.since_checkpoint >= every
-        with self.host.leases.transaction(self.run_id) as tx:
-            began = self._began(tx)
-            events: list[Event] = []  # a run of events goes in at once, without their stored copies
-            for op in self.ops:
-                if isinstance(op, BaseEvent):
-                    events.append(op)
-                    continue
-                tx.extend(events)
-                events.clear()
-                op(tx)
-            tx.extend(events)
-            if status is not None and (began != status or outcome is not None):
-                tx.set_status(status, outcome=outcome)
-            if snapshot:
-                self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
-                tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
-        if self.trace is not None or telemetry.metrics.current() is not None:
-            telemetry.committed(self.trace, "formula", tx.events, self.host.store)
-        self.ops.clear()
-        if snapshot:
-            self.since_checkpoint = 0
-            self.plan_changed = False
-
-    @staticmethod
-    def _began(tx: Transaction) -> RunStatus:
-        """The run's status as ``tx`` began (a transaction fenced by the run's lease: refused when another
-        holder took it); ``_RunEnded`` when somebody ended the run meanwhile."""
-        began = tx.status  # not ``tx.run``: that parses the whole row, on every pass
-        if began in TERMINAL_STATUSES:
-            raise _RunEnded(began)
-        return began
-
-    def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
+    async def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         self._emit_status(status, reason)
         ended = formula_outcome("completed" if status == "completed" else "failed", reason)
         ended = with_steps_usage(ended, self.host.store, self.run_id)
-        self.ops.append(ended.event())  # the run's last event, as every run's
-        self._flush(status=status, outcome=ended.stored(), checkpoint=True)
+        self.commits.ops.append(ended.event())  # the run's last event, as every run's
+        await self.commits.flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason
 
-    def _suspend(self) -> tuple[RunStatus, str]:
+    async def _suspend(self) -> tuple[RunStatus, str]:
         waiting = [
             f"{s.id} ({s.reason})" for s in self.state.steps.values() if s.status in {"waiting", "ready"}
         ]
         reason = "; ".join(waiting) if waiting else "nothing can move"
         self._emit_status("waiting", reason)
-        self._flush(status="waiting", checkpoint=True)
+        await self.commits.flush(status="waiting", checkpoint=True)
         return "waiting", reason
 
     # -- transitions --------------------------------------------------------------------------------------
@@ -597,7 +538,7 @@ class Scheduler:
             )
             self.state.apply(event)
 
-        self.ops.append(open_it)
+        self.commits.ops.append(open_it)
 
     def _render_prompt(self, step: CookedStep, prompt: str) -> str:
         from plangate.formulas.templates import render_runtime
@@ -754,7 +695,7 @@ class Scheduler:
         while self.inbox:
             interaction, resolution, by, future = self.inbox[0]
             if not future.done():
-                self._flush()  # what this scheduler decided commits first: the answer applies on top
+                self.commits.flush_now()  # what this scheduler decided commits first: the answer on top
                 try:
                     self._apply_answer(interaction, resolution, by)
                 except InteractionError as exc:
@@ -771,7 +712,7 @@ class Scheduler:
             return False
         took = False
         for interaction, resolution, by in stored_answers(self.host.store, self.run_id):
-            self._flush()
+            self.commits.flush_now()
             try:
                 self._apply_answer(interaction, resolution, by)
             except InteractionError as exc:
@@ -796,7 +737,7 @@ class Scheduler:
         if step is not None:
             answered = answer_step(step, resolution, self.host.tools, self.graph.position[step.id])
         with self.host.leases.transaction(self.run_id) as tx:
-            self._began(tx)
+            began(tx)
             commit_answer(tx, interaction, resolution, by, answered)
         self.open_interaction = False
         self.candidates.update(dict.fromkeys(self.asking_later))
@@ -832,7 +773,7 @@ class Scheduler:
             elif self.unmet[step.id] == 0:
                 self.candidates[step.id] = None
             self._look_again(step.id)  # what an aggregate over the loop (or over every step) ranges over grew
-        self.plan_changed = True
+        self.commits.plan_changed = True
 
     @staticmethod
     def _blocked_reason(step: CookedStep) -> str:

@@ -194,6 +194,11 @@ class FormulaRunner:
         )
         self._live: dict[str, Scheduler] = {}
 
+    @property
+    def shares_loop(self) -> bool:
+        """Other runs than one are advanced by this runner now (``RunHost.shares_loop``)."""
+        return len(self._live) > 1
+
     # -- planning -----------------------------------------------------------------------------------------
 
     def plan(self, formula: FormulaSource, vars: Mapping[str, object] | None = None) -> Plan:
