@@ -91,7 +91,9 @@ class PostgresDb:
 
     In a transaction (``begin`` given), round trips are spent only where an answer is awaited: the
     ``BEGIN`` travels with the first statement, and the statements ``defer`` queues travel with the
-    ``COMMIT`` (``commit``), each group in one pipeline. Outside one, every statement runs at once.
+    ``COMMIT`` (``commit``), each group in one simple query (its values bound by psycopg on this side: one
+    message and one answer, where a pipeline's many small steps cost the client more than the round trips
+    they save). Outside one, every statement runs at once.
     """
 
     __slots__ = ("_begin", "_conn", "_deferred", "_sql", "committing")
@@ -146,7 +148,7 @@ class PostgresDb:
     def commit(self) -> None:
         """Send what was deferred and ``COMMIT``, in one round trip (nothing at all when the transaction
         wrote and read nothing). An error of a deferred statement is raised here, and nothing was committed:
-        the server skips what follows it in the pipeline."""
+        the server runs nothing after it in the query."""
         deferred, self._deferred = self._deferred or [], None
         if self._begin is not None and not deferred:
             self._begin = None  # never sent: there is no transaction to end
@@ -155,25 +157,21 @@ class PostgresDb:
         if session_ended(conn):
             raise psycopg.OperationalError("the server ended the session before the transaction committed")
         self.committing = True
-        cursors: list[psycopg.Cursor[DictRow]] = []
-        try:
-            with conn.pipeline():
-                self._send_begin()
-                for query, rows in deferred:
-                    cursor = conn.cursor()
-                    cursors.append(cursor)
-                    cursor.executemany(placeholders(query), rows)
-                conn.execute("COMMIT")
-        finally:
-            for cursor in cursors:
-                cursor.close()
+        cursor = psycopg.ClientCursor(conn)
+        parts = [] if self._begin is None else [self._begin]
+        self._begin = None
+        for query, rows in deferred:
+            sql = placeholders(query)
+            parts.extend(cursor.mogrify(sql, row) for row in rows)
+        parts.append("COMMIT")
+        cursor.execute("; ".join(parts))
 
     def _execute(self, query: str, params: Sequence[object]) -> psycopg.Cursor[DictRow]:
         if self._begin is None:
             return self._conn.execute(placeholders(query), params)
-        # The BEGIN and the first statement in one simple query (its values bound by psycopg on this side):
-        # one round trip, ending in the ReadyForQuery that arms the server's idle-in-transaction timeout (a
-        # pipeline may end in a Flush, after which the server never arms it).
+        # The BEGIN and the first statement in one simple query: one round trip, ending in the ReadyForQuery
+        # that arms the server's idle-in-transaction timeout (a pipeline may end in a Flush, after which the
+        # server never arms it).
         begin, self._begin = self._begin, None
         cursor = psycopg.ClientCursor(self._conn)
         cursor.execute(f"{begin}; {cursor.mogrify(placeholders(query), params)}")
@@ -183,7 +181,7 @@ class PostgresDb:
     def _send_begin(self) -> None:
         if self._begin is not None:
             begin, self._begin = self._begin, None
-            self._conn.execute(begin)  # alone, or queued in the caller's pipeline
+            self._conn.execute(begin)
 
 
 def session_ended(conn: psycopg.Connection[DictRow]) -> bool:
