@@ -10,7 +10,10 @@ What it measures, on throwaway PostgreSQL and Redis servers it starts itself (``
    worker holds the run's lease, median and max.
 3. Side by side with DBOS (``dbos``, on a database of the same PostgreSQL server): the same 10-step
    workflow in plangate's runner and as a DBOS workflow, one at a time and 8 at once, in one process
-   each: the time per step of each, and the ratio.
+   each, and plangate's 8 at once on 2 Celery workers (``plangate worker --concurrency 4`` twice, the runs
+   submitted and enqueued at once): the time per step of each, and the ratio to DBOS's 8 at once. Then
+   the round trips to PostgreSQL per step of the in-process run (counted where libpq sends a query or a
+   pipeline's sync, in a process of their own: a figure the machine's load does not change).
 
 Usage: ``.venv/bin/python bench/workers.py`` (1,000 runs, 20 kills, 5 pauses) or ``--quick`` (100 runs,
 5 kills, 2 pauses); ``--only takeover`` (or ``throughput``, ``dbos``; repeatable) runs one phase.
@@ -91,8 +94,9 @@ def in_process(url: str, runs: int, at_once: int = 8) -> float:
 
 
 class Workers:
-    def __init__(self, url: str, broker: str, folder: Path, ttl: float = 10) -> None:
+    def __init__(self, url: str, broker: str, folder: Path, ttl: float = 10, concurrency: int = 1) -> None:
         self.url, self.broker, self.folder, self.ttl = url, broker, folder, ttl
+        self.concurrency = concurrency
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> subprocess.Popen[bytes]:
@@ -101,7 +105,7 @@ class Workers:
         # fmt: off
         proc = subprocess.Popen(
             [PLANGATE, "worker", "--store", self.url, "--broker", self.broker, "--tools", TOOLS,
-             "--path", str(DATA), "--concurrency", "1", "--lease-ttl", str(self.ttl)],
+             "--path", str(DATA), "--concurrency", str(self.concurrency), "--lease-ttl", str(self.ttl)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         # fmt: on
@@ -145,7 +149,11 @@ def _flush(broker: str) -> None:
     client.close()
 
 
-def through_workers(url: str, broker: str, runs: int, count: int, folder: Path) -> float:
+def through_workers(
+    url: str, broker: str, runs: int, count: int, folder: Path, concurrency: int = 1
+) -> float:
+    """Seconds for ``runs`` runs of ``ten``, submitted and enqueued at once, advanced by ``count`` workers of
+    ``concurrency`` processes each."""
     from plangate.formulas.runtime import FormulaRunner
     from plangate.store import open_store
     from plangate.tools.specs import load_tools
@@ -153,7 +161,7 @@ def through_workers(url: str, broker: str, runs: int, count: int, folder: Path) 
 
     _flush(broker)
     store = open_store(url)
-    workers = Workers(url, broker, folder)
+    workers = Workers(url, broker, folder, concurrency=concurrency)
     queue = RunQueue(broker)
     try:
         for proc in [workers.start() for _ in range(count)]:
@@ -279,6 +287,10 @@ def dbos_runs(base_url: str, runs: int, at_once: tuple[int, ...]) -> list[float]
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--count-round-trips"]:  # the process ``_round_trips`` starts
+        _count_round_trips(argv[1], int(argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="100 runs, 5 kills and 2 pauses instead of 1,000, 20 and 5"
@@ -305,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         if "takeover" in phases:
             _takeover(postgres.url, redis_server.url, kills, pauses, folder)
         if "dbos" in phases:
-            _side_by_side(postgres.url, runs)
+            _side_by_side(postgres.url, redis_server.url, runs, folder)
         print(_load())
     finally:
         redis_server.stop()
@@ -342,20 +354,83 @@ def _takeover(url: str, broker: str, kills: int, pauses: int, folder: Path) -> N
     )
 
 
-def _side_by_side(url: str, runs: int) -> None:
+def _side_by_side(url: str, broker: str, runs: int, folder: Path) -> None:
     """plangate in-process and DBOS on the same PostgreSQL server, the same 10-step workflow, one at a
-    time and 8 at once: the time per step of each, and their ratio."""
+    time and 8 at once, and plangate 8 at once on 2 Celery workers: the time per step of each, and their
+    ratio; then plangate's round trips per step."""
     dbos_runs_n = max(runs // 2, 50)
     ours = [in_process(_fresh_schema(url, f"side{n}"), dbos_runs_n, n) for n in (1, 8)]
+    celery = through_workers(_fresh_schema(url, "side-celery"), broker, dbos_runs_n, 2, folder, concurrency=4)
     theirs = dbos_runs(url, dbos_runs_n, (1, 8))
     print(f"side by side with DBOS {_version('dbos')} ({dbos_runs_n} workflows of 10 no-op steps each):")
-    for n, mine, peer in zip((1, 8), ours, theirs, strict=True):
-        step, peer_step = mine / (dbos_runs_n * 10), peer / (dbos_runs_n * 10)
+    steps = dbos_runs_n * 10
+    for label, mine, peer, target in (
+        ("1 at once", ours[0], theirs[0], 0.5),
+        ("8 at once", ours[1], theirs[1], 0.5),
+        ("8 at once on 2 Celery workers", celery, theirs[1], 1.0),
+    ):
+        step, peer_step = mine / steps, peer / steps
+        ratio = step / peer_step
         print(
-            f"  {n} at once: plangate {step * 1000:6.2f} ms a step, DBOS {peer_step * 1000:6.2f} ms a step; "
-            f"plangate / DBOS per-step overhead {step / peer_step:.2f}",
+            f"  {label}: plangate {step * 1000:6.2f} ms a step, DBOS {peer_step * 1000:6.2f} ms a step; "
+            f"plangate / DBOS per-step overhead {ratio:.2f} (target <= {target:.2f}: "
+            f"{'met' if ratio <= target else 'MISSED'})",
             flush=True,
         )
+    trips = _round_trips(_fresh_schema(url, "side-trips"))
+    print(f"  round trips to PostgreSQL per step (plangate in-process, one run at a time): {trips:.2f}")
+
+
+def _round_trips(url: str, runs: int = 20) -> float:
+    """Round trips per step of ``runs`` runs of ``ten`` in this process's runner, counted in a process of
+    its own (libpq's Python binding, which can be watched): each query sent outside a pipeline, and each
+    pipeline's sync, is one wait for the server."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--count-round-trips", url, str(runs)],
+        env={**os.environ, "PSYCOPG_IMPL": "python"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.split()[-1])
+
+
+def _count_round_trips(url: str, runs: int) -> None:
+    from psycopg.pq import pq_ctypes
+
+    from plangate.formulas.runtime import FormulaRunner
+    from plangate.store import open_store
+    from plangate.tools.specs import load_tools
+
+    counted = [0]
+
+    def counting(name: str, always: bool = False) -> None:
+        sent = getattr(pq_ctypes.PGconn, name)
+
+        def send(conn: Any, *args: Any, **kwargs: Any) -> Any:
+            if always or conn.pipeline_status == 0:  # a query in a pipeline waits for its sync
+                counted[0] += 1
+            return sent(conn, *args, **kwargs)
+
+        setattr(pq_ctypes.PGconn, name, send)
+
+    for name in ("send_query", "send_query_params", "send_query_prepared", "send_prepare"):
+        counting(name)
+    counting("pipeline_sync", always=True)
+    store = open_store(url)
+    runner = FormulaRunner(store, load_tools([TOOLS]), search_paths=[DATA])
+    plan = runner.plan("ten")
+
+    async def all_runs() -> None:
+        for _ in range(runs):
+            result = await runner.start(plan)
+            assert result.status == "completed", result.reason
+
+    asyncio.run(runner.start(plan))  # warm: the pool's connections, the statements psycopg prepares
+    counted[0] = 0
+    asyncio.run(all_runs())
+    store.close()
+    print(counted[0] / (runs * 10))
 
 
 def _version(name: str) -> str:

@@ -1,7 +1,9 @@
 """Pydantic models built from values already valid, on the paths every step and every tool call take.
 
 For: ``built``, which makes a model as pydantic's ``model_construct`` does (no validation) without its
-per-call generic work, and ``restamped``, ``model_copy(update=...)`` the same way. Only for values whose
+per-call generic work; ``restamped``, ``model_copy(update=...)`` the same way; and ``stamped``, which sets
+fields on a model nobody else has seen yet, in place (the store gives an event its ``run_id``, ``seq`` and
+``at`` so: an event is built once and never copied). Only for values whose
 types the caller guarantees (typed code, data pydantic made JSON-able): a value from outside is validated,
 never built here. Not for: models with private attributes or extra fields (those need pydantic's own
 copy; ``built`` refuses them when it first meets the class).
@@ -19,6 +21,7 @@ from plangate.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
+
 @dataclass(frozen=True, slots=True)
 class _Template:
     defaults: dict[str, Any]  # every field in declaration order (the order pydantic serialises in)
@@ -27,6 +30,7 @@ class _Template:
 
 
 _TEMPLATES: dict[type[BaseModel], _Template] = {}
+_set = object.__setattr__  # past pydantic's own ``__setattr__``, which refuses a frozen model
 
 
 def _template(cls: type[BaseModel]) -> _Template:
@@ -57,18 +61,18 @@ def built(cls: type[M], values: Mapping[str, Any]) -> M:
         ConfigError: a field without a default is not given.
     """
     template = _TEMPLATES.get(cls) or _template(cls)
-    if missing := template.required - values.keys():
+    if not values.keys() >= template.required:
+        missing = template.required - values.keys()
         raise ConfigError(f"{cls.__name__}: no value for {', '.join(sorted(missing))}")
-    fields = template.defaults.copy()
+    fields = {**template.defaults, **values}  # keys keep their declared order
     for name, factory in template.factories.items():
         if name not in values:
             fields[name] = factory()
-    fields.update(values)  # keys keep their declared order
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", fields)
-    object.__setattr__(model, "__pydantic_fields_set__", set(values))
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    _set(model, "__dict__", fields)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
     return model
 
 
@@ -77,11 +81,24 @@ def restamped(model: M, values: Mapping[str, Any]) -> M:
     cls = type(model)
     _template(cls)  # refuses a class this cannot copy
     copy = cls.__new__(cls)
-    object.__setattr__(copy, "__dict__", {**model.__dict__, **values})
-    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
-    object.__setattr__(copy, "__pydantic_extra__", None)
-    object.__setattr__(copy, "__pydantic_private__", None)
+    _set(copy, "__dict__", {**model.__dict__, **values})
+    _set(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
+    _set(copy, "__pydantic_extra__", None)
+    _set(copy, "__pydantic_private__", None)
     return copy
 
 
-__all__ = ["built", "restamped"]
+def stamped(model: M, values: Mapping[str, Any]) -> M:
+    """``model`` itself with ``values`` set (of the fields' types: nothing is validated), frozen or not.
+
+    Only for a model its maker hands over before anybody else holds it (an event appended to a
+    transaction): whoever holds it sees the change.
+    """
+    cls = type(model)
+    _TEMPLATES.get(cls) or _template(cls)  # refuses a class whose fields live elsewhere than in __dict__
+    model.__dict__.update(values)
+    model.__pydantic_fields_set__.update(values.keys())
+    return model
+
+
+__all__ = ["built", "restamped", "stamped"]

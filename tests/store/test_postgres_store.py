@@ -365,8 +365,9 @@ def test_a_session_killed_mid_transaction_writes_nothing_and_the_store_goes_on(
                     tx.append(SpeakEvent(text="never committed"))
                     tx.set_snapshot({"from": "the killed session"})
                     tx.open_interaction("ask_user", "lost?")
+                    # the second argument waits until the session is gone, before the block goes on
                     killed = admin.execute(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
                         "WHERE application_name = %s AND state = 'idle in transaction'",
                         (name,),
                     ).fetchall()

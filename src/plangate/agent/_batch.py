@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
+from plangate._models import built
 from plangate.agent._state import InflightWrite, WaitKind, WaitPurpose
 from plangate.events import Event, InteractionTool, JsonObject, ToolResultEvent
 from plangate.store import ReceiptSource, RunStatus
@@ -84,18 +85,19 @@ def tool_output(outcome: ToolResult) -> JsonValue:
 
 
 def result_event(call_id: str, tool: str, outcome: ToolResult, step_id: str | None) -> ToolResultEvent:
-    """The ``tool_result`` event of a call."""
-    return ToolResultEvent(
-        call_id=call_id,
-        tool=tool,
-        status=outcome.status,
-        success=outcome.success,
-        summary=outcome.summary,
-        observation=outcome.observation,
-        error_code=outcome.error_code,
-        error_message=outcome.error_message,
-        step_id=step_id,
-    )
+    """The ``tool_result`` event of a call (built from a result already valid: nothing to check again)."""
+    values = {
+        "call_id": call_id,
+        "tool": tool,
+        "status": outcome.status,
+        "success": outcome.success,
+        "summary": outcome.summary,
+        "observation": outcome.observation,
+        "error_code": outcome.error_code,
+        "error_message": outcome.error_message,
+        "step_id": step_id,
+    }
+    return built(ToolResultEvent, values)
 
 
 __all__ = ["Batch", "Question", "ReceiptSpec", "WriteDone", "result_event", "tool_output"]

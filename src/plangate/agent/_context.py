@@ -23,7 +23,9 @@ or folding the record from events (``_transcript.py``).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -41,6 +43,9 @@ if TYPE_CHECKING:
     from plangate.agent._style import PromptStyle
     from plangate.agent.result import Outcome
     from plangate.tools import Tool
+
+_ROLE = operator.itemgetter(0)
+_TEXT = operator.itemgetter(1)
 
 Entry = Mapping[str, JsonValue]
 """A tool's catalogue entry (``Tool.catalogue_entry``): name, description, parameters, effect."""
@@ -86,12 +91,10 @@ class Context:
         the history are cache points; a joined message keeps the turns it was made of as its blocks, so a
         provider that caches by blocks finds each earlier round's end again.
         """
-        joined: list[tuple[Role, list[str]]] = []
-        for role, text in self.history:
-            if joined and joined[-1][0] == role:
-                joined[-1][1].append(text)
-            else:
-                joined.append((role, [text]))
+        # each run of turns of one role, joined (in C: a long run of tool records is most of a late round)
+        joined: list[tuple[Role, list[str]]] = [
+            (role, list(map(_TEXT, turns))) for role, turns in itertools.groupby(self.history, _ROLE)
+        ]
         # (message, part) of the last part that is history, where the stable prefix ends.
         stable = (len(joined) - 1, len(joined[-1][1]) - 1) if joined else None
         closing = _sections_text(self.sections)
@@ -101,7 +104,9 @@ class Context:
             joined.append(("user", [closing]))
         messages = [Message("system", self.system, cache_point=True)]
         for number, (role, parts) in enumerate(joined):
-            cached = [stable == (number, index) for index in range(len(parts))]
+            cached = [False] * len(parts)  # True only at the end of the stable prefix
+            if stable is not None and stable[0] == number:
+                cached[stable[1]] = True
             blocks = tuple(zip(parts, cached, strict=True)) if len(parts) > 1 else ()
             messages.append(Message(role, "\n\n".join(parts), cache_point=cached[-1], blocks=blocks))
         return messages
@@ -330,24 +335,48 @@ def history(view: View, fixed: Sequence[Section] = ()) -> tuple[tuple[Role, str]
     memory = view.memory
     folded_turns = memory.turns if memory is not None else 0
     folded_acts = memory.acts if memory is not None else 0
-    found: list[tuple[Role, str]] = []
-    for kind, index in transcript.order:
+    summary = "" if memory is None else summary_text(memory)
+    key = (folded_turns, folded_acts, summary, _sections_text(fixed) if fixed else "")
+    # What the last call laid out of the same past is laid out again only from where it could change (a
+    # tool record still waiting for its observation): a round costs what it added, not the whole run.
+    kept = transcript.history_kept
+    start, found = 0, []
+    if isinstance(kept, _Kept) and kept.key == key and kept.upto <= len(transcript.order):
+        start, found = kept.upto, list(kept.found)
+    settled: tuple[int, int] | None = None  # (order entries, history entries) before the first open record
+    order = transcript.order
+    for position in range(start, len(order)):
+        kind, index = order[position]
         if kind == "advance":
             found.append(("user", transcript.advances[index].text))
         elif kind == "act":
             if index >= folded_acts:
-                found.append(("user", transcript.acts[index].text()))
+                act = transcript.acts[index]
+                if settled is None and act.observation is None:
+                    settled = (position, len(found))
+                found.append(("user", act.text()))
         elif index == 0:
             found.append(("user", transcript.turns[0].text))
             if fixed:
-                found.append(("user", _sections_text(fixed)))
-            summary = "" if memory is None else summary_text(memory)
+                found.append(("user", key[3]))
             if summary:
                 found.append(("user", f"## run_summary\n{summary}"))
         elif index > folded_turns:
             turn = transcript.turns[index]
             found.append(("assistant" if turn.role == "assistant" else "user", turn.text))
+    upto, length = settled if settled is not None else (len(order), len(found))
+    transcript.history_kept = _Kept(key, upto, found[:length])
     return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """The history ``history`` laid out of a transcript's first ``upto`` entries, for ``key`` (what was
+    folded, the summary, the fixed sections), every one of them final."""
+
+    key: tuple[int, int, str, str]
+    upto: int
+    found: list[tuple[Role, str]]
 
 
 def _sections_text(sections: Sequence[Section]) -> str:

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from plangate._models import built
 from plangate.agent import _writes
 from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event, tool_output
 from plangate.agent._calls import call, decision_schema, read_decision, token_usage
@@ -68,17 +69,20 @@ class _Round:
         return None if self.step_index is None else str(self.step_index)
 
     def record(self, decision: JsonObject, validation: RoundValidation, result: JsonObject) -> None:
-        """Put the ``round`` event first in the round's events (after the model's reasoning, if any)."""
-        event = RoundEvent(
-            round=self.number,
-            step_index=self.step_index,
-            decision=decision,
-            validation=validation.model_dump(mode="json"),
-            result=result,
-            usage=self.usage,
-            raw=self.raw,
-        )
-        self.batch.events.insert(self.head, event)
+        """Put the ``round`` event first in the round's events (after the model's reasoning, if any).
+
+        Built, not validated: the decision was checked as JSON where the model's output entered, and the
+        rest is the runtime's own."""
+        values = {
+            "round": self.number,
+            "step_index": self.step_index,
+            "decision": decision,
+            "validation": validation.model_dump(mode="json"),
+            "result": result,
+            "usage": self.usage,
+            "raw": self.raw,
+        }
+        self.batch.events.insert(self.head, built(RoundEvent, values))
 
 
 def _actions(loop: RunContext) -> tuple[str, ...]:
@@ -318,9 +322,8 @@ async def _tool_round(current: _Round, record: JsonObject, verdict: Verdict, too
     }
     call_id = f"r{current.number}"
     current.record(record, verdict.validation, result)
-    batch.events.append(
-        ToolCallEvent(call_id=call_id, tool=tool.name, arguments=arguments, step_id=current.step_id)
-    )
+    values = {"call_id": call_id, "tool": tool.name, "arguments": arguments, "step_id": current.step_id}
+    batch.events.append(built(ToolCallEvent, values))  # arguments validated by the tool already
     batch.events.append(result_event(call_id, tool.name, outcome, current.step_id))
     await loop.commit(batch)
 

@@ -21,6 +21,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import JsonValue
@@ -119,6 +120,8 @@ class Transcript:
     _thought: str = ""
     _calls: dict[str, Act] = field(default_factory=dict)
     _proposed: str = ""
+    #: what the prompt's history laid out of this transcript last time (``_context.history``'s to read)
+    history_kept: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def start(cls, prompt: str) -> Transcript:
@@ -243,6 +246,9 @@ class Evidence:
 
     def __init__(self, receipts: Iterable[Receipt] = (), *, planned: bool = False) -> None:
         self._proved: Counter[int] = Counter()
+        # kept as receipts come: every round asks, and they only grow
+        self._failed: dict[str, str] = {}
+        self._succeeded: dict[str, str] = {}
         self.records: list[Held] = []
         for receipt in receipts:
             self.add(
@@ -261,34 +267,32 @@ class Evidence:
     def add(self, record: Held) -> None:
         """Take one committed receipt into account."""
         self.records.append(record)
-        if record.state.success:
+        state = record.state
+        if state.success:
             self._proved[record.step_index] += 1
+            if state.source == "write_receipt" and record.digest:
+                self._succeeded[f"{state.tool}:{record.digest}"] = record.summary
+        elif (
+            state.source == "write_receipt"
+            and record.digest
+            and not record.summary.startswith(UNKNOWN_OUTCOME)
+        ):
+            self._failed[f"{state.tool}:{record.digest}"] = record.summary
 
     def count(self, step_index: int) -> int:
         """How many successful receipts are bound to ``step_index``."""
         return self._proved[step_index]
 
-    def succeeded_writes(self) -> dict[str, str]:
+    def succeeded_writes(self) -> Mapping[str, str]:
         """The writes that ran and succeeded in this run, by call key (``tool:digest``), with the receipt's
         summary: an identical call is not put to a person again, and each counts once as a change made."""
-        return {
-            f"{record.state.tool}:{record.digest}": record.summary
-            for record in self.records
-            if record.state.source == "write_receipt" and record.state.success and record.digest
-        }
+        return MappingProxyType(self._succeeded)
 
     def failed_writes(self) -> dict[str, str]:
         """The writes that ran and failed in this run, by call key (``tool:digest``), with the failure's
         summary: an identical call is not put to a person again. A write whose outcome a person settled
         (``outcome unknown``) did not fail, as far as the run knows."""
-        return {
-            f"{record.state.tool}:{record.digest}": record.summary
-            for record in self.records
-            if record.state.source == "write_receipt"
-            and not record.state.success
-            and record.digest
-            and not record.summary.startswith(UNKNOWN_OUTCOME)
-        }
+        return dict(self._failed)
 
 
 UNKNOWN_OUTCOME = "outcome unknown"
@@ -308,8 +312,11 @@ def _observation(value: JsonValue, summary: str) -> str:
     return _compact(value)
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _COMPACT.encode(value)  # one encoder for every record (``json.dumps`` makes one per call)
 
 
 def _text_of(value: object) -> str:

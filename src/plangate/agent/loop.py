@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from pydantic import JsonValue
 
@@ -322,10 +322,12 @@ class RunLoop:
     async def commit(self, batch: Batch) -> list[Event]:
         """Write ``batch`` and the current state in one transaction, then fold its events in memory.
 
-        The commit runs in a worker thread: a store that waits on another process's write lock (up to its
-        busy timeout) must not stop the event loop, which serves other runs and their streams. Cancelled
-        meanwhile, it still waits for the commit to finish (then raises ``CancelledError``): whoever stopped
-        the run's task must never see a commit of that task land afterwards.
+        The commit never waits on the event loop, which serves other runs and their streams: it is made
+        here when the store can begin it at once (a SQLite store nobody else is writing to), else in a
+        worker thread (a store that waits on another process's write lock, up to its busy timeout, or on
+        the network). Cancelled while that thread commits, it still waits for the commit to finish (then
+        raises ``CancelledError``): whoever stopped the run's task must never see a commit of that task land
+        afterwards.
 
         Raises:
             StaleInteraction: the batch resolves an interaction someone else resolved first; nothing changed.
@@ -333,51 +335,68 @@ class RunLoop:
         # What a receipt proves goes into the same batch, decided here, on the loop's thread, like the rest
         # of the state.
         _proof.prove(self, batch)
-        return await off_loop(self._commit, batch)
-
-    def _commit(self, batch: Batch) -> list[Event]:
-        state = self.state
-        with self._transaction() as tx:
-            if batch.resolve is not None:
-                tx.resolve_interaction(*batch.resolve)
-            if batch.intent is not None:
-                tx.record_write_intent(batch.intent.key, batch.intent.tool, batch.intent.digest)
-            if batch.write_done is not None:
-                done = batch.write_done
-                tx.complete_write_intent(
-                    done.key,
-                    step_index=done.step_index,
-                    success=done.success,
-                    summary=done.summary,
-                    result=done.result,
-                    output=done.output,
-                )
-            for receipt in batch.receipts:
-                tx.add_receipt(
-                    step_index=receipt.step_index,
-                    source=receipt.source,
-                    name=receipt.name,
-                    arguments_digest=receipt.arguments_digest,
-                    success=receipt.success,
-                    summary=receipt.summary,
-                    output=receipt.output,
-                )
-            for event in batch.events:
-                tx.append(event)
-            if batch.question is not None:
-                self._open(tx, batch.question)
-            if batch.status is not None:
-                ended = state.outcome if batch.status in _ENDED else None
-                tx.set_status(batch.status, outcome=None if ended is None else ended.stored())
-            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
-            stored = list(tx.events)
+        with self._transaction(at_once=True) as tx:
+            stored = None if tx is None else self._write(tx, batch)
+        if stored is None:
+            return await off_loop(self._commit, batch)
         self._after_commit(batch, stored)
         return stored
 
-    def _transaction(self) -> AbstractContextManager[Transaction]:
+    def _commit(self, batch: Batch) -> list[Event]:
+        with self._transaction() as tx:
+            stored = self._write(tx, batch)
+        self._after_commit(batch, stored)
+        return stored
+
+    def _write(self, tx: Transaction, batch: Batch) -> list[Event]:
+        """Write ``batch`` and the current state with ``tx``; the events as stored."""
+        state = self.state
+        if batch.resolve is not None:
+            tx.resolve_interaction(*batch.resolve)
+        if batch.intent is not None:
+            tx.record_write_intent(batch.intent.key, batch.intent.tool, batch.intent.digest)
+        if batch.write_done is not None:
+            done = batch.write_done
+            tx.complete_write_intent(
+                done.key,
+                step_index=done.step_index,
+                success=done.success,
+                summary=done.summary,
+                result=done.result,
+                output=done.output,
+            )
+        for receipt in batch.receipts:
+            tx.add_receipt(
+                step_index=receipt.step_index,
+                source=receipt.source,
+                name=receipt.name,
+                arguments_digest=receipt.arguments_digest,
+                success=receipt.success,
+                summary=receipt.summary,
+                output=receipt.output,
+            )
+        for event in batch.events:
+            tx.append(event)
+        if batch.question is not None:
+            self._open(tx, batch.question)
+        if batch.status is not None:
+            ended = state.outcome if batch.status in _ENDED else None
+            tx.set_status(batch.status, outcome=None if ended is None else ended.stored())
+        tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+        return list(tx.events)
+
+    @overload
+    def _transaction(self, *, at_once: Literal[False] = False) -> AbstractContextManager[Transaction]: ...
+
+    @overload
+    def _transaction(self, *, at_once: Literal[True]) -> AbstractContextManager[Transaction | None]: ...
+
+    def _transaction(self, *, at_once: bool = False) -> AbstractContextManager[Transaction | None]:
         if self.leases is None:
-            return self.store.transaction(self.run_id)
-        return self.leases.transaction(self.run_id)
+            store = self.store
+            return store.try_transaction(self.run_id) if at_once else store.transaction(self.run_id)
+        leases = self.leases
+        return leases.try_transaction(self.run_id) if at_once else leases.transaction(self.run_id)
 
     async def confirm_lease(self) -> None:
         """Before a write: renew the run's lease (off the event loop), refused (``RunLeased``) when this

@@ -162,11 +162,17 @@ def check_value(value: object, what: str) -> None:
             raise DecisionParseError(what, "a number is too large; expected a finite number")
 
 
+_STRICT = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int
+)
+
+
 def _strict_loads(text: str) -> object:
-    """``json.loads`` that raises ``_Refused`` for what the protocol refuses (see the module docstring)."""
-    return json.loads(
-        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int
-    )
+    """``json.loads`` that raises ``_Refused`` for what the protocol refuses (see the module docstring): one
+    decoder for every decision (``json.loads`` makes one per call with hooks)."""
+    if text.startswith("\ufeff"):
+        return json.loads(text)  # refused with json's own message for a byte order mark
+    return _STRICT.decode(text)
 
 
 def loads(text: str, what: str, *, offset: int = 0) -> object:

@@ -51,6 +51,10 @@ from plangate.decisions.protocol import (
     protocol_violation,
 )
 
+# one encoder each, for the paths of every decision (``json.dumps`` makes one per call with options)
+_UNICODE = json.JSONEncoder(ensure_ascii=False)
+_SORTED = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+
 M = TypeVar("M", bound=BaseModel)
 
 # The goal check's keys that lead the flattened line, in this order.
@@ -124,7 +128,7 @@ def _scalar_text(value: object) -> str:
         return value.strip()
     if isinstance(value, list):
         return ", ".join(part for part in (_scalar_text(item) for item in value) if part)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return _SORTED.encode(value)
 
 
 def flatten_goal_check(value: object, field: str = "goal_check") -> str | None:
@@ -175,7 +179,7 @@ def _tool_call(value: object) -> ToolCallIntent | None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise DecisionParseError(field, f"expected an object, got {json_type(arguments, article=True)}")
-    _check_unicode(json.dumps(arguments, ensure_ascii=False), field)
+    _check_unicode(_UNICODE.encode(arguments), field)
     return _build(ToolCallIntent, {"name": name, "arguments": arguments}, "tool_call")
 
 

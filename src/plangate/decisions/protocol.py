@@ -16,12 +16,13 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+#: the canonical JSON of arguments (one encoder for every digest: ``json.dumps`` makes one per call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 Action = Literal["continue", "ask_user", "confirm", "next_plan", "done", "abort"]
 """What the model wants to happen this round."""
 
 ACTIONS: tuple[Action, ...] = get_args(Action)
-
-
 
 
 class ToolCallIntent(BaseModel):
@@ -172,7 +173,7 @@ def digest_arguments(arguments: Mapping[str, object]) -> str:
     Returns:
         ``sha256:<hex>``.
     """
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(arguments)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 

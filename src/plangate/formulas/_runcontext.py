@@ -62,6 +62,12 @@ class RunHost(Protocol):
         ...
 
     @property
+    def shares_loop(self) -> bool:
+        """Other runs are advanced by this runner now, on the same event loop: a commit that would wait
+        (for a lock, for the network) leaves the loop to them."""
+        ...
+
+    @property
     def poll_interval(self) -> float:
         """How often a gate that reads files or the environment is looked at again while work runs."""
         ...

@@ -2,13 +2,13 @@
 
 For: advancing one run until it ends or nothing can move without a person. Each pass gathers the
 transitions it decided (step states, gate reasons, interactions opened), for every step whose work ended
-since the last pass, and commits them in ONE transaction before starting any work they allow; a step's work
-runs only after its ``running`` state is committed. A pass costs what changed, not the size of the plan:
-a step becomes a candidate when its last need completes; a held gate is looked at again when a step its
-condition reads moves on (``PlanGraph.gates_reading``) or time falls due (``Wakeups``); conditions read
-step states that each transition keeps current (``RunState.condition_steps``); and a snapshot (the size of
-the plan) is written after at least four events per step, so its cost per event stays flat. Not for: what
-a step's work does (``_work.py``, ``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). It
+since the last pass, and commits them in ONE transaction (``_commits.py``) before starting any work they
+allow; a step's work runs only after its ``running`` state is committed. A pass costs what changed, not the
+size of the plan: a step becomes a candidate when its last need completes; a held gate is looked at again
+when a step its condition reads moves on (``PlanGraph.gates_reading``) or time falls due (``Wakeups``);
+conditions read step states that each transition keeps current (``RunState.condition_steps``). A lone tool
+step, when nothing else can happen while it works, is worked in the loop's own task. Not for: what a step's
+work does (``_work.py``, ``_executors.py``, ``_writes.py``) or the public API (``runtime.py``). It
 reads the runner through ``RunHost`` and its phases read the run through ``RunContext`` (``_runcontext.py``),
 so imports go one way: ``runtime`` → this module → the phases.
 
@@ -28,11 +28,10 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
+from plangate._models import built
 from plangate.conditions import ConditionContext, StepState
-from plangate.errors import InteractionError, Signal
+from plangate.errors import InteractionError
 from plangate.events import (
-    BaseEvent,
-    Event,
     InteractionKind,
     InteractionOpenedEvent,
     InteractionTool,
@@ -44,11 +43,12 @@ from plangate.formulas import _containers, _gates, _writes
 from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import answer_step, commit_answer, stored_answers
 from plangate.formulas._budget import RunBudget
+from plangate.formulas._commits import Commits, RunEnded, began
 from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, formula_outcome, with_steps_usage
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
-from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState, StepRun
+from plangate.formulas._runstate import RunState, StepRun
 from plangate.formulas._work import step_work
 from plangate.formulas.plan import (
     AgentExecutor,
@@ -63,7 +63,7 @@ from plangate.formulas.plan import (
 from plangate.formulas.templates import to_text
 from plangate.interactions import Resolution
 from plangate.runs import telemetry
-from plangate.store import TERMINAL_STATUSES, Interaction, RunRecord, RunStatus, Store, Transaction
+from plangate.store import Interaction, RunRecord, RunStatus, Store, Transaction
 
 _QUEUED_QUESTION = "waiting for the open question to be answered first"
 INTERRUPTED = "interrupted before it finished; running it again"
@@ -71,20 +71,10 @@ INTERRUPTED = "interrupted before it finished; running it again"
 _NO_SLOT = "waiting for a free slot"
 #: What a step waits for while a person or a sub-run holds it: nothing the scheduler can change by looking.
 _HELD = frozenset({"human", "manual", "subrun", "fanout", "children", "consent", "outcome_unknown"})
-#: A snapshot is written after at least this many events per step of the plan (and ``checkpoint_every``).
-_EVENTS_PER_STEP_PER_SNAPSHOT = 4
 #: Seconds between two looks for an answer another process left in the store while work runs.
 _STORED_ANSWER_POLL = 0.5
 
 logger = logging.getLogger("plangate.formulas")
-
-
-class _RunEnded(Signal):
-    """Someone ended the run (cancelled it) while this scheduler advanced it: stop, commit nothing."""
-
-    def __init__(self, status: RunStatus) -> None:
-        self.status = status
-        super().__init__(status)
 
 
 _Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
@@ -93,7 +83,9 @@ _Inbox = tuple[Interaction, Resolution, str | None, "asyncio.Future[None]"]
 class Scheduler:
     """Advances one run; create one per ``start`` / ``resume`` call. It is the phases' ``RunContext``."""
 
-    def __init__(self, host: RunHost, run: RunRecord, state: RunState) -> None:
+    def __init__(self, host: RunHost, run: RunRecord, state: RunState, *, asking: bool = True) -> None:
+        """``asking``: the run may have an open question (False for a run whose first commit was just
+        made: nothing was asked yet)."""
         self.host = host
         self.run_id = run_id = run.id
         self.state = state
@@ -107,19 +99,15 @@ class Scheduler:
         self.unfinished: set[str] = set()
         self.waiting: set[str] = set()
         self.queued: dict[str, None] = {}  # ready steps waiting for a free slot, in arrival order
-        self.tasks: dict[asyncio.Task[StepOutcome], str] = {}
+        self.tasks: dict[asyncio.Task[None], str] = {}  # the work in flight, by step, in launch order
         self.to_launch: list[tuple[str, str]] = []  # (step id, what: work | write | fanout | subrun | settle)
         self.starting = 0  # how many of them take a slot
-        # what the next commit writes, in order: events, and commit callables (an interaction opened)
-        self.ops: list[Event | CommitOp] = []
-        self.plan_changed = False
-        self.since_checkpoint = 0
         self.gate_reasons: dict[str, str] = {}
-        self.open_interaction = bool(host.store.list_interactions(status="open", run_id=run_id))
+        self.open_interaction = asking and bool(host.store.list_interactions(status="open", run_id=run_id))
         self.asking_later: dict[str, None] = {}  # steps whose question waits for the open one
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
-        self.ended: list[asyncio.Task[StepOutcome]] = []  # tasks whose work ended, not yet taken in
+        self.ended: dict[str, StepOutcome] = {}  # the outcomes of work that ended, not yet taken in
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
         self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
@@ -127,6 +115,8 @@ class Scheduler:
         self.step_usage: dict[str, dict[str, JsonValue]] = {}
         # the run's max_tokens / max_cost, checked before its steps' model calls (None: it has none)
         self.budget = RunBudget.of(run, state, host.prices, host.agent_steps.agents, host.store)
+        # what the next commit writes (events, and commit callables: an interaction opened), and the commits
+        self.commits = Commits(host, run_id, state, self.trace)
 
     # -- the loop -----------------------------------------------------------------------------------------
 
@@ -141,8 +131,12 @@ class Scheduler:
                 self._schedule()
                 ended = self._ending()
                 if ended is not None:
-                    return self._finish(*ended)
-                self._flush()
+                    return await self._finish(*ended)
+                await self.commits.flush()
+                lone = self._lone_work()
+                if lone is not None:
+                    await self._work_here(lone)
+                    continue
                 self._launch()
                 if self.tasks:
                     await self._wait_tasks()
@@ -151,10 +145,10 @@ class Scheduler:
                 if delay is None:
                     if self._take_stored_answers():
                         continue  # answered by another process a moment before this run would wait
-                    return self._suspend()
+                    return await self._suspend()
                 await self._sleep(delay)
                 self.candidates.update(dict.fromkeys(self.wakeups.due()))
-        except _RunEnded as ended:
+        except RunEnded as ended:
             self._stop(InteractionError(f"run {self.run_id!r} ended ({ended.status}); nothing changed"))
             return ended.status, f"{ended.status} while it ran"
         except BaseException:
@@ -182,10 +176,21 @@ class Scheduler:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _tracked(self, step: CookedStep, what: str) -> StepOutcome:
-        """A step's work, in a task of its own that tells the loop when it ends (a done callback would
-        reach the loop one turn of the event loop later). The work's coroutine is made here, once the task
-        runs: a task cancelled before it started (the run ended first) leaves no coroutine unawaited."""
+    async def _tracked(self, step: CookedStep, what: str) -> None:
+        """A step's work, in a task of its own that hands its outcome to the loop when it ends (a done
+        callback would reach the loop one turn of the event loop later). The work's coroutine is made here,
+        once the task runs: a task cancelled before it started (the run ended first) leaves no coroutine
+        unawaited."""
+        try:
+            outcome = await self._work(step, what)
+        except BaseException:  # cancelled: the run ends, nothing is taken in
+            self._resolve()
+            raise
+        self.ended[step.id] = outcome
+        self._resolve()
+
+    async def _work(self, step: CookedStep, what: str) -> StepOutcome:
+        """The step's work; a failure of the runtime's own is the step's failure (``internal error``)."""
         try:
             return await step_work(
                 self.host,
@@ -198,11 +203,28 @@ class Scheduler:
                 self.trace,
                 self.budget,
             )
-        finally:
-            task = asyncio.current_task()
-            if task is not None:  # always: this runs as the task's coroutine
-                self.ended.append(cast("asyncio.Task[StepOutcome]", task))
-            self._resolve()
+        except Exception as exc:
+            return StepOutcome("failed", reason=f"internal error: {exc}")
+
+    def _lone_work(self) -> CookedStep | None:
+        """The one tool step to start when nothing else can happen while it works (no other work in
+        flight, no question open that an answer could close, nothing held that time or a file could
+        release): its work may then run in the loop's own task, a turn of the event loop sooner than in a
+        task of its own (a chain of steps is this case at every step)."""
+        if len(self.to_launch) != 1 or self.tasks or self.open_interaction or self.inbox:
+            return None
+        step_id, what = self.to_launch[0]
+        step = self.graph.steps[step_id]
+        if what != "work" or not isinstance(step.executor, ToolExecutor):
+            return None
+        return step if self.wakeups.next_wake(True) is None else None
+
+    async def _work_here(self, step: CookedStep) -> None:
+        """``_lone_work``'s step, worked in this task; its outcome is taken in as a task's would be."""
+        self.to_launch.clear()
+        self.starting = 0
+        self._finished(step.id, await self._work(step, "work"))
+        self._freed()
 
     async def _sleep(self, delay: float | None) -> None:
         """Wait until a task's work ends, ``wake`` is called or ``delay`` seconds pass (None: no limit).
@@ -271,7 +293,7 @@ class Scheduler:
         return self.host.clock()
 
     def on_commit(self, op: CommitOp) -> None:
-        self.ops.append(op)
+        self.commits.ops.append(op)
 
     def launch(self, step_id: str, what: str) -> None:
         self.to_launch.append((step_id, what))
@@ -279,7 +301,7 @@ class Scheduler:
             self.starting += 1
 
     def emit(self, event: RunEvent) -> None:
-        self.ops.append(event)
+        self.commits.ops.append(event)
         if isinstance(event, StepStateEvent):
             self._applied(event)
 
@@ -317,72 +339,24 @@ class Scheduler:
     def _emit_status(self, code: str, text: str) -> None:
         self.emit(StatusEvent(stage="run", code=code, text=text))
 
-    def _flush(
-        self,
-        *,
-        status: RunStatus | None = "running",
-        outcome: dict[str, JsonValue] | None = None,
-        checkpoint: bool = False,
-    ) -> None:
-        if not self.ops and not checkpoint and not self.plan_changed:
-            return
-        self.since_checkpoint += len(self.ops)
-        # a snapshot costs the size of the plan: after as many events as four per step, its cost per event
-        # stays flat however large the plan, and a resume folds no more events than that
-        every = max(self.host.checkpoint_every, _EVENTS_PER_STEP_PER_SNAPSHOT * len(self.state.steps))
-        snapshot = (
-            checkpoint or self.plan_changed or self.state.unsaved_prices or self.since_checkpoint >= every
-        )
-        with self.host.leases.transaction(self.run_id) as tx:
-            began = self._began(tx)
-            events: list[Event] = []  # a run of events goes in at once, without their stored copies
-            for op in self.ops:
-                if isinstance(op, BaseEvent):
-                    events.append(op)
-                    continue
-                tx.extend(events)
-                events.clear()
-                op(tx)
-            tx.extend(events)
-            if status is not None and (began != status or outcome is not None):
-                tx.set_status(status, outcome=outcome)
-            if snapshot:
-                self.state.seq = tx.events[-1].seq if tx.events else tx.run.last_seq
-                tx.set_snapshot(self.state.to_snapshot(), version=SNAPSHOT_VERSION)
-        if self.trace is not None or telemetry.metrics.current() is not None:
-            telemetry.committed(self.trace, "formula", tx.events, self.host.store)
-        self.ops.clear()
-        if snapshot:
-            self.since_checkpoint = 0
-            self.plan_changed = False
-
-    @staticmethod
-    def _began(tx: Transaction) -> RunStatus:
-        """The run's status as ``tx`` began (a transaction fenced by the run's lease: refused when another
-        holder took it); ``_RunEnded`` when somebody ended the run meanwhile."""
-        began = tx.status  # not ``tx.run``: that parses the whole row, on every pass
-        if began in TERMINAL_STATUSES:
-            raise _RunEnded(began)
-        return began
-
-    def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
+    async def _finish(self, status: RunStatus, reason: str) -> tuple[RunStatus, str]:
         ended = formula_outcome("completed" if status == "completed" else "failed", reason)
         ended = with_steps_usage(ended, self.host.store, self.run_id, self.state)
         if status == "failed" and self.budget is not None:
             ended = self.budget.ending(ended)  # exhausted, when what it spent reached its budget
             status = ended.status
         self._emit_status(status, reason)
-        self.ops.append(ended.event())  # the run's last event, as every run's
-        self._flush(status=status, outcome=ended.stored(), checkpoint=True)
+        self.commits.ops.append(ended.event())  # the run's last event, as every run's
+        await self.commits.flush(status=status, outcome=ended.stored(), checkpoint=True)
         return status, reason
 
-    def _suspend(self) -> tuple[RunStatus, str]:
+    async def _suspend(self) -> tuple[RunStatus, str]:
         waiting = [
             f"{s.id} ({s.reason})" for s in self.state.steps.values() if s.status in {"waiting", "ready"}
         ]
         reason = "; ".join(waiting) if waiting else "nothing can move"
         self._emit_status("waiting", reason)
-        self._flush(status="waiting", checkpoint=True)
+        await self.commits.flush(status="waiting", checkpoint=True)
         return "waiting", reason
 
     # -- transitions --------------------------------------------------------------------------------------
@@ -398,18 +372,19 @@ class Scheduler:
         attempt: int | None = None,
         raw: str | None = None,
     ) -> None:
-        self.emit(
-            StepStateEvent(
-                step_id=run.id,
-                status=status,
-                reason=reason,
-                attempt=run.attempt if attempt is None else attempt,
-                output=output,
-                wait=wait,
-                raw=raw,
-                usage=self.step_usage.pop(run.id, None) if self.step_usage else None,
-            )
-        )
+        # built, not validated: every value is one this module made (an output, as its executor made it
+        # JSON data)
+        values = {
+            "step_id": run.id,
+            "status": status,
+            "reason": reason,
+            "attempt": run.attempt if attempt is None else attempt,
+            "output": output,
+            "wait": wait,
+            "raw": raw,
+            "usage": self.step_usage.pop(run.id, None) if self.step_usage else None,
+        }
+        self.emit(built(StepStateEvent, values))
         self._after(run.id, status)
 
     def _after(self, step_id: str, status: StepStatus) -> None:
@@ -436,7 +411,8 @@ class Scheduler:
         run = self.state.steps[step_id]
         if run.terminal:
             return
-        self.emit(StepStateEvent(step_id=step_id, status="skipped", reason=reason, attempt=run.attempt))
+        values = {"step_id": step_id, "status": "skipped", "reason": reason, "attempt": run.attempt}
+        self.emit(built(StepStateEvent, values))
         self.candidates.pop(step_id, None)
         self._after_terminal(step_id)
 
@@ -583,7 +559,7 @@ class Scheduler:
             )
             self.state.apply(event)
 
-        self.ops.append(open_it)
+        self.commits.ops.append(open_it)
 
     def _render_prompt(self, step: CookedStep, prompt: str) -> str:
         from plangate.formulas.templates import render_runtime
@@ -612,14 +588,16 @@ class Scheduler:
             # an answer another process stores is looked for this often while work runs
             delay = _STORED_ANSWER_POLL if delay is None else min(delay, _STORED_ANSWER_POLL)
         await self._sleep(delay)
-        ended, self.ended = set(self.ended), []
+        ended, self.ended = self.ended, {}
         # every step whose work ended meanwhile, in launch order: their transitions commit together, in
         # the next pass
-        for task in [t for t in self.tasks if t in ended]:
-            step_id = self.tasks.pop(task)
-            exc = task.exception()
-            outcome = StepOutcome("failed", reason=f"internal error: {exc}") if exc else task.result()
-            self._finished(step_id, outcome)
+        for task, step_id in [item for item in self.tasks.items() if item[1] in ended]:
+            del self.tasks[task]
+            self._finished(step_id, ended[step_id])
+        self._freed()
+
+    def _freed(self) -> None:
+        """After work ended: the steps waiting for a slot that may take one, and what time released."""
         free = self.host.concurrency - self._running_count()
         self.candidates.update(dict.fromkeys(itertools.islice(self.queued, max(free, 0))))
         self.candidates.update(dict.fromkeys(self.wakeups.due()))
@@ -746,7 +724,7 @@ class Scheduler:
         while self.inbox:
             interaction, resolution, by, future = self.inbox[0]
             if not future.done():
-                self._flush()  # what this scheduler decided commits first: the answer applies on top
+                self.commits.flush_now()  # what this scheduler decided commits first: the answer on top
                 try:
                     self._apply_answer(interaction, resolution, by)
                 except InteractionError as exc:
@@ -763,7 +741,7 @@ class Scheduler:
             return False
         took = False
         for interaction, resolution, by in stored_answers(self.host.store, self.run_id):
-            self._flush()
+            self.commits.flush_now()
             try:
                 self._apply_answer(interaction, resolution, by)
             except InteractionError as exc:
@@ -788,7 +766,7 @@ class Scheduler:
         if step is not None:
             answered = answer_step(step, resolution, self.host.tools, self.graph.position[step.id])
         with self.host.leases.transaction(self.run_id) as tx:
-            self._began(tx)
+            began(tx)
             commit_answer(tx, interaction, resolution, by, answered)
         if self.trace is not None or telemetry.metrics.current() is not None:
             telemetry.committed(self.trace, "formula", tx.events, self.host.store)
@@ -826,7 +804,7 @@ class Scheduler:
             elif self.unmet[step.id] == 0:
                 self.candidates[step.id] = None
             self._look_again(step.id)  # what an aggregate over the loop (or over every step) ranges over grew
-        self.plan_changed = True
+        self.commits.plan_changed = True
 
     @staticmethod
     def _blocked_reason(step: CookedStep) -> str:

@@ -46,6 +46,7 @@ from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAge
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._budget import BUDGET_KEY, RunBudget, new_budget
 from plangate.formulas._executors import StepOutcome
+from plangate.formulas._frozen import frozen
 from plangate.formulas._outcome import formula_outcome, with_steps_usage
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
 from plangate.formulas._scheduler import Scheduler
@@ -203,6 +204,11 @@ class FormulaRunner:
         )
         self._live: dict[str, Scheduler] = {}
 
+    @property
+    def shares_loop(self) -> bool:
+        """Other runs than one are advanced by this runner now (``RunHost.shares_loop``)."""
+        return len(self._live) > 1
+
     # -- planning -----------------------------------------------------------------------------------------
 
     def plan(self, formula: FormulaSource, vars: Mapping[str, object] | None = None) -> Plan:
@@ -261,12 +267,13 @@ class FormulaRunner:
             ConfigError: a budget that is not valid, or ``max_cost`` with a model that has no price.
         """
         plan = self.plan(formula, vars)
-        state = self._new_state(plan)
-        run_input = self.input_for(plan, always_execute, self._budget(plan, max_tokens, max_cost))
-        run = self.store.create_run(
-            "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
-        )
-        return await self._advance(run.id, state)
+        with frozen(len(plan.steps)):  # from here: what a large plan's run makes is what the collector walks
+            state = self._new_state(plan)
+            run_input = self.input_for(plan, always_execute, self._budget(plan, max_tokens, max_cost))
+            run = self.store.create_run(
+                "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
+            )
+            return await self._advance(run.id, state)
 
     def create(
         self,
@@ -423,13 +430,17 @@ class FormulaRunner:
                 except tool_identities.ToolsDiffer as refused:
                     tool_identities.refuse(self.store, run_id, refused, self._transaction)
                     raise
-            scheduler = Scheduler(self, self.store.get_run(run_id), state)
+            # the run as read above: its id, owner, name and input, which no commit since changed
+            # nothing was asked yet of a run whose first commit was just made, or that nobody started
+            asking = new is None and not fresh and run.status != "queued"
+            scheduler = Scheduler(self, run, state, asking=asking)
             self._live[run_id] = scheduler
             # a submitted run that nobody started yet has nothing to recover: it starts
             resumed = new is None and not fresh and run.status != "queued"
             traced = None if scheduler.trace is None else scheduler.trace.trace_id
             try:
-                with advancing(run_id, traced):  # the run's id on the lines logged meanwhile
+                # the run's id on the lines logged meanwhile; a large plan out of the collector's walks
+                with advancing(run_id, traced), frozen(len(state.steps)):
                     status, reason = await scheduler.run(resumed=resumed)
             finally:
                 del self._live[run_id]

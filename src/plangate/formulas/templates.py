@@ -94,15 +94,17 @@ def runtime_refs(value: object) -> list[tuple[str, str]]:
 
 
 def _collect_refs(value: object, found: list[tuple[str, str]]) -> None:
-    if isinstance(value, str):
-        if "steps." in value:
-            found.extend((m.group(1), m.group(2).lstrip(".")) for m in RUNTIME_REF.finditer(value))
-    elif isinstance(value, dict):
-        for item in value.values():
-            _collect_refs(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            _collect_refs(item, found)
+    # a walk without a call per value (``check`` walks every step's texts before every run), in order
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "steps." in item:
+                found.extend((m.group(1), m.group(2).lstrip(".")) for m in RUNTIME_REF.finditer(item))
+        elif isinstance(item, dict):
+            pending.extend(reversed(item.values()))
+        elif isinstance(item, list):
+            pending.extend(reversed(item))
 
 
 def render_text(

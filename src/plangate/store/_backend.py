@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import ClassVar, Self
@@ -59,6 +59,14 @@ _ROOT_OF = (
     "UNION SELECT r.id, r.parent_run_id FROM runs AS r JOIN chain AS c ON r.id = c.parent_run_id"
     ") SELECT id FROM chain WHERE parent_run_id IS NULL"
 )
+# A run's events after a seq, or one row of NULLs when it has none: one statement says which, and whether the
+# run exists at all (no row).
+_EVENTS_OF_RUN = (
+    "SELECT e.run_id, e.seq, e.type, e.payload, e.at FROM runs AS r "
+    "LEFT JOIN events AS e ON e.run_id = r.id AND e.seq > ? WHERE r.id = ? ORDER BY e.seq"
+)
+# The run's row as a transaction begins (locked with the backend's ``_ROW_LOCK``).
+_RUN_ROW = f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?"
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
 
 
@@ -117,6 +125,12 @@ class Backend(ABC):
     def _writing(self, what: str) -> AbstractContextManager[Db]:
         """A connection inside a transaction, committed when the block ends, rolled back if it raises."""
 
+    @contextlib.contextmanager
+    def _writing_at_once(self, what: str) -> Iterator[Db | None]:
+        """``_writing`` when its transaction begins without waiting for a lock, else None; by default
+        None (a backend that waits on the network for every statement never begins at once)."""
+        yield None
+
     @abstractmethod
     def _statement(self, what: str) -> AbstractContextManager[Db]:
         """A connection for statements that each write on their own (no transaction around them needed)."""
@@ -132,10 +146,6 @@ class Backend(ABC):
     @abstractmethod
     def _compact(self, what: str, tables: Sequence[str]) -> None:
         """Give the space of deleted rows back (SQLite: the whole file; PostgreSQL: ``tables``)."""
-
-    def _heard(self) -> bool:
-        """Whether somebody hears of a transaction's commit, so that its events are kept as stored."""
-        return bool(self._subscribers)
 
     def _announce(self, db: Db, tx: StoreTransaction) -> Commit | None:
         """Just before a transaction commits, on its connection: announce the commit to other processes
@@ -180,28 +190,52 @@ class Backend(ABC):
             StoreError: the database failed (the transaction was rolled back), or the connection was lost
                 while committing (the message says the commit may or may not have happened).
         """
-        if fence is not None:
-            fence = leases.checked_fence(fence, run_id)
-        self._check_usable("transaction")
+        checked = None if fence is None else leases.checked_fence(fence, run_id)
         with self._writing(f"the transaction on run {run_id!r}") as db:
-            row = db.one(
-                f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?{self._ROW_LOCK}",
-                (run_id,),
-            )
-            if row is None:
-                raise self._no_run(run_id)
-            if fence is not None:
-                leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-            tx = StoreTransaction(db, row, self._clock, heard=self._heard(), hooks=self.database.hooks)
-            self._local.tx_run = run_id
-            try:
-                yield tx
-                tx.finish()
-            finally:
-                self._local.tx_run = None
-                tx.close()
-            notice = self._announce(db, tx)
-        # who listens now (one may have subscribed since the transaction began: its events are made again)
+            tx, notice = yield from self._unit(db, run_id, checked)
+        self._tell(tx, notice)
+
+    @contextlib.contextmanager
+    def try_transaction(
+        self, run_id: str, *, fence: Lease | None = None
+    ) -> Iterator[StoreTransaction | None]:
+        """``transaction``, when it can begin at once; else the block gets None and nothing happens.
+
+        For a caller that must not wait (an event loop): a transaction is given only when the store takes
+        the run's lock without waiting for anybody (SQLite: no other thread's or process's transaction is
+        open; a PostgreSQL store waits on the network for every statement, and gives None). Raises as
+        ``transaction`` does.
+        """
+        checked = None if fence is None else leases.checked_fence(fence, run_id)
+        with self._writing_at_once(f"the transaction on run {run_id!r}") as db:
+            if db is None:
+                yield None
+                return
+            tx, notice = yield from self._unit(db, run_id, checked)
+        self._tell(tx, notice)
+
+    def _unit(
+        self, db: Db, run_id: str, fence: Lease | None
+    ) -> Generator[StoreTransaction, None, tuple[StoreTransaction, Commit | None]]:
+        """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the
+        fence, hand the transaction out (the one ``yield``), then write it; its commit notice, if made."""
+        row = db.one(_RUN_ROW + self._ROW_LOCK, (run_id,))
+        if row is None:
+            raise self._no_run(run_id)
+        if fence is not None:
+            leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
+        tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks)
+        self._local.tx_run = run_id
+        try:
+            yield tx
+            tx.finish()
+        finally:
+            self._local.tx_run = None
+            tx.close()
+        return tx, self._announce(db, tx)
+
+    def _tell(self, tx: StoreTransaction, notice: Commit | None) -> None:
+        """After the commit: tell the subscribers (one may have subscribed since the transaction began)."""
         if self._subscribers:
             notice = tx.commit_notice() if notice is None else notice
             if notice is not None:
@@ -326,16 +360,16 @@ class Backend(ABC):
     def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         """The run's events with ``seq > after``, in order, at most ``limit`` of them."""
         check.integer(after, "events: after", minimum=0)
-        query = f"SELECT {rows.EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"
-        params: tuple[object, ...] = (run_id, after)
+        params: tuple[object, ...] = (after, run_id)
+        query = _EVENTS_OF_RUN
         if limit is not None:
             query += " LIMIT ?"
             params = (*params, check.integer(limit, "events: limit", minimum=1))
         with self._reading("events") as db:
             found = db.all(query, params)
-            if not found and not run_exists(db, run_id):
-                raise self._no_run(run_id)
-        return [rows.event(row) for row in found]
+        if not found:
+            raise self._no_run(run_id)
+        return [rows.event(row) for row in found if row["seq"] is not None]
 
     def last_seq(self, run_id: str) -> int:
         """The ``seq`` of the run's last event (0 before the first)."""

@@ -9,6 +9,7 @@ which raise ``ConfigError`` before any SQL runs.
 from __future__ import annotations
 
 import functools
+import select
 from collections.abc import Sequence
 from typing import ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -86,36 +87,118 @@ def safe_url(url: str) -> str:
 
 
 class PostgresDb:
-    """``Db`` (``store/_sql.py``) on a psycopg connection of dict rows; errors explained by ``sql``."""
+    """``Db`` (``store/_sql.py``) on a psycopg connection of dict rows; errors explained by ``sql``.
 
-    __slots__ = ("_conn", "_sql")
+    In a transaction (``begin`` given), round trips are spent only where an answer is awaited: the
+    ``BEGIN`` travels with the first statement, and the statements ``defer`` queues travel with the
+    ``COMMIT`` (``commit``), each group in one simple query (its values bound by psycopg on this side: one
+    message and one answer, where a pipeline's many small steps cost the client more than the round trips
+    they save). Outside one, every statement runs at once.
+    """
+
+    __slots__ = ("_begin", "_conn", "_deferred", "_sql", "committing")
 
     dialect: ClassVar[Dialect] = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[DictRow], sql: Translated) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[DictRow], sql: Translated, *, begin: str | None = None
+    ) -> None:
         self._conn = conn
         self._sql = sql
+        self._begin = begin  # the transaction's BEGIN while it is not sent yet
+        self._deferred: list[tuple[str, Sequence[Sequence[object]]]] | None = None if begin is None else []
+        #: the ``COMMIT`` is on its way (or was sent): a connection lost now may have committed
+        self.committing = False
 
     def one(self, query: str, params: Sequence[object] = ()) -> Row | None:
         """The first row the statement returns, or None."""
         with self._sql:
-            return self._conn.execute(placeholders(query), params).fetchone()
+            return self._execute(query, params).fetchone()
 
     def all(self, query: str, params: Sequence[object] = ()) -> list[Row]:
         """Every row the statement returns."""
         with self._sql:
-            return list(self._conn.execute(placeholders(query), params).fetchall())
+            return list(self._execute(query, params).fetchall())
 
     def run(self, query: str, params: Sequence[object] = ()) -> int:
         """Run a statement that changes rows; how many it changed."""
         with self._sql:
-            return self._conn.execute(placeholders(query), params).rowcount
+            return self._execute(query, params).rowcount
 
     def run_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
         """Run a statement that changes rows once for each parameter tuple of ``rows`` (psycopg pipelines
         them where libpq can: one round trip, not one per row)."""
-        with self._sql, self._conn.cursor() as cursor:
-            cursor.executemany(placeholders(query), rows)
+        with self._sql:
+            self._send_begin()
+            with self._conn.cursor() as cursor:
+                cursor.executemany(placeholders(query), rows)
+
+    def defer(self, query: str, params: Sequence[object] = ()) -> None:
+        """Run a statement that changes rows, whose count nobody reads, before the transaction commits: in a
+        transaction it is sent with the ``COMMIT``; outside one, now."""
+        self.defer_many(query, [params])
+
+    def defer_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
+        """``defer`` the statement once for each parameter tuple of ``rows``."""
+        if self._deferred is None:
+            self.run_many(query, rows)
+        elif rows:
+            self._deferred.append((query, rows))
+
+    def commit(self) -> None:
+        """Send what was deferred and ``COMMIT``, in one round trip (nothing at all when the transaction
+        wrote and read nothing). An error of a deferred statement is raised here, and nothing was committed:
+        the server runs nothing after it in the query."""
+        deferred, self._deferred = self._deferred or [], None
+        if self._begin is not None and not deferred:
+            self._begin = None  # never sent: there is no transaction to end
+            return
+        conn = self._conn
+        if session_ended(conn):
+            raise psycopg.OperationalError("the server ended the session before the transaction committed")
+        self.committing = True
+        cursor = psycopg.ClientCursor(conn)
+        parts = [] if self._begin is None else [self._begin]
+        self._begin = None
+        for query, rows in deferred:
+            sql = placeholders(query)
+            parts.extend(cursor.mogrify(sql, row) for row in rows)
+        parts.append("COMMIT")
+        cursor.execute("; ".join(parts))
+
+    def _execute(self, query: str, params: Sequence[object]) -> psycopg.Cursor[DictRow]:
+        if self._begin is None:
+            return self._conn.execute(placeholders(query), params)
+        # The BEGIN and the first statement in one simple query: one round trip, ending in the ReadyForQuery
+        # that arms the server's idle-in-transaction timeout (a pipeline may end in a Flush, after which the
+        # server never arms it).
+        begin, self._begin = self._begin, None
+        cursor = psycopg.ClientCursor(self._conn)
+        cursor.execute(f"{begin}; {cursor.mogrify(placeholders(query), params)}")
+        cursor.nextset()
+        return cursor
+
+    def _send_begin(self) -> None:
+        if self._begin is not None:
+            begin, self._begin = self._begin, None
+            self._conn.execute(begin)
+
+
+def session_ended(conn: psycopg.Connection[DictRow]) -> bool:
+    """Whether the server ended the session while the client was silent: it left something to read (its
+    goodbye, then the end of the stream), and reading it leaves the connection unusable. One ``select``
+    call when nothing came, which is the rule."""
+    for _ in range(3):  # a goodbye, the end of the stream, and perhaps a notice before them
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        if not readable:
+            return False
+        try:
+            conn.pgconn.consume_input()
+        except psycopg.OperationalError:
+            return True
+        if conn.pgconn.status != psycopg.pq.ConnStatus.OK:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=1024)

@@ -83,6 +83,15 @@ class Db(Protocol):
         """Run a statement that changes rows once for each parameter tuple of ``rows``."""
         ...
 
+    def defer(self, query: str, params: Sequence[object] = ()) -> None:
+        """Run a statement that changes rows, whose count nobody reads, before the transaction commits
+        (PostgreSQL sends it with the ``COMMIT``, in the same round trip; SQLite runs it now)."""
+        ...
+
+    def defer_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
+        """``defer`` the statement once for each parameter tuple of ``rows``."""
+        ...
+
 
 class SQLiteDb:
     """``Db`` on a ``sqlite3`` connection; errors are explained by ``sql``."""
@@ -113,5 +122,15 @@ class SQLiteDb:
 
     def run_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
         """Run a statement that changes rows once for each parameter tuple of ``rows``."""
+        with self._sql:
+            self._conn.executemany(query, rows)
+
+    def defer(self, query: str, params: Sequence[object] = ()) -> None:
+        """Run a statement whose count nobody reads: in process, there is no round trip to save."""
+        with self._sql:
+            self._conn.execute(query, params)
+
+    def defer_many(self, query: str, rows: Sequence[Sequence[object]]) -> None:
+        """``run_many``: in process, there is no round trip to save."""
         with self._sql:
             self._conn.executemany(query, rows)

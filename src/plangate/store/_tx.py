@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
 
-from plangate._models import restamped
+from plangate._models import built, restamped, stamped
 from plangate.errors import ConfigError, InteractionError, NotFoundError, StaleInteraction, StoreError
 from plangate.events import BaseEvent, Event, InteractionKind, InteractionTool, payload_json
 from plangate.store import _checks as check
@@ -49,37 +49,23 @@ _UPSERT_SNAPSHOT = (
 )
 
 
-def _stored(event: Event, run_id: str, seq: int, at: float) -> Event:
-    # the envelope's three values are typed here: nothing needs validating again
-    return restamped(event, {"run_id": run_id, "seq": seq, "at": at})
-
-
 class StoreTransaction:
     """A ``Transaction`` on one run; made by the store's ``transaction()``, which holds the run's lock."""
 
     def __init__(
-        self,
-        db: Db,
-        run_row: rows.Row,
-        clock: Callable[[], float],
-        *,
-        heard: bool = True,
-        hooks: tuple[CommitHook, ...] = (),
+        self, db: Db, run_row: rows.Row, clock: Callable[[], float], *, hooks: tuple[CommitHook, ...] = ()
     ) -> None:
-        """``heard``: somebody hears of the commit (a subscriber, a notify channel), so each event is kept as
-        stored, for the notice; else each is kept as given and made as stored only if ``events`` is read
-        (fewer objects alive for the garbage collector to scan while a large transaction is built).
-        ``hooks``: the components' ``on_commit`` hooks, called in ``finish`` when the transaction set a
+        """``hooks``: the components' ``on_commit`` hooks, called in ``finish`` when the transaction set a
         terminal status or opened an interaction."""
         self._db = db
         self._run_row = run_row
         self._run_id: str = run_row["id"]
         self._seq: int = run_row["last_seq"]
         self._clock = clock
-        self._heard = heard
-        self._events: list[Event] = []  # as stored, when heard
-        self._appended: list[tuple[Event, int, float]] = []  # as given, with their seq and time, when not
-        self._rows: list[tuple[str, int, str, str, float]] = []  # the events' rows, not yet inserted
+        # The events as stored: the very objects appended, given their run_id, seq and at (an event is built
+        # once and never copied), with their rows, inserted together when the block ends.
+        self._events: list[Event] = []
+        self._rows: list[tuple[str, int, str, str, float]] = []
         self._snapshot: tuple[int, str] | None = None
         self._status: RunStatus | None = None
         self._outcome: str | None = None
@@ -108,30 +94,26 @@ class StoreTransaction:
     @property
     def events(self) -> Sequence[Event]:
         """The events appended so far, as stored."""
-        if self._heard:
-            return tuple(self._events)
-        return tuple(_stored(event, self._run_id, seq, at) for event, seq, at in self._appended)
+        return tuple(self._events)
 
     def append(self, event: Event) -> Event:
-        """Add an event to the run's log; returns it as stored, with the next ``seq``."""
-        seq, at = self._add(event, "append")
-        if self._heard:
-            return self._events[-1]
-        return _stored(event, self._run_id, seq, at)
+        """Add an event to the run's log; returns it as stored, with the next ``seq``: the event itself, made
+        stored (a copy when it was one of this run's stored events already)."""
+        return self._add(event, "append")
 
     def extend(self, events: Iterable[Event]) -> None:
-        """Add each of ``events`` to the run's log, in order, as ``append`` does; returns nothing, so no copy
-        of an event as stored is made unless somebody hears of the commit or ``events`` is read."""
+        """Add each of ``events`` to the run's log, in order, as ``append`` does."""
         for event in events:
             self._add(event, "extend")
 
-    def _add(self, event: Event, what: str) -> tuple[int, float]:
+    def _add(self, event: Event, what: str) -> Event:
         self._check_open()
         if not isinstance(event, BaseEvent):
             raise ConfigError(f"{what}: expected an event (plangate.events); found {type(event).__name__}")
-        if event.run_id and event.run_id != self._run_id:
+        owner = event.run_id
+        if owner and owner != self._run_id:
             raise ConfigError(
-                f"{what}: the {event.type} event belongs to run {event.run_id!r}, not to run {self._run_id!r}"
+                f"{what}: the {event.type} event belongs to run {owner!r}, not to run {self._run_id!r}"
             )
         try:
             payload = payload_json(event)
@@ -142,12 +124,13 @@ class StoreTransaction:
         # log inside a transaction, and the store holds the run's lock until it commits
         self._rows.append((self._run_id, seq, event.type, payload, at))
         self._seq = seq
-        if self._heard:
-            self._events.append(_stored(event, self._run_id, seq, at))
-        else:
-            self._appended.append((event, seq, at))
+        envelope = {"run_id": self._run_id, "seq": seq, "at": at}
+        # An event its maker hands over is stamped in place; one this run stored already, appended again,
+        # is copied, so that the one stored before keeps its seq.
+        stored = restamped(event, envelope) if owner else stamped(event, envelope)
+        self._events.append(stored)
         self._dirty = True
-        return seq, at
+        return stored
 
     def set_snapshot(self, state: Mapping[str, object] | EncodedObject, *, version: int = 1) -> None:
         """Replace the run's snapshot with ``state`` in format ``version`` (written when the block ends);
@@ -192,17 +175,19 @@ class StoreTransaction:
         if not isinstance(success, bool):
             raise ConfigError(f"add_receipt: success: expected True or False; found {success!r}")
         output_json = None if output is None else check.json_value(output, "add_receipt: output")
-        receipt = Receipt(
-            run_id=self._run_id,
-            step_index=step_index,
-            source=source,
-            name=name,
-            arguments_digest=arguments_digest,
-            success=success,
-            summary=summary,
-            at=self._clock(),
-            output=output,
-        )
+        # every value was checked above (the output encodes as JSON): nothing to validate again
+        values = {
+            "run_id": self._run_id,
+            "step_index": step_index,
+            "source": source,
+            "name": name,
+            "arguments_digest": arguments_digest,
+            "success": success,
+            "summary": summary,
+            "at": self._clock(),
+            "output": output,
+        }
+        receipt = built(Receipt, values)
         self._db.run(
             f"INSERT INTO receipts ({rows.RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -403,17 +388,19 @@ class StoreTransaction:
     # -- used by the store's transaction() ----------------------------------------------------------------
 
     def finish(self) -> None:
-        """Write the snapshot and the run row; the store commits right after."""
+        """Write the events, the snapshot and the run row; the store commits right after (PostgreSQL sends
+        them with the ``COMMIT``: nothing here waits for an answer)."""
         self._check_open()
         if not self._dirty:
             return
+        db = self._db
         if self._rows:
-            self._db.run_many(_INSERT_EVENT, self._rows)
+            db.defer_many(_INSERT_EVENT, self._rows)
             self._rows = []
         now = self._clock()
         if self._snapshot is not None:
             version, state = self._snapshot
-            self._db.run(_UPSERT_SNAPSHOT, (self._run_id, version, self._seq, state, now))
+            db.defer(_UPSERT_SNAPSHOT, (self._run_id, version, self._seq, state, now))
         assignments = "last_seq = ?, updated_at = ?"
         values: list[object] = [self._seq, now]
         if self._status is not None:
@@ -423,12 +410,12 @@ class StoreTransaction:
             assignments += ", outcome = ?"
             values.append(self._outcome)
         values.append(self._run_id)
-        self._db.run(f"UPDATE runs SET {assignments} WHERE id = ?", values)
+        db.defer(f"UPDATE runs SET {assignments} WHERE id = ?", values)
         # only a run's end and a person asked are acted on: the commits between pay one comparison
         if self._hooks and (self._opened or self._status in TERMINAL_STATUSES):
             change = RunChange(self.run, self._status, self._outcome_value, tuple(self._opened), now)
             for hook in self._hooks:
-                hook(self._db, change)
+                hook(db, change)
 
     def close(self) -> None:
         """End the transaction object's life; later calls fail."""

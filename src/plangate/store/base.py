@@ -417,6 +417,13 @@ class Store(Protocol):
         """
         ...
 
+    def try_transaction(
+        self, run_id: str, *, fence: Lease | None = None
+    ) -> AbstractContextManager[Transaction | None]:
+        """``transaction`` when it can begin at once, without waiting for a lock; else the block gets None
+        (a backend that waits on the network for every statement, PostgreSQL, always gives None)."""
+        ...
+
     def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:
         """Call ``callback`` after each commit made through this store object; returns the unsubscriber.
 

@@ -66,17 +66,24 @@ class EncodedObject:
     def of_pairs(
         cls, pairs: Iterable[tuple[str, object]], where: str = "EncodedObject.of_pairs"
     ) -> EncodedObject:
-        """The object of ``pairs`` (key, JSON value), each value encoded as it comes: for a large object made
-        on the fly, whose values need not all be alive at once (nor found by the garbage collector).
+        """The object of ``pairs`` (key, JSON value; each key once), encoded as they come, a few hundred at a
+        time: for a large object made on the fly, whose values need not all be alive at once (nor found by
+        the garbage collector), in a few calls to the encoder rather than one per value.
 
         Raises:
-            ConfigError: a key is not a string, or a value is not JSON data.
+            ConfigError: a key is not a string, or a value is not JSON data (the message names its key).
         """
-        parts = []
+        parts: list[str] = []
+        chunk: dict[str, object] = {}
         for key, value in pairs:
             if not isinstance(key, str):
                 raise ConfigError(f"{where}: expected string keys; found {type(key).__name__} key {key!r}")
-            parts.append(f"{check.json_value(key, where)}:{check.json_value(value, f'{where}: {key}')}")
+            chunk[key] = value
+            if len(chunk) == _CHUNK:
+                parts.append(_members(chunk, where))
+                chunk = {}
+        if chunk:
+            parts.append(_members(chunk, where))
         return cls("{" + ",".join(parts) + "}", _MADE)
 
     @classmethod
@@ -102,5 +109,18 @@ class EncodedObject:
 
 
 _MADE = object()
+_CHUNK = 256  # values encoded per call to the encoder by ``of_pairs``
+
+
+def _members(chunk: dict[str, object], where: str) -> str:
+    """The members of ``chunk`` as JSON text (an object's, without its braces); a value that is not JSON data
+    is named by its key."""
+    try:
+        return check.json_object(chunk, where)[1:-1]
+    except ConfigError:
+        for key, value in chunk.items():
+            check.json_value(value, f"{where}: {key}")
+        raise
+
 
 __all__ = ["EncodedObject"]

@@ -296,14 +296,12 @@ class PostgresStore(Backend):
     def _statement(self, what: str) -> contextlib.AbstractContextManager[PostgresDb]:
         return self._reading(what)  # in autocommit, each statement commits on its own
 
-    def _heard(self) -> bool:
-        return True  # the notify channel hears every commit
-
     def _announce(self, db: Db, tx: StoreTransaction) -> Commit | None:
         notice = tx.commit_notice()
         if notice is not None:
-            # Sent only if the transaction commits, in commit order: remote listeners hear it then.
-            db.one("SELECT pg_notify(?, ?)", (self._channel, self._payload(notice)))
+            # Sent only if the transaction commits, in commit order (with the COMMIT, in its round trip):
+            # remote listeners hear it then.
+            db.defer("SELECT pg_notify(?, ?)", (self._channel, self._payload(notice)))
         return notice
 
     def _migrate(self, component: Component) -> None:
@@ -324,23 +322,26 @@ class PostgresStore(Backend):
 
     @contextlib.contextmanager
     def _writing(self, what: str, *, begin: str = "BEGIN") -> Iterator[PostgresDb]:
-        """A connection inside a transaction, committed at the end of the block, rolled back if it raises."""
+        """A connection inside a transaction, committed at the end of the block, rolled back if it raises.
+
+        Its ``BEGIN`` goes with the block's first statement and its deferred writes with the ``COMMIT``
+        (``PostgresDb``): a transaction that reads one row and writes costs two round trips.
+        """
         self._check_usable(what)
         with self._connection(what) as conn:
-            db = PostgresDb(conn, self._sql(what))
-            db.run(begin)
+            db = PostgresDb(conn, self._sql(what), begin=begin)
             try:
                 yield db
-                self._commit(conn, what)
+                self._commit(db, what)
             except BaseException:
                 _rollback(conn, what, self._where)
                 raise
 
-    def _commit(self, conn: Connection, what: str) -> None:
+    def _commit(self, db: PostgresDb, what: str) -> None:
         try:
-            conn.execute("COMMIT")
+            db.commit()
         except psycopg.Error as exc:
-            if connection_lost(exc):
+            if db.committing and connection_lost(exc):
                 # The server may have committed before the connection went: only reading tells.
                 raise StoreError(
                     f"{what} failed on the store at {self._where}: the connection was lost while committing, "

@@ -157,14 +157,28 @@ class LeaseBook:
             with self.store.transaction(run_id, fence=fence) as tx:
                 yield tx
         except LeaseLost as exc:
-            self._mark_lost(run_id)
-            holder = exc.current.holder if exc.current is not None else None
-            raise RunLeased(
-                f"run {run_id!r}: this process lost the run's lease (generation {fence.generation}) to "
-                f"{holder or 'nobody'}; it stops advancing it, nothing more was committed",
-                run_id=run_id,
-                holder=holder,
-            ) from exc
+            raise self._refused(run_id, fence, exc) from exc
+
+    @contextlib.contextmanager
+    def try_transaction(self, run_id: str) -> Iterator[Transaction | None]:
+        """``transaction`` when it can begin at once (``Store.try_transaction``); else the block gets None."""
+        fence = self.fence(run_id)
+        try:
+            with self.store.try_transaction(run_id, fence=fence) as tx:
+                yield tx
+        except LeaseLost as exc:
+            raise self._refused(run_id, fence, exc) from exc
+
+    def _refused(self, run_id: str, fence: Lease, exc: LeaseLost) -> RunLeased:
+        """What a commit refused by the store's fence (``LeaseLost``) is to this book: a run it lost."""
+        self._mark_lost(run_id)
+        holder = exc.current.holder if exc.current is not None else None
+        return RunLeased(
+            f"run {run_id!r}: this process lost the run's lease (generation {fence.generation}) to "
+            f"{holder or 'nobody'}; it stops advancing it, nothing more was committed",
+            run_id=run_id,
+            holder=holder,
+        )
 
     def confirm(self, run_id: str) -> None:
         """Renew the lease now, before doing what cannot be undone (a write): refused if it was lost.

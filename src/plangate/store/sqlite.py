@@ -14,7 +14,9 @@ uncommitted writes. A store in memory is one connection, reads included. Between
 transaction starts with ``BEGIN IMMEDIATE``, so it holds the file's write lock from its first statement and
 the ``seq`` it reads cannot be taken by another process; others wait up to ``busy_timeout``. WAL with
 ``synchronous=NORMAL`` survives a killed process (only its open transaction is lost); a power cut may lose
-the last commits, never the file. A store opened before a ``fork()`` refuses to work in the child.
+the last commits, never the file. The log is folded back into the file by a thread of the store
+(``_sqlite_checkpoint``), so that no commit waits for a checkpoint's syncs. A store opened before a
+``fork()`` refuses to work in the child.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from plangate.store import _rows as rows
 from plangate.store._backend import INSERT_RUN, Backend, Related, check_related, run_exists
 from plangate.store._migrate import Component
 from plangate.store._sql import SQLiteDb
+from plangate.store._sqlite_checkpoint import Checkpointer
 from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate, open_schema
 from plangate.store.base import (
@@ -92,6 +95,14 @@ class SQLiteStore(Backend):
         except BaseException:
             self._conn.close()
             raise
+        # a file's log is checkpointed by a thread of its own, never by a commit (``_sqlite_checkpoint``)
+        self._checkpoints: Checkpointer | None = None
+        if self.path is not None:
+            self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self._checkpoints = Checkpointer(self.path, self._busy_timeout)
+        # the write connection never waits inside SQLite: a BEGIN that finds the file locked says so at
+        # once, and only ``_begin`` (not ``_begin_at_once``) then waits, up to ``busy_timeout``
+        self._conn.execute("PRAGMA busy_timeout = 0")
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -100,6 +111,8 @@ class SQLiteStore(Backend):
         with self._lock:
             if not self._closed:
                 self._closed = True
+                if self._checkpoints is not None:
+                    self._checkpoints.close()
                 self._conn.close()
                 with self._readers_lock:
                     readers, self._reader_conns = self._reader_conns, []
@@ -230,9 +243,20 @@ class SQLiteStore(Backend):
         return Translated(what, self._where, self._busy_timeout)
 
     def _begin(self, sql: Translated) -> None:
-        with sql:
-            # IMMEDIATE takes the write lock now, so the run row (and its last_seq) read next is ours alone.
-            self._conn.execute("BEGIN IMMEDIATE")
+        # IMMEDIATE takes the write lock now, so the run row (and its last_seq) read next is ours alone;
+        # when another process holds it, this waits for it up to ``busy_timeout``.
+        if not self._begin_at_once(sql):
+            with self._waiting(), sql:
+                self._conn.execute("BEGIN IMMEDIATE")
+
+    @contextlib.contextmanager
+    def _waiting(self) -> Iterator[None]:
+        """The write connection waits for another process's lock, up to ``busy_timeout``, in this block."""
+        self._conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        try:
+            yield
+        finally:
+            self._conn.execute("PRAGMA busy_timeout = 0")
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -285,6 +309,44 @@ class SQLiteStore(Backend):
             except BaseException:
                 self._rollback()
                 raise
+            if self._checkpoints is not None:
+                self._checkpoints.committed()
+
+    @contextlib.contextmanager
+    def _writing_at_once(self, what: str) -> Iterator[SQLiteDb | None]:
+        """``_writing`` if neither another thread of this process (the store's lock) nor another process
+        (the file's write lock) holds the write lock now: None instead of waiting for them."""
+        self._check_usable(what)
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            sql = self._sql(what)
+            if not self._begin_at_once(sql):
+                yield None
+                return
+            try:
+                with sql:
+                    yield SQLiteDb(self._conn, sql)
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            if self._checkpoints is not None:
+                self._checkpoints.committed()
+        finally:
+            self._lock.release()
+
+    def _begin_at_once(self, sql: Translated) -> bool:
+        """``BEGIN IMMEDIATE`` without waiting: False when another process holds the file's write lock."""
+        with sql:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code keeps its base
+                    raise
+                return False
+        return True
 
     def _statement(self, what: str) -> contextlib.AbstractContextManager[SQLiteDb]:
         # the read connections only read (``query_only``): a write goes through the write connection
@@ -293,14 +355,15 @@ class SQLiteStore(Backend):
     def _migrate(self, component: Component) -> None:
         what = f"opening the {component.name} tables"
         self._check_usable(what)
-        with self._lock, self._sql(what):
+        with self._lock, self._waiting(), self._sql(what):
             migrate(self._conn, self._where, component)
 
     def _compact(self, what: str, tables: Sequence[str]) -> None:
         """``VACUUM`` the whole file (SQLite has no per-table one), then fold the write-ahead log back into
         it and truncate the log, so that the file on disk shrinks."""
         self._check_usable(what)
-        with self._lock, self._sql(what):
+        paused = self._checkpoints.paused() if self._checkpoints is not None else contextlib.nullcontext()
+        with self._lock, paused, self._waiting(), self._sql(what):
             self._conn.execute("VACUUM")
             if self.path is not None:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

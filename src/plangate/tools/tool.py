@@ -98,8 +98,11 @@ class Tool:
     arguments_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
     argument_fields: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     context_parameter: str | None = field(default=None, repr=False, compare=False)
+    # whether ``function`` is a coroutine function, asked once rather than on every call
+    _asynchronous: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_asynchronous", inspect.iscoroutinefunction(self.function))
         for label, value in (("name", self.name), ("domain", self.domain), ("pack", self.pack)):
             if not _NAME.match(value):
                 raise ToolDefinitionError(
@@ -175,7 +178,7 @@ class Tool:
         return result_from_value(value)
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(self.function):
+        if self._asynchronous:
             value = await self.function(**kwargs)
         else:
             # A thread keeps the event loop responsive; on timeout the thread is left to finish, so long
@@ -196,13 +199,19 @@ class Tool:
                 raise ToolArgumentsError(self.name, issues)
             filled = apply_defaults(self.parameters, arguments)
             return filled, dict(filled)
+        # pydantic-core's validator and serialiser called directly: the wrappers' per-call work is most of
+        # what a small argument object costs, on the path of every call
+        model_class = self.arguments_model
         try:
-            model = self.arguments_model.model_validate(dict(arguments))
+            model = model_class.__pydantic_validator__.validate_python(dict(arguments))
         except ValidationError as exc:
             issues = issues_from_pydantic(exc, list(self.argument_fields))
             raise ToolArgumentsError(self.name, issues) from None
         kwargs = {param: getattr(model, name) for param, name in self.argument_fields.items()}
-        return model.model_dump(mode="json", by_alias=True), kwargs
+        normalised: dict[str, JsonValue] = model_class.__pydantic_serializer__.to_python(
+            model, mode="json", by_alias=True
+        )
+        return normalised, kwargs
 
 
 def _raised(name: str, exc: Exception) -> ToolResult:

@@ -175,7 +175,7 @@ class Advancer:
         engines = self._engines().registry  # one lease book per message: what one advance holds, it releases
         try:
             run = store.get_run(run_id)
-            root = store.get_run(store.root_of(run_id))
+            root = run if run.parent_run_id is None else store.get_run(store.root_of(run_id))
         except NotFoundError:
             return f"dropped {run_id}: no such run"
         if root.kind not in engines or not engines.of(root).remote:

@@ -5,9 +5,10 @@ process its own store connections (opened after the fork, never shared with the 
 background threads in the worker's main process. Not for: what advancing does (``advance.py``) or which
 runs are orphaned (``reaper.py``).
 
-Each task runs one advance to completion in the worker process that took it (``asyncio.run``); the pool
-is Celery's default (prefork), so a crash of one process loses only its own run's work in flight, which
-its lease then hands to another worker. The main process runs the reaper, the schedules, the owners' slots
+Each task runs one advance to completion in the worker process that took it, on that process's one event
+loop (made once: not a loop and a thread pool made and torn down for every message); the pool is
+Celery's default (prefork), so a crash of one process loses only its own run's work in flight, which its
+lease then hands to another worker. The main process runs the reaper, the schedules, the owners' slots
 and webhook deliveries on threads of its own (``_background.py``).
 """
 
@@ -31,12 +32,14 @@ logger = logging.getLogger("plangate.workers")
 
 
 class _Process:
-    """What one worker process holds: its advancer (made in the process that uses it) and, in the main
-    process, the background threads (the reaper, the schedules and slots, webhook deliveries)."""
+    """What one worker process holds: its advancer and its event loop (made in the process that uses them)
+    and, in the main process, the background threads (the reaper, the schedules and slots, webhook
+    deliveries)."""
 
     def __init__(self, settings: WorkerSettings) -> None:
         self.settings = settings
         self._advancer: Advancer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = 0
         self._background: Background | None = None
         self._main = os.getpid()
@@ -45,10 +48,27 @@ class _Process:
         if self._advancer is None or self._pid != os.getpid():
             # A forked child must not use its parent's connections: it opens its own.
             self._advancer = Advancer(self.settings)
+            self._loop = asyncio.new_event_loop()
             if metrics.pooled():
                 metrics.enable()  # counted into the files the worker's /metrics adds up
             self._pid = os.getpid()
         return self._advancer
+
+    def advance(self, run_id: str) -> str:
+        """Advance the run on this process's event loop; what the advance started and left (a lease's
+        renewer being cancelled) is cancelled and awaited, as ``asyncio.run`` would, before it returns."""
+        advancer = self.advancer()
+        loop = self._loop
+        if loop is None:  # made with the advancer: never, unless the process was torn down meanwhile
+            raise RuntimeError("the worker process is stopping: no event loop to advance a run on")
+        try:
+            return loop.run_until_complete(advancer.advance(run_id))
+        finally:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
     def start_background(self) -> None:
         if self._background is None:
@@ -61,6 +81,10 @@ class _Process:
             self._background = None
         if self._advancer is not None and self._pid == os.getpid():
             self._advancer.close()
+            if self._loop is not None:
+                self._loop.run_until_complete(self._loop.shutdown_default_executor())
+                self._loop.close()
+                self._loop = None
 
 
 def build_app(settings: WorkerSettings) -> Any:
@@ -72,7 +96,7 @@ def build_app(settings: WorkerSettings) -> Any:
 
     @app.task(name=ADVANCE_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def advance(run_id: str) -> str:
-        line = asyncio.run(process.advancer().advance(run_id))
+        line = process.advance(run_id)
         logger.info("%s", line)
         return line
 
