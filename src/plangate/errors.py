@@ -61,7 +61,7 @@ each is caught by the code that raised it (or, for ``Problem``, by the server's 
     ├── NoAnswer                         the terminal gave no answer to a question (cli/_prompts.py)
     ├── BudgetReached                    a metered call did not start: the budget is reached (runs/usage.py)
     ├── Unsatisfied                      an evaluation ends unsatisfied (conditions/_runtime.py)
-    ├── _RunEnded                        the run was ended under its scheduler (formulas/_scheduler.py)
+    ├── RunEnded                         the run was ended under its scheduler (formulas/_commits.py)
     ├── _Unportable                      a schema the grammar's subset cannot express (models/_grammar.py)
     ├── _FormatRefused                   a server refused a structured-output format (models/openai.py)
     ├── _Refused                         JSON the protocol refuses (decisions/_json.py)

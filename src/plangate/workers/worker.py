@@ -21,6 +21,7 @@ from typing import Any
 
 from celery import signals
 
+from plangate.errors import UsageError
 from plangate.runs.telemetry import metrics
 from plangate.runs.telemetry.logs import JsonFormatter
 from plangate.workers._app import ADVANCE_TASK, QUEUE, celery_app
@@ -60,7 +61,7 @@ class _Process:
         advancer = self.advancer()
         loop = self._loop
         if loop is None:  # made with the advancer: never, unless the process was torn down meanwhile
-            raise RuntimeError("the worker process is stopping: no event loop to advance a run on")
+            raise UsageError("the worker process is stopping: no event loop to advance a run on")
         try:
             return loop.run_until_complete(advancer.advance(run_id))
         finally:
