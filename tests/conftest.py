@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["services_plugin", "phoenix_plugin"]
+pytest_plugins = ["services_plugin", "phoenix_plugin", "cputime_plugin"]
 
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.register_profile(
