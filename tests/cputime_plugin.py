@@ -4,10 +4,11 @@ cost the most processor time (their setup, call and teardown together).
 Wall-clock durations (``--durations``) on a shared machine say as much about the neighbours as about the
 test. This counts the user and system time of the test process (every thread of it) and of its children
 that ended and were waited for within the test (``getrusage``'s ``RUSAGE_CHILDREN``: the command lines,
-servers and workers a test started and stopped). A server the session keeps (PostgreSQL, Redis, Phoenix) is
-counted at the session's end, and a daemon (PostgreSQL's, started by pg_ctl) never: a test's use of them is
-not in its figure. Under ``pytest-xdist`` each worker measures its own tests and the figures travel to the
-controller with the reports.
+servers and workers a test started and stopped). A server the session keeps (Redis, Phoenix, llama.cpp's) is
+counted when the session stops it, on a line of its own (the last test's teardown, where that happens), and
+a daemon (PostgreSQL's, started by pg_ctl) never: a test's use of them is not in its figure. Under
+``pytest-xdist`` each worker measures its own tests and the figures travel to the controller with the
+reports.
 
 Not for: asserting timings (no test does); profiling inside a test (use ``cProfile`` or callgrind).
 """
@@ -20,6 +21,7 @@ from collections.abc import Generator
 import pytest
 
 _KEY = "cpu_seconds"
+_SESSION_END = "cpu_seconds_session_end"  # the last test's teardown: the session's fixtures end there too
 
 
 def _cpu_seconds() -> float:
@@ -50,7 +52,8 @@ def pytest_runtest_makereport(
     report = outcome.get_result()
     started = item.stash.get(_started, None)
     if started is not None:
-        report.user_properties.append((_KEY, _cpu_seconds() - started))
+        key = _SESSION_END if call.when == "teardown" and item.stash.get(_last, False) else _KEY
+        report.user_properties.append((key, _cpu_seconds() - started))
 
 
 _started = pytest.StashKey[float]()
@@ -68,9 +71,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     yield
 
 
+_last = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
     item.stash[_started] = _cpu_seconds()
+    item.stash[_last] = nextitem is None
     yield
 
 
@@ -80,8 +87,9 @@ class _Tally:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
-            if key == _KEY:
-                self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + float(value)
+            if key in (_KEY, _SESSION_END):
+                name = report.nodeid if key == _KEY else f"{report.nodeid} (teardown, the session's end)"
+                self.seconds[name] = self.seconds.get(name, 0.0) + float(value)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         count = terminalreporter.config.getoption("cpu_durations")
