@@ -12,6 +12,11 @@ takes the next unit whenever it has little left, so a unit is what must run in o
 - The longest units go first, so that none starts last and leaves a worker idle at the end. The length is
   guessed from marks, never from timings: a generation of the real local model, a property test (10,000
   examples in the ``ci`` profile), a ``slow`` test, any other.
+- A worker's ``os.environ`` is the controller's. GNU readline, which pytest's capture imports, puts
+  ``COLUMNS=80`` and ``LINES=24`` in the environment of a process with no terminal, below ``os.environ``:
+  the processes it starts inherit them (in a serial run as in a worker), its Python code does not see them.
+  A worker, started by the controller, would find them in its ``os.environ``, and every rich console of its
+  tests would cut lines at 80 columns where a serial run cuts none.
 - In a run of several workers, the local model keeps to one thread (``PLANGATE_LOCAL_THREADS=1``, unless
   set): llama.cpp's threads wait for each other at every token, so with the other CPU busy with another
   worker's test two threads generate slower than one (``plangate.models.local``). ``tests/test_readme.py``
@@ -41,7 +46,9 @@ SHARED_SERVERS = ("phoenix", "llama_server")
 """Session-scoped fixtures whose server one worker starts for every test that uses it."""
 
 THREADS_ENV = "PLANGATE_LOCAL_THREADS"  # plangate.models.local.THREADS_ENV, which needs the local extra
-_FOLDER = "plangate_units"  # the key of the units' folder in each worker's workerinput
+_TERMINAL = ("COLUMNS", "LINES")
+_FOLDER = "plangate_units"  # the keys of each worker's workerinput: the units' folder,
+_ENVIRON = "plangate_environ"  # and the controller's own values of _TERMINAL
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,8 +56,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "spread: the module's tests share no set-up: a parallel run gives each to whichever worker is free",
     )
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    if workers > 1:
+    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+    for name, value in workerinput.get(_ENVIRON, {}).items():
+        if value is not None:
+            os.environ[name] = value
+        elif (inherited := os.environ.pop(name, None)) is not None:
+            os.putenv(name, inherited)  # out of os.environ only: its children keep it, as in serial
+    if int(workerinput.get("workercount", 1)) > 1:
         os.environ.setdefault(THREADS_ENV, "1")
 
 
@@ -107,7 +119,8 @@ _made: list[Path] = []
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Give each worker the folder it writes its units into."""
+    """Give each worker the controller's terminal variables and the folder it writes its units into."""
+    node.workerinput[_ENVIRON] = {name: os.environ.get(name) for name in _TERMINAL}
     if node.config.getvalue("dist") != "loadscope":
         return
     if not _made:
