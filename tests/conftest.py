@@ -1,6 +1,7 @@
-"""Test-wide settings: hypothesis profiles (CI runs the big one), a guard against real network calls, and the
+"""Test-wide settings: hypothesis profiles (CI runs the big one), a guard against real network calls, the
 real servers some tests use (``services_plugin.py``: PostgreSQL and Redis; ``phoenix_plugin.py``: Arize
-Phoenix; each started on demand)."""
+Phoenix; each started on demand), how a parallel run shares the tests out (``parallel_plugin.py``) and the
+CPU seconds each test costs (``cputime_plugin.py``: ``--cpu-durations=N``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["services_plugin", "phoenix_plugin"]
+pytest_plugins = ["services_plugin", "phoenix_plugin", "cputime_plugin", "parallel_plugin"]
 
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.register_profile(

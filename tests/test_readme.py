@@ -2,10 +2,11 @@
 the repository.
 
 For: keeping the README and the docs true (every ``docs/**/*.md`` is picked up, a page added later too).
-Each block runs in its own copy of the tracked files (``.venv`` linked, so
-``./dev`` installs nothing), with no ``PLANGATE_*`` variable set and without ``.venv/bin`` on the PATH, as
-on a new user's machine. An HTML comment right above a block says what the test does where a block cannot
-run as is (``<!-- readme-test: A | B -->``):
+Each block runs in its own copy of the tracked files (``.venv`` and ``.venv-phoenix`` linked, so ``./dev``
+installs nothing; mypy's cache copied, so ``./dev test`` checks every file against it rather than from
+nothing), with no ``PLANGATE_*`` variable set and without ``.venv/bin`` on the PATH, as on a new user's
+machine. The blocks share nothing, so a parallel run spreads them over its workers. An HTML comment right
+above a block says what the test does where a block cannot run as is (``<!-- readme-test: A | B -->``):
 
 - ``env NAME=VALUE``: run it with that variable (the scripted model where a key would be needed);
 - ``replace OLD => NEW``: run it with ``OLD`` replaced (``./dev test`` is only collected: this test is in it);
@@ -39,7 +40,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spread]
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -195,7 +196,9 @@ def _setup_is_current() -> bool:
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
-    """A copy of the tracked files; its ``.venv`` is the real one (so ``./dev`` installs nothing)."""
+    """A copy of the tracked files; its ``.venv`` and ``.venv-phoenix`` are the real ones (so ``./dev``
+    installs nothing) and its ``.mypy_cache`` a copy of the real one, when there is one: mypy compares each
+    file with the cache by its hash, so the verdict is the same, without the half minute of a cold start."""
     if not {"local", "server", "postgres", "mcp"} <= _installed_extras() or not _setup_is_current():
         pytest.fail(
             "the README tests run ./dev as a user would: set up with ./dev setup first, again after "
@@ -210,6 +213,11 @@ def sandbox(tmp_path: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
     (root / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
+    if (REPO / ".venv-phoenix").is_dir():
+        (root / ".venv-phoenix").symlink_to(REPO / ".venv-phoenix", target_is_directory=True)
+    if (REPO / ".mypy_cache").is_dir():
+        # a copy: mypy in the copy rewrites what it read, and the real cache is not the block's to change
+        shutil.copytree(REPO / ".mypy_cache", root / ".mypy_cache")
     return root
 
 
@@ -219,9 +227,16 @@ def user_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     venv_bin = str(REPO / ".venv" / "bin")
     env["PATH"] = os.pathsep.join(part for part in env.get("PATH", "").split(os.pathsep) if part != venv_bin)
     env.pop("VIRTUAL_ENV", None)
-    for key in ("PLANGATE_TEST_POSTGRES", "PLANGATE_TEST_POSTGRES_URL", "PLANGATE_CHROMIUM"):
+    # the test session's own settings, not a user's (a parallel run keeps the local model to one thread:
+    # parallel_plugin.py)
+    for key in (
+        "PLANGATE_TEST_POSTGRES",
+        "PLANGATE_TEST_POSTGRES_URL",
+        "PLANGATE_CHROMIUM",
+        "PLANGATE_LOCAL_THREADS",
+    ):
         if key in os.environ:
-            env[key] = os.environ[key]  # the test session's own settings, not a user's
+            env[key] = os.environ[key]
     env.update(extra or {})
     return env
 
@@ -255,15 +270,17 @@ def _params() -> list[object]:
 
 
 @pytest.mark.parametrize("block", _params())
-def test_every_block_runs_as_written(block: Block, sandbox: Path) -> None:
+def test_every_block_runs_as_written(block: Block, request: pytest.FixtureRequest) -> None:
     if block.has("needs") and os.environ.get("PLANGATE_TEST_POSTGRES", "").lower() == "off":
         pytest.skip("PLANGATE_TEST_POSTGRES=off: no PostgreSQL for this block")
+    if block.has("parse"):
+        _parse(block)  # no copy of the repository needed
+        return
+    sandbox: Path = request.getfixturevalue("sandbox")
     env = user_env(block.env())
     timeout = LOCAL_BLOCK_TIMEOUT if block.has("local") else BLOCK_TIMEOUT
     try:
-        if block.has("parse"):
-            _parse(block)
-        elif block.has("serve"):
+        if block.has("serve"):
             _serve(block, sandbox, env)
         elif block.lang == "python":
             script = sandbox / f"block_line{block.line}.py"

@@ -18,7 +18,7 @@ import pytest
 
 from plangate.cli._console import EXIT_UNREACHABLE, EXIT_USAGE
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # some 70 real processes in all
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "formulas"
 TOOLS = f"{EXAMPLES / 'tools.py'}:registry"

@@ -19,6 +19,8 @@ TOOLS = f"{EXAMPLES / 'tools.py'}:registry"
 PLANGATE = str(Path(sys.executable).parent / "plangate")
 RELEASE = ["run", "release", "--path", str(EXAMPLES), "--tools", TOOLS, "--var", "version=2.5.0"]
 
+pytestmark = pytest.mark.slow  # a real process per test
+
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from peer_helpers import HangingServer, LlamaServer, free_port, stop
 
-from plangate.models.local import packaged_model_path
+from plangate.models.local import LocalModel, packaged_model_path
 from plangate.models.openai import forget_negotiated
 
 HERE = Path(__file__).resolve().parent
@@ -48,9 +48,11 @@ def _own_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     log = tmp_path_factory.mktemp("llama") / "server.log"
     port = free_port()
+    # as many threads as the local model takes here (one in a parallel run of the tests: parallel_plugin.py)
+    threads = str(LocalModel().n_threads)
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path()),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", "2",
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", threads,
     ]  # fmt: skip
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

@@ -31,7 +31,7 @@ from server_helpers import (
 from plangate.server import create_app
 from plangate.store.postgres import PostgresStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("workdir")]  # the example tools write in the cwd
 
 RELEASE = {"kind": "formula", "formula": "release", "vars": {"version": "3.1.4"}}
 NEVER = 600.0  # a heartbeat no test waits for
