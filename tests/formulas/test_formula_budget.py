@@ -21,7 +21,7 @@ from plangate.events import StepStateEvent
 from plangate.formulas.retry import retry_run
 from plangate.formulas.runtime import FormulaRunner, run_formula
 from plangate.interactions import Approve
-from plangate.models import ScriptedModel
+from plangate.models import FunctionModel, ModelRequest, ScriptedModel
 from plangate.store import Store, open_store
 from plangate.tools import ToolRegistry, tool
 
@@ -83,6 +83,35 @@ def test_max_tokens_ends_the_run_before_the_call_that_would_pass_it(tmp_path: Pa
     assert run.outcome is not None
     assert (run.outcome["status"], run.outcome["code"]) == ("exhausted", "budget_exhausted")
     assert f"max_tokens {first + 1}" in run.outcome["user_message"]
+    assert _usage(store, result.run_id)["calls"] == 2
+
+
+FOUR_AT_ONCE = "".join(f'\n[[steps]]\nid = "{s}"\nllm = {{ prompt = "Say {s}." }}\n' for s in "abcd")
+
+
+def test_steps_that_call_the_model_at_once_cross_the_budget_by_one_call_at_most(tmp_path: Path) -> None:
+    # Four llm steps need nothing, so they work at the same time, and each call takes a while: each looks
+    # at the budget only once the calls before it are counted.
+    path = write_formula(tmp_path, "four", FOUR_AT_ONCE)
+    calls: list[str] = []
+
+    async def slow(request: ModelRequest) -> str:
+        calls.append(request.messages[-1].content)
+        await asyncio.sleep(0.05)
+        return "Done."
+
+    store = memory_store()
+    free = asyncio.run(FormulaRunner(store, model=FunctionModel(slow)).start(path))
+    assert free.status == "completed" and len(calls) == 4  # without a budget they all run
+    spent = _usage(store, free.run_id)
+    per_call = (spent["input_tokens"] + spent["output_tokens"]) // 4
+    calls.clear()
+    result = asyncio.run(FormulaRunner(store, model=FunctionModel(slow)).start(path, max_tokens=per_call + 1))
+    # the first call left room, the second reached the budget, the other two were never made
+    assert len(calls) == 2
+    assert result.status == "exhausted"
+    ended = sorted(step.status for step in result.steps.values())
+    assert ended == ["complete", "complete", "failed", "failed"]
     assert _usage(store, result.run_id)["calls"] == 2
 
 

@@ -9,12 +9,16 @@ continues the run judges it by what the first one spent. ``RunPrices``: the pric
 run's own when it recorded one (the first time it used the model), else this process's, then recorded. Not
 for: counting a call (``runs/usage.py``) or deciding how the run ends (``_scheduler.py``).
 
-Steps that work at the same time each look before their own call: parallel ``llm`` steps may each make the
-call that crosses the budget, and runs started at the same time each get what was left when they started.
+The run's ``llm`` calls are made one at a time (``calling``): each looks at the budget with the usage of the
+calls before it counted (``hold``, until the step's transition carries it into the run's state), so the run
+crosses its budget by one call at most, however many of its steps work at the same time. Runs that steps
+start at the same time each get what was left when they started, and each keeps to that (together they
+may spend that many times what was left).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -99,6 +103,8 @@ class RunBudget:
         self.state = state
         self.prices = RunPrices(state, prices)
         self.agents = agents
+        self._calling = asyncio.Lock()
+        self._held: dict[str, dict[str, JsonValue] | None] = {}  # by step: calls not in the state yet
 
     @classmethod
     def of(
@@ -115,7 +121,20 @@ class RunBudget:
 
     def spent(self) -> Spent:
         """What the run has spent: its ``llm`` steps' calls and the runs its steps started."""
-        return Spent.of(combined([self.state.usage(), _children(self.store, self.run_id, self.agents)]))
+        parts = [self.state.usage(), *self._held.values(), _children(self.store, self.run_id, self.agents)]
+        return Spent.of(combined(parts))
+
+    def calling(self) -> asyncio.Lock:
+        """What an ``llm`` step holds from its look at the budget until its call's usage is held."""
+        return self._calling
+
+    def hold(self, step_id: str, usage: dict[str, JsonValue] | None) -> None:
+        """Count a call of ``step_id`` until its next transition carries its usage (``settle``)."""
+        self._held[step_id] = combined([self._held.get(step_id), usage])
+
+    def settle(self, step_id: str) -> None:
+        """``step_id``'s usage is in the run's state now: stop counting it apart."""
+        self._held.pop(step_id, None)
 
     def reached(self) -> str | None:
         """The budget the run has reached (``max_tokens``, ``max_cost``), or None."""

@@ -12,8 +12,9 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import JsonValue
 
@@ -267,6 +268,22 @@ def _from_runs(
 
 # -- llm steps ----------------------------------------------------------------------------------------------
 
+class CallBudget(Protocol):
+    """The budget an ``llm`` step's call is made under (a formula run's ``RunBudget``)."""
+
+    def calling(self) -> AbstractAsyncContextManager[object]:
+        """Held from the check before a call until its usage is counted: one call of the run at a time."""
+        ...
+
+    def refusal(self, model: str) -> StepOutcome | None:
+        """Why a call of ``model`` may not be made now, as the step's outcome; None: it may."""
+        ...
+
+    def hold(self, step_id: str, usage: dict[str, JsonValue] | None) -> None:
+        """Count a call's usage until the step's next transition carries it into the run's state."""
+        ...
+
+
 _JSON_ONLY = (
     "Reply with one JSON value that fits this JSON schema, and nothing else (no prose, no code fence):\n"
     "{schema}"
@@ -282,7 +299,7 @@ async def run_llm(
     outputs: Mapping[str, Mapping[str, JsonValue]],
     *,
     price: Callable[[str], ModelPrice | None] | None = None,
-    refusal: Callable[[str], StepOutcome | None] | None = None,
+    budget: CallBudget | None = None,
     trace: telemetry.RunTrace | None = None,
     attempt: int = 0,
 ) -> StepOutcome:
@@ -295,8 +312,9 @@ async def run_llm(
     An answer that does not parse or fit fails the step with the reason and the raw ``text`` in its
     output, so that ``retries`` ask again. The call's usage (its cost by ``price`` of the model) is in the
     outcome, whatever the answer; with tracing on (``trace``) it is a ``chat`` span under the step's.
-    ``refusal`` (a run with a budget) is asked just before the call: an outcome it gives ends the step
-    instead.
+    ``budget`` (a run with one) is asked just before the call, an outcome it gives ending the step instead,
+    and the call's usage is counted in it before another call of the run is asked about: the run's calls
+    are made one at a time, so that parallel steps never cross the budget by more than one call.
     """
     try:
         rendered = render_runtime(executor.prompt, vars, outputs, path=f"{step.id}.llm.prompt")
@@ -318,15 +336,19 @@ async def run_llm(
         messages.insert(0, Message("system", rules))
         response_schema = ResponseSchema("output", schema)
     request = ModelRequest("generate", messages, response_schema=response_schema, wire="json")
-    if refusal is not None and (refused := refusal(chosen.name)) is not None:
-        return refused
-    try:
-        completion = await complete(telemetry.observed(chosen, trace, ("step", step.id, attempt)), request)
-    except PlangateError as exc:
-        return StepOutcome("failed", reason=f"model {chosen.name}: {exc}")
+    async with nullcontext() if budget is None else budget.calling():
+        if budget is not None and (refused := budget.refusal(chosen.name)) is not None:
+            return refused
+        try:
+            observed = telemetry.observed(chosen, trace, ("step", step.id, attempt))
+            completion = await complete(observed, request)
+        except PlangateError as exc:
+            return StepOutcome("failed", reason=f"model {chosen.name}: {exc}")
+        priced = None if price is None or completion.usage is None else price(chosen.name)
+        usage = call_usage(chosen.name, completion.usage, {} if priced is None else {chosen.name: priced})
+        if budget is not None:
+            budget.hold(step.id, usage)
     text = completion.text
-    priced = None if price is None or completion.usage is None else price(chosen.name)
-    usage = call_usage(chosen.name, completion.usage, {} if priced is None else {chosen.name: priced})
     if schema is None:
         return StepOutcome("complete", {"text": text}, f"llm: {len(text)} characters", raw=text, usage=usage)
     value, problem = parse_json_answer(text)

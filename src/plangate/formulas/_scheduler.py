@@ -382,10 +382,17 @@ class Scheduler:
             "output": output,
             "wait": wait,
             "raw": raw,
-            "usage": self.step_usage.pop(run.id, None) if self.step_usage else None,
+            "usage": self._usage_of(run.id),
         }
         self.emit(built(StepStateEvent, values))
         self._after(run.id, status)
+
+    def _usage_of(self, step_id: str) -> dict[str, JsonValue] | None:
+        """The usage of ``step_id``'s call that its next transition carries, counted apart till then."""
+        usage = self.step_usage.pop(step_id, None) if self.step_usage else None
+        if usage is not None and self.budget is not None:
+            self.budget.settle(step_id)
+        return usage
 
     def _after(self, step_id: str, status: StepStatus) -> None:
         if status == "complete":

@@ -111,7 +111,7 @@ async def step_work(
             variables,
             outputs,
             price=RunPrices(state, host.prices).of,
-            refusal=None if budget is None else budget.refusal,
+            budget=budget,
             trace=trace,
             attempt=run.attempt,
         )
