@@ -193,3 +193,18 @@ def test_a_large_model_sees_no_parts_and_every_tool() -> None:
     )
     assert model.requests[0].tool_names == ["query_available_slots", "unplace", "place"]
     assert "request_parts" not in model.requests[0].messages[-1].content
+
+
+def test_a_small_model_asked_for_one_change_is_offered_the_reads_and_the_write_that_fits() -> None:
+    # "Drop" over a week whose writes include a batch tool: a small model offered every write picked the
+    # batch tool with nothing in it; offered the write that fits, it takes the task off.
+    log: list[str] = []
+    model = SmallScripted([call("unplace", task="t2")])
+    agent = Agent(model=model, tools=_week(log), store=SQLiteStore(":memory:"))
+    result = agent.run("Drop t2 from the calendar.")
+    assert result.interaction is not None
+    result = agent.resume(result.run_id, result.interaction.id, Approve())
+    assert result.status == "completed" and log == ["unplace t2"]
+    first = next(request for request in model.requests if request.purpose == "execute")
+    assert first.tool_names == ["query_available_slots", "unplace"]
+    assert "request_parts" not in first.messages[-1].content  # one change: no parts to list

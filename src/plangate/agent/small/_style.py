@@ -59,13 +59,19 @@ class CompactStyle:
         return Context(system, history(view, goal), tuple(changing), pinned=tuple(goal))
 
     def offered_tools(self, active: Sequence[Tool], view: View) -> list[Tool]:
-        """The tool of the part of the request to do now, for a request of several changes; else the active
-        tools, less the read tool whose call just succeeded (none left out if it was the only one)."""
+        """The tool of the part of the request to do now, for a request of several changes; for a request of
+        one change, the read tools and the write tool that fits it (not the other writes: "Drop t2 from the
+        calendar" had a small model pick a batch tool over the one that takes a task off); else the active
+        tools. Less, in the last two cases, the read tool whose call just succeeded (none left out if it was
+        the only one)."""
         part = current_part(view)
         if part is not None:
             fitting = [item for item in active if item.name == part.tool]
             if fitting:
                 return fitting
+        single = sole_part(view)
+        if single is not None and any(item.name == single.tool for item in active):
+            active = [item for item in active if item.effect == "read" or item.name == single.tool]
         acts = view.transcript.acts
         if not acts or not acts[-1].success:
             return list(active)
@@ -90,6 +96,13 @@ def current_part(view: View) -> Part | None:
     if len(view.parts) < 2 or view.plan or view.parts_done >= len(view.parts):
         return None
     return view.parts[view.parts_done]
+
+
+def sole_part(view: View) -> Part | None:
+    """The change a request of one change asks for, until it is done (None: several, none, or a plan)."""
+    if len(view.parts) != 1 or view.plan or view.parts_done:
+        return None
+    return view.parts[0]
 
 
 def parts_sections(view: View) -> list[Section]:
