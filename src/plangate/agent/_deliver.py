@@ -38,8 +38,8 @@ async def run_deliver(loop: RunContext) -> None:
         raise StoreError(
             f"run {loop.run_id!r} reached deliver with no outcome (the snapshot is inconsistent)"
         )
-    if outcome.status == "completed" and not state.answer and loop.config.output_schema is not None:
-        outcome = await _typed_answer(loop, outcome)
+    if outcome.status == "completed" and not state.answer and loop.output is not None:
+        outcome = await _typed_answer(loop, loop.output, outcome)
         state.outcome = outcome
     if outcome.status != "completed":
         answer = fixed_text(outcome, state.plan, state.step_index)
@@ -68,14 +68,12 @@ async def run_deliver(loop: RunContext) -> None:
     await loop.commit(Batch(events, status=outcome.status))
 
 
-async def _typed_answer(loop: RunContext, outcome: Outcome) -> Outcome:
+async def _typed_answer(loop: RunContext, spec: OutputSpec, outcome: Outcome) -> Outcome:
     """The answer of a typed run that completed without a ``done`` of the model (its goal was proven by the
     runtime), asked of the model and checked as a ``done`` would be, with up to ``MAX_CORRECTIONS`` tries;
     the run's answer is then the typed JSON. None fits (or the budget is spent): the run ends ``aborted``,
     code ``invalid_output``, saying that its goal holds — a typed run never completes without its output."""
     state = loop.state
-    schema = loop.config.output_schema
-    spec = loop.output or OutputSpec(schema or {})
     note = f"The run completed ({outcome.stage}: {outcome.code}): {outcome.user_message}"
     problem = ""
     for _ in range(MAX_CORRECTIONS):
@@ -84,7 +82,7 @@ async def _typed_answer(loop: RunContext, outcome: Outcome) -> Outcome:
             problem = "the run's budget is spent"
             break
         messages = deliver_context(loop.view(), note, problem).messages()
-        answer = await call(loop.model, "deliver", messages, output_schema=schema)
+        answer = await call(loop.model, "deliver", messages, output_schema=spec.schema)
         if answer.failure is not None:
             problem = f"the model call failed: {type(answer.failure).__name__}"
             continue

@@ -44,7 +44,7 @@ from plangate.events import JsonObject
 from plangate.interactions import Resolution
 from plangate.models import Model, resolve_model
 from plangate.runs.tools import ToolsDiffer, identities, refuse
-from plangate.runs.usage import Budget
+from plangate.runs.usage import Budget, require_prices, run_budget
 from plangate.store import TERMINAL_STATUSES, LeaseBook, RunRecord, Store, open_store
 from plangate.tools import DepsT, Tool, ToolRegistry, Toolset, deps_scope
 
@@ -172,8 +172,9 @@ class Agent(Generic[DepsT, OutputT]):
         self.deps_type = deps_type
         self._output = None if output_type is None else OutputSpec.of(output_type)
         self.infer_goal = infer_goal
-        self.max_tokens = _positive_int("max_tokens", max_tokens)
-        self.max_cost = _cost_limit(max_cost)
+        limits = run_budget(max_tokens, max_cost, "Agent")
+        self.max_tokens = None if limits is None else limits.max_tokens
+        self.max_cost = None if limits is None else limits.max_cost
         self.prices: dict[str, ModelPrice] = dict(prices or {})
 
     # -- starting runs ------------------------------------------------------------------------------------
@@ -487,12 +488,8 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _budget(self, model: str) -> Budget | None:
         """The budget a new run of ``model`` keeps: the limits and its model's price (None: neither)."""
+        require_prices(Budget(max_cost=self.max_cost), [model], self.prices, "Agent")
         price = self.prices.get(model)
-        if self.max_cost is not None and price is None:
-            raise ConfigError(
-                f"Agent max_cost: the model {model!r} has no price; add [prices.{model!r}] to plangate.toml "
-                "(or pass prices=)"
-            )
         if self.max_tokens is None and self.max_cost is None and price is None:
             return None
         return Budget(
@@ -634,20 +631,6 @@ def _usage_of(run: RunRecord, state: AgentState) -> dict[str, JsonValue] | None:
     except PlangateError:  # settings this version cannot read: the tokens without a cost
         budget = None
     return state.usage.summary({} if budget is None else budget.prices)
-
-
-def _positive_int(name: str, value: int | None) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"Agent {name}: expected an integer >= 1 or None; found {value!r}")
-    return value
-
-
-def _cost_limit(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
-        raise ConfigError(f"Agent max_cost: expected a number >= 0 or None; found {value!r}")
-    return float(value)
 
 
 __all__ = ["Agent"]

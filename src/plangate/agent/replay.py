@@ -106,7 +106,7 @@ def record_of(events: list[Event], resolutions: list[Mapping[str, object]]) -> R
         elif isinstance(event, ToolCallEvent):
             calls[event.call_id] = event.tool
         elif isinstance(event, ToolResultEvent) and event.call_id in calls:
-            record.results.setdefault(calls.pop(event.call_id), []).append(_result(event))
+            record.results.setdefault(calls.pop(event.call_id), []).append(result_of(event))
         elif (
             isinstance(event, OutcomeEvent)
             and event.status == "completed"
@@ -117,7 +117,8 @@ def record_of(events: list[Event], resolutions: list[Mapping[str, object]]) -> R
     return record
 
 
-def _result(event: ToolResultEvent) -> ToolResult:
+def result_of(event: ToolResultEvent) -> ToolResult:
+    """The tool result a ``tool_result`` event records."""
     return ToolResult(
         status=event.status,
         success=event.success,
@@ -139,10 +140,19 @@ def recorded_tools(
     Raises:
         ConfigError: this process lacks one of the run's tools (its schema is needed to replay it).
     """
+    require_tools(registry, names)
+    return ToolRegistry([_played_back(registry.get(name), list(results.get(name, []))) for name in names])
+
+
+def require_tools(registry: ToolRegistry, names: list[str]) -> None:
+    """Refuse a replay in a process that lacks one of the run's tools ``names``.
+
+    Raises:
+        ConfigError: one of them is not in ``registry`` (its schema is needed to replay it).
+    """
     missing = [name for name in names if name not in registry]
     if missing:
         raise ConfigError(f"replay: the run's tools {', '.join(map(repr, missing))} are not offered here")
-    return ToolRegistry([_played_back(registry.get(name), list(results.get(name, []))) for name in names])
 
 
 def _played_back(tool: Tool, queue: list[ToolResult]) -> Tool:
@@ -229,5 +239,7 @@ __all__ = [
     "recorded_tools",
     "replay",
     "replay_async",
+    "require_tools",
+    "result_of",
     "wire_of",
 ]

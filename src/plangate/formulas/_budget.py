@@ -29,11 +29,19 @@ from plangate.errors import ConfigError, PlangateError
 from plangate.formulas._executors import StepOutcome
 from plangate.formulas._outcome import STAGE
 from plangate.formulas._runstate import RunState
-from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
+from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, Plan
 from plangate.models import Model, resolve_model
 from plangate.runs import Outcome
-from plangate.runs.usage import Budget, Spent, combined, exhausted, require_prices, run_budget
-from plangate.store import TERMINAL_STATUSES, RunRecord, Store
+from plangate.runs.usage import (
+    Budget,
+    Spent,
+    children_usage,
+    combined,
+    exhausted,
+    require_prices,
+    run_budget,
+)
+from plangate.store import RunRecord, Store
 
 BUDGET_KEY = "budget"
 """Where a formula run's input keeps its budget (``{max_tokens, max_cost}``)."""
@@ -105,6 +113,8 @@ class RunBudget:
         self.agents = agents
         self._calling = asyncio.Lock()
         self._held: dict[str, dict[str, JsonValue] | None] = {}  # by step: calls not in the state yet
+        self._steps_seen = -1  # the plan's length when ``_starts`` was last worked out
+        self._starts = True
 
     @classmethod
     def of(
@@ -121,8 +131,22 @@ class RunBudget:
 
     def spent(self) -> Spent:
         """What the run has spent: its ``llm`` steps' calls and the runs its steps started."""
-        parts = [self.state.usage(), *self._held.values(), _children(self.store, self.run_id, self.agents)]
+        parts = [self.state.usage(), *self._held.values()]
+        if self._starts_runs():
+            parts.append(_children(self.store, self.run_id, self.agents))
         return Spent.of(combined(parts))
+
+    def _starts_runs(self) -> bool:
+        """Whether a step of the plan starts runs (an agent, a sub-formula, a fan-out): a plan with none
+        has no runs of its own to read from the store (looked at again only once the plan grew)."""
+        steps = self.state.plan.steps
+        if len(steps) != self._steps_seen:
+            self._steps_seen = len(steps)
+            self._starts = any(
+                isinstance(step.executor, AgentExecutor | FormulaExecutor) or step.on_complete is not None
+                for step in steps
+            )
+        return self._starts
 
     def calling(self) -> asyncio.Lock:
         """What an ``llm`` step holds from its look at the budget until its call's usage is held."""
@@ -135,10 +159,6 @@ class RunBudget:
     def settle(self, step_id: str) -> None:
         """``step_id``'s usage is in the run's state now: stop counting it apart."""
         self._held.pop(step_id, None)
-
-    def reached(self) -> str | None:
-        """The budget the run has reached (``max_tokens``, ``max_cost``), or None."""
-        return self.limits.reached(self.spent())
 
     def refusal(self, model: str) -> StepOutcome | None:
         """Why a call of ``model`` may not be made (the budget is reached, or ``max_cost`` cannot be held
@@ -209,21 +229,11 @@ def new_budget(
 def _children(store: Store, run_id: str, agents: AgentUsage) -> dict[str, JsonValue] | None:
     """The usage of the runs ``run_id``'s steps started: an ended one's outcome, else its count so far (an
     agent's snapshot; a sub-formula's steps and the runs they started)."""
-    parts: list[dict[str, JsonValue] | None] = []
-    cursor: str | None = None
-    while True:
-        page = store.list_runs(parent_run_id=run_id, limit=200, cursor=cursor)
-        for child in page.items:
-            parts.append(_usage_of(store, child, agents))
-        cursor = page.next_cursor
-        if cursor is None:
-            return combined(parts)
+    return children_usage(store, run_id, lambda child: _so_far(store, child, agents))
 
 
-def _usage_of(store: Store, run: RunRecord, agents: AgentUsage) -> dict[str, JsonValue] | None:
-    if run.status in TERMINAL_STATUSES:
-        usage = None if run.outcome is None else run.outcome.get("usage")
-        return usage if isinstance(usage, dict) else None
+def _so_far(store: Store, run: RunRecord, agents: AgentUsage) -> dict[str, JsonValue] | None:
+    """The usage of ``run``, a run a step started that has not ended, so far."""
     try:
         if run.kind == "agent":
             return agents.usage(run.id)

@@ -35,7 +35,7 @@ from typing import TypeVar
 from pydantic import JsonValue
 
 from plangate.agent._state import read_input
-from plangate.agent.replay import record_of, wire_of
+from plangate.agent.replay import record_of, require_tools, result_of, wire_of
 from plangate.errors import ConfigError, FormulaError, InteractionError, NotFoundError
 from plangate.events import Event, StatusEvent, StepStateEvent, ToolCallEvent, ToolResultEvent
 from plangate.formulas._agent_steps import step_of_child
@@ -495,19 +495,7 @@ def _receipt(store: Store, event: ToolResultEvent) -> ToolResult:
             return ToolResult.model_validate(intent.result)
         except ValueError:
             pass  # not a result this plangate reads: the event's account of it
-    return _result(event)
-
-
-def _result(event: ToolResultEvent) -> ToolResult:
-    observation = event.observation
-    return ToolResult(
-        status=event.status,
-        success=event.success,
-        observation=observation if isinstance(observation, str) else json.dumps(observation),
-        summary=event.summary,
-        error_code=event.error_code,
-        error_message=event.error_message,
-    )
+    return result_of(event)
 
 
 def _add(table: dict[str, list[T]], name: str, item: T) -> None:
@@ -524,9 +512,7 @@ def played_tools(registry: ToolRegistry, names: list[str], recording: Recording)
     Raises:
         ConfigError: this process lacks one of them (its schema is needed to replay it).
     """
-    missing = [name for name in names if name not in registry]
-    if missing:
-        raise ConfigError(f"replay: the run's tools {', '.join(map(repr, missing))} are not offered here")
+    require_tools(registry, names)
     return ToolRegistry([_played_back(registry.get(name), recording) for name in names])
 
 

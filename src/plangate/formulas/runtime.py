@@ -431,12 +431,11 @@ class FormulaRunner:
                     tool_identities.refuse(self.store, run_id, refused, self._transaction)
                     raise
             # the run as read above: its id, owner, name and input, which no commit since changed
-            # nothing was asked yet of a run whose first commit was just made, or that nobody started
-            asking = new is None and not fresh and run.status != "queued"
-            scheduler = Scheduler(self, run, state, asking=asking)
-            self._live[run_id] = scheduler
-            # a submitted run that nobody started yet has nothing to recover: it starts
+            # nothing was asked yet of a run whose first commit was just made, or that nobody started (a
+            # submitted run, ``queued``), and such a run has nothing to recover: it starts
             resumed = new is None and not fresh and run.status != "queued"
+            scheduler = Scheduler(self, run, state, asking=resumed)
+            self._live[run_id] = scheduler
             traced = None if scheduler.trace is None else scheduler.trace.trace_id
             try:
                 # the run's id on the lines logged meanwhile; a large plan out of the collector's walks

@@ -175,16 +175,19 @@ class Runs:
         return True
 
     def _enter(self, run_id: str, owner: str, runs_at_once: int) -> bool:
-        try:
-            return Admissions(self.store).enter(run_id, owner, runs_at_once)
-        except ConfigError:
-            return True  # a store double: no slots
+        admissions = self._admissions()
+        return True if admissions is None else admissions.enter(run_id, owner, runs_at_once)
 
     def _may_start(self, run_id: str) -> bool:
+        admissions = self._admissions()
+        return True if admissions is None else admissions.may_start(run_id)
+
+    def _admissions(self) -> Admissions | None:
+        """The owners' slots of the store; None for a store double, which has none."""
         try:
-            return Admissions(self.store).may_start(run_id)
+            return Admissions(self.store)
         except ConfigError:
-            return True  # a store double: no slots
+            return None
 
     async def _advance_here(self, root: str, engine: RunEngine) -> None:
         run = await off_loop(self.store.get_run, root)

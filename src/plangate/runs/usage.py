@@ -24,7 +24,7 @@ from plangate.config import ModelPrice
 from plangate.errors import ConfigError, Signal
 from plangate.models import Model, ModelChunk, ModelRequest, ModelWrapper, Usage
 from plangate.runs.outcome import Outcome
-from plangate.store import Store
+from plangate.store import TERMINAL_STATUSES, RunRecord, Store
 
 _MILLION = 1_000_000
 
@@ -199,7 +199,8 @@ class Budget(BaseModel):
     def exceeded(self, usage: RunUsage) -> str | None:
         """The budget ``usage`` has reached (``max_tokens`` or ``max_cost``), or None when another call may
         be made."""
-        return self.reached(Spent(usage.tokens, usage.cost(self.prices) if usage.models else 0.0))
+        costed = self.max_cost is not None and usage.models  # a cost only where a limit reads it
+        return self.reached(Spent(usage.tokens, usage.cost(self.prices) if costed else 0.0))
 
     def reached(self, spent: Spent) -> str | None:
         """The budget ``spent`` has reached, or None when another call may be made."""
@@ -328,18 +329,12 @@ class UsageTally:
         """This tally's usage and the usage counted elsewhere, together (None: no call reported any)."""
         return combined([self.summary(), None if self.elsewhere is None else self.elsewhere()])
 
-    def reached(self) -> str | None:
-        """The budget the work has reached (``max_tokens`` or ``max_cost``), or None."""
-        return None if self.budget is None else self.budget.reached(Spent.of(self.total()))
-
     def check(self, stage: str) -> None:
         """Before a call (or a run that makes calls) in ``stage``.
 
         Raises:
             BudgetReached: the budget is reached; the call is not made.
         """
-        if self.budget is None:
-            return
         ended = self.exhausted(stage)
         if ended is not None:
             raise BudgetReached(ended)
@@ -384,15 +379,23 @@ class _Counted(ModelWrapper):
                 self.tally.usage = self.tally.usage.plus(self.inner.name, usage)
 
 
-def children_usage(store: Store, run_id: str) -> dict[str, JsonValue] | None:
+def children_usage(
+    store: Store,
+    run_id: str,
+    live: Callable[[RunRecord], Mapping[str, JsonValue] | None] | None = None,
+) -> dict[str, JsonValue] | None:
     """The usage of the runs ``run_id`` started (a formula's agent steps and sub-formulas, each of which
     counts its own children), as an outcome shows it: None when none of them called a model. The cost is
-    their costs' sum, shown only when each of them had one."""
-    shown: list[Mapping[str, JsonValue]] = []
+    their costs' sum, shown only when each of them had one. An ended run counts by its outcome; one that
+    has not ended by ``live`` (its count so far), else not at all."""
+    shown: list[Mapping[str, JsonValue] | None] = []
     cursor: str | None = None
     while True:
         page = store.list_runs(parent_run_id=run_id, limit=200, cursor=cursor)
         for run in page.items:
+            if live is not None and run.status not in TERMINAL_STATUSES:
+                shown.append(live(run))
+                continue
             usage = None if run.outcome is None else run.outcome.get("usage")
             if isinstance(usage, dict):
                 shown.append(usage)

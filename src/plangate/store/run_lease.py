@@ -272,9 +272,7 @@ class LeaseBook:
         lease = store.take_lease(run_id, self.holder, self.ttl)
         if lease is not None:
             if before is not None and before.holder != self.holder:
-                self._superseded.add(before.holder)  # its lease expired: its work stopped, or must
-                if on_takeover is not None:
-                    on_takeover(run_id)
+                self._took_over(run_id, before.holder)  # its lease expired: its work stopped, or must
             return lease
         current = store.get_lease(run_id)
         if current is not None and (current.holder in self._superseded or holder_is_gone(current.holder)):
@@ -285,11 +283,14 @@ class LeaseBook:
             logger.info("took over the lease of run %s from %s, which stopped", run_id, current.holder)
             lease = store.take_lease(run_id, self.holder, self.ttl)
             if lease is not None:
-                self._superseded.add(current.holder)
-                if on_takeover is not None:
-                    on_takeover(run_id)
+                self._took_over(run_id, current.holder)
                 return lease
         raise RunLeased(_leased_message(store.get_run(run_id)), run_id=run_id, holder=_holder(store, run_id))
+
+    def _took_over(self, run_id: str, holder: str) -> None:
+        self._superseded.add(holder)
+        if on_takeover is not None:
+            on_takeover(run_id)
 
     async def _renew(self, run_id: str) -> None:
         while True:

@@ -9,6 +9,7 @@ again once the broker is back. Not for: advancing runs (``advance.py``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from plangate.errors import RunError
@@ -66,20 +67,17 @@ class RunQueue:
 
         Read from Redis's lists as Celery's Redis transport keeps them (the queue, and ``unacked``).
         """
-        try:
-            with self.app.connection_for_read() as connection:
-                client = connection.default_channel.client
-                return int(client.llen(QUEUE)) + int(client.hlen("unacked"))
-        except Exception as exc:  # a broker that is down, or a transport that keeps them elsewhere
-            logger.debug("could not count the queue's messages: %s", exc)
-            return None
+        return self._count(lambda client: int(client.llen(QUEUE)) + int(client.hlen("unacked")))
 
     def waiting(self) -> int | None:
         """Messages in the queue that no worker took yet (the queue depth); None when the broker cannot
         say."""
+        return self._count(lambda client: int(client.llen(QUEUE)))
+
+    def _count(self, read: Callable[[Any], int]) -> int | None:
         try:
             with self.app.connection_for_read() as connection:
-                return int(connection.default_channel.client.llen(QUEUE))
+                return read(connection.default_channel.client)
         except Exception as exc:  # a broker that is down, or a transport that keeps them elsewhere
             logger.debug("could not count the queue's messages: %s", exc)
             return None
