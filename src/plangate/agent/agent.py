@@ -196,7 +196,7 @@ class Agent(Generic[DepsT, OutputT]):
             ConfigError: no model could be resolved, or the prompt is empty.
         """
         loop = self._start(prompt)
-        async with self._lease(loop.run_id):
+        async with self._lease(loop.run_id, created=True):
             with deps_scope(deps, loop.run_id):
                 return self._typed(loop, await loop.advance())
 
@@ -225,7 +225,7 @@ class Agent(Generic[DepsT, OutputT]):
         loop = self._start(prompt)
 
         async def advance() -> AgentResult[Any]:
-            async with self._lease(loop.run_id):
+            async with self._lease(loop.run_id, created=True):
                 with deps_scope(deps, loop.run_id):
                     return self._typed(loop, await loop.advance())
 
@@ -566,8 +566,9 @@ class Agent(Generic[DepsT, OutputT]):
             refuse(self.store, run_id, refused, transaction)
             raise
 
-    def _lease(self, run_id: str) -> AbstractAsyncContextManager[object]:
-        return nullcontext() if self.leases is None else self.leases.kept(run_id)
+    def _lease(self, run_id: str, *, created: bool = False) -> AbstractAsyncContextManager[object]:
+        """Hold the run's lease while advancing it; ``created``: ``_start`` just created the run."""
+        return nullcontext() if self.leases is None else self.leases.kept(run_id, created=created)
 
 
 def _check_done_when(done_when: object) -> None:

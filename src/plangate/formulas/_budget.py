@@ -29,7 +29,7 @@ from plangate.errors import ConfigError, PlangateError
 from plangate.formulas._executors import StepOutcome
 from plangate.formulas._outcome import STAGE
 from plangate.formulas._runstate import RunState
-from plangate.formulas.plan import AgentExecutor, FormulaExecutor, LlmExecutor, Plan
+from plangate.formulas.plan import AgentExecutor, LlmExecutor, Plan
 from plangate.models import Model, resolve_model
 from plangate.runs import Outcome
 from plangate.runs.usage import (
@@ -142,10 +142,7 @@ class RunBudget:
         steps = self.state.plan.steps
         if len(steps) != self._steps_seen:
             self._steps_seen = len(steps)
-            self._starts = any(
-                isinstance(step.executor, AgentExecutor | FormulaExecutor) or step.on_complete is not None
-                for step in steps
-            )
+            self._starts = self.state.plan.starts_runs()
         return self._starts
 
     def calling(self) -> asyncio.Lock:

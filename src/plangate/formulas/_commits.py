@@ -69,6 +69,12 @@ class Commits:
         self.plan_changed = False
         self._since_snapshot = 0  # events and callables committed since the last snapshot
 
+    def begin(self, events: Sequence[Event]) -> None:
+        """A new run's first transition, ``events`` (it started): committed with the first pass's
+        transitions, with the run's ``running`` status and its first snapshot."""
+        self.ops[:0] = events
+        self.plan_changed = True
+
     async def flush(
         self,
         *,

@@ -34,9 +34,10 @@ def formula_outcome(status: OutcomeStatus, user_message: str, *, internal_reason
 
 def with_steps_usage(outcome: Outcome, store: Store, run_id: str, state: RunState | None = None) -> Outcome:
     """``outcome`` with the model usage of the run's ``llm`` steps (``state``'s), agent steps and
-    sub-formulas, when they had any."""
+    sub-formulas, when they had any (the store is read only for a plan with steps that start runs)."""
     own = None if state is None else state.usage()
-    usage = combined([own, children_usage(store, run_id)])
+    children = children_usage(store, run_id) if state is None or state.plan.starts_runs() else None
+    usage = combined([own, children])
     return outcome if usage is None else outcome.model_copy(update={"usage": usage})
 
 

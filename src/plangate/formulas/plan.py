@@ -213,6 +213,13 @@ class Plan(_PlanModel):
         """Steps by id."""
         return {step.id: step for step in self.steps}
 
+    def starts_runs(self) -> bool:
+        """Whether a step of the plan starts runs of its own: an agent, a sub-formula, a fan-out."""
+        return any(
+            isinstance(step.executor, AgentExecutor | FormulaExecutor) or step.on_complete is not None
+            for step in self.steps
+        )
+
     def tool_names(self) -> list[str]:
         """The tools the plan's steps may call (a tool step's, an agent step's; an ``until`` loop's body's
         too), each once, in order."""
@@ -277,7 +284,6 @@ class Plan(_PlanModel):
         except ValidationError as exc:
             path, message = schema_problems(exc)[0]
             raise FormulaError(f"not a stored plan: {message}", path=path) from None
-
 
 
 def _walk(steps: Iterable[Step]) -> Iterator[Step]:

@@ -273,7 +273,7 @@ class FormulaRunner:
             run = self.store.create_run(
                 "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
             )
-            return await self._advance(run.id, state)
+            return await self._advance(run.id, state, created=run)
 
     def create(
         self,
@@ -406,19 +406,24 @@ class FormulaRunner:
         state.fold(self.store.events(run_id, after=snapshot.seq))
         return state
 
-    async def _advance(self, run_id: str, new: RunState | None, *, fresh: bool = False) -> FormulaResult:
+    async def _advance(
+        self, run_id: str, new: RunState | None, *, fresh: bool = False, created: RunRecord | None = None
+    ) -> FormulaResult:
         """Hold the run's lease and advance it: from ``new``, a new run's state (its first commit), else
-        from the store (``fresh``: just after its first commit, so there is nothing to recover)."""
+        from the store (``fresh``: just after its first commit, so there is nothing to recover).
+        ``created``: the run as this runner just created it (nobody held its lease or changed it since:
+        neither is read again)."""
         if run_id in self._live:
             raise RunLeased(
                 f"run {run_id!r} is being advanced by this runner already; nothing changed",
                 run_id=run_id,
                 holder=self.leases.holder,
             )
-        async with self.leases.kept(run_id):
-            run = self.store.get_run(run_id)  # read under the lease: what nobody else can change now
+        async with self.leases.kept(run_id, created=created is not None):
+            # read under the lease: what nobody else can change now
+            run = created if created is not None else self.store.get_run(run_id)
             if new is not None:
-                state = self._first_commit(run, new)
+                state = new  # its first transition commits with the scheduler's first pass
             elif retry.retry_of(run.input) is not None and self.store.get_snapshot(run_id) is None:
                 state = retry.materialize(self, run, self._transaction)  # a retry's first commit
             else:
@@ -435,6 +440,8 @@ class FormulaRunner:
             # submitted run, ``queued``), and such a run has nothing to recover: it starts
             resumed = new is None and not fresh and run.status != "queued"
             scheduler = Scheduler(self, run, state, asking=resumed)
+            if new is not None:
+                scheduler.commits.begin(self._started(run, state.plan))
             self._live[run_id] = scheduler
             traced = None if scheduler.trace is None else scheduler.trace.trace_id
             try:
@@ -448,16 +455,20 @@ class FormulaRunner:
     def _first_commit(self, run: RunRecord, state: RunState, status: RunStatus = "running") -> RunState:
         """The run's first transition: started, its plan and step states as its first snapshot."""
         with self._transaction(run.id) as tx:
-            tx.append(StatusEvent(stage="run", code="started", text=f"running {state.plan.formula}"))
-            if run.input.get("always_execute") is True:
-                text = (
-                    "write steps run without asking a person: the run was started with always_execute (--yes)"
-                )
-                tx.append(StatusEvent(stage="run", code="always_execute", text=text))
+            tx.extend(self._started(run, state.plan))
             tx.set_status(status)
             tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
             state.seq = tx.events[-1].seq
         return state
+
+    @staticmethod
+    def _started(run: RunRecord, plan: Plan) -> list[StatusEvent]:
+        """The events of a run's first transition."""
+        events = [StatusEvent(stage="run", code="started", text=f"running {plan.formula}")]
+        if run.input.get("always_execute") is True:
+            text = "write steps run without asking a person: the run was started with always_execute (--yes)"
+            events.append(StatusEvent(stage="run", code="always_execute", text=text))
+        return events
 
     @contextlib.contextmanager
     def _transaction(self, run_id: str) -> Iterator[Transaction]:

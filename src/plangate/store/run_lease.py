@@ -203,8 +203,9 @@ class LeaseBook:
         """``confirm`` from async code: the renewal is written off the event loop."""
         await off_loop(self.confirm, run_id)
 
-    def take(self, run_id: str) -> None:
-        """Hold the run's lease (count up when already held).
+    def take(self, run_id: str, *, created: bool = False) -> None:
+        """Hold the run's lease (count up when already held); ``created``: this process created the run
+        just now, so nobody held its lease before (nothing to take over: one read less).
 
         Raises:
             RunLeased: another live holder has it; nothing changed.
@@ -213,7 +214,7 @@ class LeaseBook:
         with self._lock:
             count = self._counts.get(run_id, 0)
             if count == 0:
-                self._leases[run_id] = self._acquire(run_id)
+                self._leases[run_id] = self._acquire(run_id, created)
                 self._lost.discard(run_id)
             self._counts[run_id] = count + 1
 
@@ -246,9 +247,10 @@ class LeaseBook:
             self.give_back(run_id)
 
     @contextlib.asynccontextmanager
-    async def kept(self, run_id: str) -> AsyncIterator[None]:
-        """Hold the lease while advancing the run, renewing it every third of its ttl."""
-        await off_loop_undone(lambda _: self.give_back(run_id), self.take, run_id)
+    async def kept(self, run_id: str, *, created: bool = False) -> AsyncIterator[None]:
+        """Hold the lease while advancing the run, renewing it every third of its ttl; ``created`` as
+        ``take`` has it."""
+        await off_loop_undone(lambda _: self.give_back(run_id), self.take, run_id, created=created)
         if run_id not in self._renewers:
             self._renewers[run_id] = asyncio.get_running_loop().create_task(self._renew(run_id))
         try:
@@ -266,9 +268,9 @@ class LeaseBook:
             if self._leases.pop(run_id, None) is not None:
                 self._lost.add(run_id)
 
-    def _acquire(self, run_id: str) -> Lease:
+    def _acquire(self, run_id: str, created: bool) -> Lease:
         store = self.store
-        before = store.get_lease(run_id)
+        before = None if created else store.get_lease(run_id)
         lease = store.take_lease(run_id, self.holder, self.ttl)
         if lease is not None:
             if before is not None and before.holder != self.holder:
