@@ -124,3 +124,46 @@ def test_a_write_step_runs_only_once_its_intent_and_running_state_are_committed(
     assert ("s1", "running") in witness.seen["s1"]
     run = store.list_runs(limit=1).items[0]
     assert store.pending_write_intents(run.id) == []  # and its receipt committed after the call
+
+
+def test_a_new_run_s_first_transition_commits_with_its_first_pass(tmp_path: Path) -> None:
+    plan = Plan(formula="chain", steps=[_step(i, [f"s{i - 1}"] if i else []) for i in range(4)])
+    witness, store = _run(tmp_path, plan, concurrency=8)
+
+    commits = [what for kind, what in witness.log if kind == "commit"]
+    # started, and its first step running, in one transaction; then one transaction a step
+    assert ("s0", "running") in commits[0]
+    assert len(commits) == len(plan.steps) + 1
+    run = store.list_runs(limit=1).items[0]
+    first = store.events(run.id)[0]
+    assert (first.type, getattr(first, "code", None)) == ("status", "started")
+    assert first.seq == 1
+    store.close()
+
+
+def test_starting_a_run_reads_back_nothing_it_just_wrote(tmp_path: Path) -> None:
+    # A run this runner creates is neither read again, nor looked up for a lease to take over, and a plan
+    # that starts no runs has no children to list when it ends: each would be one more round trip a run on
+    # PostgreSQL.
+    store = SQLiteStore(tmp_path / "runs.db")
+    reads: list[str] = []
+    for name in ("get_run", "get_lease", "list_runs", "get_snapshot"):
+        method = getattr(store, name)
+
+        def counted(*args: Any, _name: str = name, _method: Any = method, **kwargs: Any) -> Any:
+            reads.append(_name)
+            return _method(*args, **kwargs)
+
+        setattr(store, name, counted)
+
+    @tool
+    async def work(step: str) -> dict[str, str]:
+        """Do one step's work."""
+        return {"done": step}
+
+    plan = Plan(formula="chain", steps=[_step(i, [f"s{i - 1}"] if i else []) for i in range(3)])
+    result = asyncio.run(FormulaRunner(store, ToolRegistry([work])).start(plan))
+
+    assert result.status == "completed", result.reason
+    assert reads == []
+    store.close()
