@@ -71,7 +71,7 @@ def status_command(
                 "run": run.model_dump(mode="json"),
                 "steps": by_id or None,
                 "interactions": [i.model_dump(mode="json") for i in interactions],
-                **_lineage_json(lineage),
+                **lineage.as_json(),
             }
         )
         return
@@ -111,18 +111,6 @@ def _lineage_lines(run_id: str, lineage: Lineage) -> list[str]:
     if lineage.more:
         lines.append(f"  and more: {prog()} runs --origin {run_id}")
     return lines
-
-
-def _lineage_json(lineage: Lineage) -> dict[str, JsonValue]:
-    derived: dict[str, list[JsonValue]] = {"fork": [], "retry": []}
-    for child, origin in lineage.derived:
-        derived[origin.relation].append({"run_id": child.id, "status": child.status, "at": origin.at})
-    return {
-        "origin": lineage.origin.as_json() if lineage.origin is not None else None,
-        "forks": derived["fork"],
-        "retries": derived["retry"],
-        "derived_more": lineage.more,
-    }
 
 
 def runs_command(

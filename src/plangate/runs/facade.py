@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,22 @@ class Lineage:
     origin: Origin | None
     derived: list[tuple[RunRecord, Origin]]
     more: bool
+
+    def as_json(
+        self, shown: Callable[[RunRecord], dict[str, JsonValue]] | None = None
+    ) -> dict[str, JsonValue]:
+        """Its JSON form: ``origin``, ``forks`` and ``retries`` (each a run as ``shown`` shows it, by default
+        its id and status, with where it starts: ``at``) and ``derived_more``."""
+        derived: dict[str, list[JsonValue]] = {"fork": [], "retry": []}
+        for child, origin in self.derived:
+            fields = {"run_id": child.id, "status": child.status} if shown is None else shown(child)
+            derived[origin.relation].append({**fields, "at": origin.at})
+        return {
+            "origin": self.origin.as_json() if self.origin is not None else None,
+            "forks": derived["fork"],
+            "retries": derived["retry"],
+            "derived_more": self.more,
+        }
 
 
 class Runs:

@@ -22,7 +22,6 @@ from plangate.errors import ConfigError
 from plangate.formulas import Plan, check_formula, has_errors
 from plangate.formulas.engine import FormulaEngine
 from plangate.formulas.runtime import FormulaRunner
-from plangate.runs import Lineage
 from plangate.runs.diff import diff_runs
 from plangate.server._deps import OwnerDep, ServicesDep
 from plangate.server._problems import Problem
@@ -129,7 +128,7 @@ def get_run(run_id: str, services: ServicesDep, owner: OwnerDep) -> dict[str, Js
         "sub_runs_more": children.next_cursor is not None,
         "queue_position": queue_position(services, run.id) if run.status == "queued" else None,
     }
-    data.update(_lineage(services.runs.lineage(run, owner=owner, limit=_SUB_RUNS)))
+    data.update(services.runs.lineage(run, owner=owner, limit=_SUB_RUNS).as_json(_sub_run))
     data.update(_public_detail(services.runs.engine(run).describe(run)))
     return data
 
@@ -201,19 +200,6 @@ def _sub_run(run: RunRecord) -> dict[str, JsonValue]:
         "name": run.name,
         "status": run.status,
         "updated_at": run.updated_at,
-    }
-
-
-def _lineage(lineage: Lineage) -> dict[str, JsonValue]:
-    """A run's parentage as its page shows it: where it came from, and its forks and retries."""
-    derived: dict[str, list[JsonValue]] = {"fork": [], "retry": []}
-    for child, origin in lineage.derived:
-        derived[origin.relation].append({**_sub_run(child), "at": origin.at})
-    return {
-        "origin": lineage.origin.as_json() if lineage.origin is not None else None,
-        "forks": derived["fork"],
-        "retries": derived["retry"],
-        "derived_more": lineage.more,
     }
 
 
