@@ -57,7 +57,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
@@ -237,6 +237,21 @@ class BudgetConfig(BaseModel):
 
     max_tokens: int | None = Field(default=None, ge=1)
     max_cost: Price | None = None
+
+    def for_run(self, max_tokens: int | None, max_cost: float | None) -> RunLimits:
+        """A run's ``max_tokens`` and ``max_cost`` (keyword arguments of every kind of run): each of these
+        defaults where the run names none."""
+        return {
+            "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
+            "max_cost": self.max_cost if max_cost is None else max_cost,
+        }
+
+
+class RunLimits(TypedDict):
+    """What one run may spend: ``BudgetConfig.for_run``."""
+
+    max_tokens: int | None
+    max_cost: float | None
 
 
 class TelemetryConfig(BaseModel):

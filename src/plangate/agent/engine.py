@@ -99,8 +99,7 @@ class AgentEngine:
             owner=owner,
             leases=self.leases,
             tool_specs=self.tool_specs,
-            max_tokens=max_tokens if max_tokens is not None else self.budget.max_tokens,
-            max_cost=max_cost if max_cost is not None else self.budget.max_cost,
+            **self.budget.for_run(max_tokens, max_cost),
             prices=self.prices,
         )
         return agent.submit(prompt)

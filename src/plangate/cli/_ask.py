@@ -246,15 +246,13 @@ def ask_command(
         sources, data = _sources(s.config, data, name, allow_privileged)
         if sources is not None:
             name = None  # the source is registered under its name already
-        budget = s.config.budget
         copilot = Copilot(
             model=chosen,
             store=s.store,
             model_review=review,
             sources=sources,
             prices=s.config.prices,
-            max_tokens=max_tokens if max_tokens is not None else budget.max_tokens,
-            max_cost=max_cost if max_cost is not None else budget.max_cost,
+            **s.config.budget.for_run(max_tokens, max_cost),
         )
         if json:
             turn = copilot.ask(question, data, conversation=conversation, name=name)

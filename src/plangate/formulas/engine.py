@@ -71,8 +71,7 @@ class FormulaEngine:
             always_execute=always_execute,
             run_id=run_id,
             schedule=schedule,
-            max_tokens=max_tokens if max_tokens is not None else self.budget.max_tokens,
-            max_cost=max_cost if max_cost is not None else self.budget.max_cost,
+            **self.budget.for_run(max_tokens, max_cost),
         )
 
     def fork(self, run: RunRecord, request: Mapping[str, JsonValue]) -> str:

@@ -191,8 +191,7 @@ class AskJobs:
             owner=owner,
             leases=self.leases,
             prices=self.prices,
-            max_tokens=limits.max_tokens if limits.max_tokens is not None else self.budget.max_tokens,
-            max_cost=limits.max_cost if limits.max_cost is not None else self.budget.max_cost,
+            **self.budget.for_run(limits.max_tokens, limits.max_cost),
         )
         return copilot, copilot.prepare(question, name, conversation=conversation)
 
