@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import replace
 
 from plangate.models import (
     Message,
@@ -20,12 +18,11 @@ from plangate.models import (
     ModelChunk,
     ModelRequest,
     ModelWrapper,
-    TextDelta,
     Usage,
     wants_compact_prompts,
 )
 from plangate.runs.telemetry import RunTrace, metrics
-from plangate.runs.telemetry._spans import ModelCall
+from plangate.runs.telemetry._observed import ObservedModel
 
 MESSAGE_TOKENS = 6
 """What the estimate adds for each message (its role and the provider's framing)."""
@@ -166,37 +163,24 @@ class MeteredModel(ModelWrapper):
         return wants_compact_prompts(self.inner)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        """The inner model's stream, unchanged."""
+        """The inner model's stream, unchanged (observed for the run's trace and the metrics when they are
+        on)."""
         if self.called is not None:
             self.called()
         counted = 0
         usage: Usage | None = None
-        trace = self.trace
-        counted_by = metrics.current()
-        started = time.time() if trace is not None or counted_by is not None else 0.0
-        text: list[str] | None = [] if trace is not None and trace.capture else None
-        failure: str | None = None
+        observed = self.trace is not None or metrics.current() is not None
+        source = ObservedModel(self.inner, self.trace, None) if observed else self.inner
         try:
-            async for chunk in self.inner.stream(request):
+            async for chunk in source.stream(request):
                 if isinstance(chunk, Usage):
                     counted += chunk.input_tokens
                     usage = chunk if usage is None else usage + chunk
-                elif text is not None and isinstance(chunk, TextDelta):
-                    text.append(chunk.text)
                 yield chunk
-        except Exception as exc:
-            failure = type(exc).__name__
-            raise
         finally:
             # A stream that failed after its usage arrived was still paid for.
             if usage is not None and self.on_usage is not None:
                 self.on_usage(self.inner.name, usage)
-            if counted_by is not None:
-                counted_by.model_call(self.inner.name, request.purpose, time.time() - started, usage)
-            if trace is not None:
-                output = None if text is None else "".join(text)
-                call = ModelCall(self.inner.name, request.purpose, started, time.time(), usage, failure)
-                trace.model_call(replace(call, request=request, output=output) if text is not None else call)
         if counted:
             self.meter.observe(request.messages, counted)
 
