@@ -302,15 +302,7 @@ class SQLiteStore(Backend):
         sql = self._sql(what)
         with self._lock:
             self._begin(sql)
-            try:
-                with sql:
-                    yield SQLiteDb(self._conn, sql)
-                    self._conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-            if self._checkpoints is not None:
-                self._checkpoints.committed()
+            yield from self._committed(sql)
 
     @contextlib.contextmanager
     def _writing_at_once(self, what: str) -> Iterator[SQLiteDb | None]:
@@ -325,17 +317,24 @@ class SQLiteStore(Backend):
             if not self._begin_at_once(sql):
                 yield None
                 return
-            try:
-                with sql:
-                    yield SQLiteDb(self._conn, sql)
-                    self._conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-            if self._checkpoints is not None:
-                self._checkpoints.committed()
+            yield from self._committed(sql)
         finally:
             self._lock.release()
+
+    def _committed(self, sql: Translated) -> Iterator[SQLiteDb]:
+        """The rest of a write transaction begun on the write connection: hands its connection out (the one
+        ``yield``), then commits, or rolls back when the block raised; the commit counts toward the next
+        checkpoint. A generator the callers delegate to, not a block of its own: it is on every commit's
+        path."""
+        try:
+            with sql:
+                yield SQLiteDb(self._conn, sql)
+                self._conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
 
     def _begin_at_once(self, sql: Translated) -> bool:
         """``BEGIN IMMEDIATE`` without waiting: False when another process holds the file's write lock."""
