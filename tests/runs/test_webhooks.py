@@ -1,9 +1,10 @@
-"""Webhooks (``runs/webhooks``) on a real SQLite store, the HTTP faked at the transport: the outbox owes an
-owner's endpoints the events of its runs (and only its own), written with the change that makes them; an
-endpoint on a private, loopback or link-local address is refused at registration and at each attempt (a
-name that resolves elsewhere later included) unless the operator allows it; an attempt is signed as
-Standard Webhooks says (checked with the ``standardwebhooks`` library), retried with backoff under the same
-``webhook-id`` until a 2xx, given up after its horizon; of two deliverers racing, one makes each attempt."""
+"""Webhooks (``runs/webhooks``) on a real SQLite store (the outbox on PostgreSQL as well), the HTTP faked
+at the transport: the outbox owes an owner's endpoints the events of its runs (and only its own), written
+with the change that makes them; an endpoint on a private, loopback or link-local address is refused at
+registration and at each attempt (a name that resolves elsewhere later included) unless the operator allows
+it; an attempt is signed as Standard Webhooks says (checked with the ``standardwebhooks`` library), retried
+with backoff under the same ``webhook-id`` until a 2xx, given up after its horizon; of two deliverers
+racing, one makes each attempt."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from plangate.errors import ConfigError
 from plangate.runs import Outcome
 from plangate.runs.webhooks import Webhooks, checked_url
 from plangate.runs.webhooks.deliver import Deliverer, DeliverySettings
-from plangate.store import SQLiteStore, Store
+from plangate.store import SQLiteStore, Store, open_store
 
 PUBLIC = "http://93.184.216.34/hooks"  # a literal public address: nothing resolves it, the transport fakes it
 FAST = DeliverySettings(timeout=2.0, backoff=0.01, max_backoff=0.02, give_up_after=3600.0, every=0.01)
@@ -57,7 +58,9 @@ def _end(store: Store, run_id: str, status: str = "completed") -> None:
         tx.set_status(status, outcome=outcome.stored())  # type: ignore[arg-type]
 
 
-def test_an_owners_endpoints_are_owed_its_runs_events_once_each(store: Store) -> None:
+def test_an_owners_endpoints_are_owed_its_runs_events_once_each(store_url: str) -> None:
+    # on both backends: the outbox's one statement an event picks the endpoints in SQL of each dialect
+    store = open_store(store_url)
     webhooks = Webhooks(store)
     ended, _ = webhooks.add("ana", PUBLIC, ["run.ended", "turn.ended"])
     waiting, _ = webhooks.add("ana", PUBLIC + "/wait", ["run.waiting"])
@@ -97,6 +100,8 @@ def test_an_owners_endpoints_are_owed_its_runs_events_once_each(store: Store) ->
     stored = json.dumps([d.payload for d in webhooks.deliveries(ended.id)])
     assert "internal_reason" not in stored and "/srv/secret" not in stored
     assert len({d.id for d in webhooks.deliveries(ended.id)}) == 3
+    assert all(d.id.startswith("msg_") for d in webhooks.deliveries(ended.id))
+    store.close()
 
 
 @pytest.mark.parametrize(
