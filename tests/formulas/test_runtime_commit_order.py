@@ -142,12 +142,12 @@ def test_a_new_run_s_first_transition_commits_with_its_first_pass(tmp_path: Path
 
 
 def test_starting_a_run_reads_back_nothing_it_just_wrote(tmp_path: Path) -> None:
-    # A run this runner creates is neither read again, nor looked up for a lease to take over, and a plan
-    # that starts no runs has no children to list when it ends: each would be one more round trip a run on
-    # PostgreSQL.
+    # A run this runner creates is created with its lease, and is neither read again nor looked up for a
+    # lease to take over, and a plan that starts no runs has no children to list when it ends: each would be
+    # one more round trip a run on PostgreSQL.
     store = SQLiteStore(tmp_path / "runs.db")
     reads: list[str] = []
-    for name in ("get_run", "get_lease", "list_runs", "get_snapshot"):
+    for name in ("get_run", "get_lease", "take_lease", "list_runs", "get_snapshot"):
         method = getattr(store, name)
 
         def counted(*args: Any, _name: str = name, _method: Any = method, **kwargs: Any) -> Any:

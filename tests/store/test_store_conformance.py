@@ -848,6 +848,24 @@ def test_leases_are_compare_and_set_and_expire(store: Store, clock: FakeClock) -
     assert store.take_lease(run_id, "worker-a", ttl=1) is not None
 
 
+def test_a_run_created_with_its_lease_is_held_from_the_start(store: Store, clock: FakeClock) -> None:
+    run = store.create_run("formula", "f", {}, lease=("worker-a", 30))
+    assert (run.lease_owner, run.lease_expires_at) == ("worker-a", clock.now + 30)
+    assert store.get_lease(run.id) == Lease(
+        run_id=run.id, holder="worker-a", generation=1, expires_at=clock.now + 30
+    )
+    assert store.take_lease(run.id, "worker-b", ttl=30) is None  # live: nobody else takes it
+    with store.transaction(run.id, fence=store.get_lease(run.id)) as tx:  # it fences commits at once
+        tx.append(SpeakEvent(text="hello"))
+    clock.advance(31)
+    taken = store.take_lease(run.id, "worker-b", ttl=30)
+    assert taken is not None and taken.generation == 2
+    with pytest.raises(ConfigError, match="create_run: lease ttl: expected a positive number of seconds"):
+        store.create_run("formula", "f", {}, lease=("worker-a", 0))
+    with pytest.raises(ConfigError, match="create_run: lease holder: expected a non-empty string"):
+        store.create_run("formula", "f", {}, lease=("", 5))
+
+
 def test_lease_arguments_and_unknown_runs(store: Store) -> None:
     run_id = _run(store)
     with pytest.raises(ConfigError, match="ttl: expected a positive number of seconds; found 0"):

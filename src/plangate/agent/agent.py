@@ -196,7 +196,7 @@ class Agent(Generic[DepsT, OutputT]):
             ConfigError: no model could be resolved, or the prompt is empty.
         """
         loop = self._start(prompt)
-        async with self._lease(loop.run_id, created=True):
+        async with self._lease(loop.run_id):
             with deps_scope(deps, loop.run_id):
                 return self._typed(loop, await loop.advance())
 
@@ -225,7 +225,7 @@ class Agent(Generic[DepsT, OutputT]):
         loop = self._start(prompt)
 
         async def advance() -> AgentResult[Any]:
-            async with self._lease(loop.run_id, created=True):
+            async with self._lease(loop.run_id):
                 with deps_scope(deps, loop.run_id):
                     return self._typed(loop, await loop.advance())
 
@@ -522,7 +522,10 @@ class Agent(Generic[DepsT, OutputT]):
         )
         name = " ".join(prompt.split())[:_NAME_LENGTH]
         recorded = run_input(prompt, config, self.tool_specs, identities(self.registry.tools()))
-        run = self.store.create_run("agent", name, recorded, owner=self.owner)
+        if self.leases is None:
+            run = self.store.create_run("agent", name, recorded, owner=self.owner)
+        else:
+            run = self.leases.create_run("agent", name, recorded, owner=self.owner, store=self.store)
         read_input(run.id, run.input)  # what resume will read must read back now
         return RunLoop(
             store=self.store,
@@ -566,9 +569,8 @@ class Agent(Generic[DepsT, OutputT]):
             refuse(self.store, run_id, refused, transaction)
             raise
 
-    def _lease(self, run_id: str, *, created: bool = False) -> AbstractAsyncContextManager[object]:
-        """Hold the run's lease while advancing it; ``created``: ``_start`` just created the run."""
-        return nullcontext() if self.leases is None else self.leases.kept(run_id, created=created)
+    def _lease(self, run_id: str) -> AbstractAsyncContextManager[object]:
+        return nullcontext() if self.leases is None else self.leases.kept(run_id)
 
 
 def _check_done_when(done_when: object) -> None:

@@ -264,9 +264,16 @@ class _ChildStore:
         owner: str = "local",
         parent_run_id: str | None = None,
         run_id: str | None = None,
+        lease: tuple[str, float] | None = None,
     ) -> RunRecord:
         return self._store.create_run(
-            kind, name, input, owner=owner, parent_run_id=self._parent_run_id, run_id=self._run_id
+            kind,
+            name,
+            input,
+            owner=owner,
+            parent_run_id=self._parent_run_id,
+            run_id=self._run_id,
+            lease=lease,
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -270,7 +270,7 @@ class FormulaRunner:
         with frozen(len(plan.steps)):  # from here: what a large plan's run makes is what the collector walks
             state = self._new_state(plan)
             run_input = self.input_for(plan, always_execute, self._budget(plan, max_tokens, max_cost))
-            run = self.store.create_run(
+            run = self.leases.create_run(
                 "formula", plan.formula, run_input, owner=owner, parent_run_id=parent_run_id, run_id=run_id
             )
             return await self._advance(run.id, state, created=run)
@@ -346,7 +346,7 @@ class FormulaRunner:
         run_input = self.input_for(plan, always_execute, self._budget(plan, *budget))
         if schedule is not None:
             run_input["schedule"] = dict(schedule)
-        run = self.store.create_run("formula", plan.formula, run_input, owner=owner, run_id=run_id)
+        run = self.leases.create_run("formula", plan.formula, run_input, owner=owner, run_id=run_id)
         with self.leases.held(run.id):
             self._first_commit(run, state, status=status)
         return run.id
@@ -411,15 +411,15 @@ class FormulaRunner:
     ) -> FormulaResult:
         """Hold the run's lease and advance it: from ``new``, a new run's state (its first commit), else
         from the store (``fresh``: just after its first commit, so there is nothing to recover).
-        ``created``: the run as this runner just created it (nobody held its lease or changed it since:
-        neither is read again)."""
+        ``created``: the run as this runner just created it, with its lease (nobody changed it since: it is
+        not read again)."""
         if run_id in self._live:
             raise RunLeased(
                 f"run {run_id!r} is being advanced by this runner already; nothing changed",
                 run_id=run_id,
                 holder=self.leases.holder,
             )
-        async with self.leases.kept(run_id, created=created is not None):
+        async with self.leases.kept(run_id):
             # read under the lease: what nobody else can change now
             run = created if created is not None else self.store.get_run(run_id)
             if new is not None:

@@ -85,9 +85,28 @@ def check_related(db: Db, related: Related, where: str) -> None:
 
 INSERT_RUN = (
     "INSERT INTO runs (id, kind, name, owner, parent_run_id, origin_run_id, status, input, created_at, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"
+    "updated_at, lease_owner, lease_expires_at, lease_generation) "
+    "VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)"
 )
-"""The one insert of a run, both backends'."""
+"""The one insert of a run, both backends' (its values: ``run_values``)."""
+
+LeaseRequest = tuple[str, float]
+"""``(holder, ttl)``: a new run's lease, held from its creation."""
+
+
+def run_values(
+    new_id: str,
+    kind: RunKind,
+    name: str,
+    owner: str,
+    related: Related,
+    input_json: str,
+    now: float,
+    lease: LeaseRequest | None,
+) -> tuple[object, ...]:
+    """The parameters of ``INSERT_RUN``: a run leased from its creation has the first generation."""
+    leased = (None, None, 0) if lease is None else (lease[0], now + lease[1], 1)
+    return (new_id, kind, name, owner, *related, input_json, now, now, *leased)
 
 
 class Backend(ABC):
@@ -253,9 +272,11 @@ class Backend(ABC):
         parent_run_id: str | None = None,
         run_id: str | None = None,
         origin_run_id: str | None = None,
+        lease: LeaseRequest | None = None,
     ) -> RunRecord:
         """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given;
-        ``origin_run_id``: the run it is a fork or a retry of.
+        ``origin_run_id``: the run it is a fork or a retry of; ``lease``: ``(holder, ttl)``, its lease held
+        from the start (generation 1), as ``take_lease`` would give it to the first holder.
 
         Raises:
             ConfigError: a bad argument, or a run with ``run_id`` exists already.
@@ -268,11 +289,24 @@ class Backend(ABC):
         new_id = (
             check.new_run_id() if run_id is None else check.text(run_id, "create_run: run_id", empty=False)
         )
-        return self._insert_run(new_id, kind, name, owner, (parent_run_id, origin_run_id), input_json)
+        if lease is not None:
+            lease = (
+                leases.checked_holder(lease[0], "create_run: lease holder"),
+                check.seconds(lease[1], "create_run: lease ttl"),
+            )
+        related = (parent_run_id, origin_run_id)
+        return self._insert_run(new_id, kind, name, owner, related, input_json, lease)
 
     @abstractmethod
     def _insert_run(
-        self, new_id: str, kind: RunKind, name: str, owner: str, related: Related, input_json: str
+        self,
+        new_id: str,
+        kind: RunKind,
+        name: str,
+        owner: str,
+        related: Related,
+        input_json: str,
+        lease: LeaseRequest | None,
     ) -> RunRecord:
         """Insert a run whose values ``create_run`` checked (``related``: its parent and its origin); a
         ConfigError if its id is taken, a NotFoundError if a run it names does not exist."""

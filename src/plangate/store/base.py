@@ -372,9 +372,11 @@ class Store(Protocol):
         parent_run_id: str | None = None,
         run_id: str | None = None,
         origin_run_id: str | None = None,
+        lease: tuple[str, float] | None = None,
     ) -> RunRecord:
         """Create a ``queued`` run; its id is random (``run_…``) unless ``run_id`` is given;
-        ``origin_run_id``: the run it is a fork or a retry of."""
+        ``origin_run_id``: the run it is a fork or a retry of; ``lease``: ``(holder, ttl)``, its lease held
+        from the start (``LeaseBook.create_run``)."""
         ...
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:

@@ -54,7 +54,15 @@ from plangate.events import Event
 from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store._backend import INSERT_RUN, Backend, Related, check_related, run_exists
+from plangate.store._backend import (
+    INSERT_RUN,
+    Backend,
+    LeaseRequest,
+    Related,
+    check_related,
+    run_exists,
+    run_values,
+)
 from plangate.store._migrate import Component
 from plangate.store._pg_listen import Listener
 from plangate.store._pg_schema import migrate, open_schema
@@ -160,7 +168,14 @@ class PostgresStore(Backend):
     # -- runs ---------------------------------------------------------------------------------------------
 
     def _insert_run(
-        self, new_id: str, kind: RunKind, name: str, owner: str, related: Related, input_json: str
+        self,
+        new_id: str,
+        kind: RunKind,
+        name: str,
+        owner: str,
+        related: Related,
+        input_json: str,
+        lease: LeaseRequest | None,
     ) -> RunRecord:
         """Insert the run (``create_run`` checked its values)."""
         with self._reading("create_run") as db:
@@ -169,7 +184,7 @@ class PostgresStore(Backend):
             # One statement, so that of two processes creating the same id exactly one succeeds.
             row = db.one(
                 f"{INSERT_RUN} ON CONFLICT (id) DO NOTHING RETURNING {rows.RUN_COLUMNS}",
-                (new_id, kind, name, owner, *related, input_json, now, now),
+                run_values(new_id, kind, name, owner, related, input_json, now, lease),
             )
         if row is None:
             raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")

@@ -25,12 +25,12 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 
 from plangate._offloop import off_loop, off_loop_undone
 from plangate.errors import RunLeased, StoreError
-from plangate.store.base import Lease, LeaseLost, RunRecord, Store, Transaction
+from plangate.store.base import Lease, LeaseLost, RunKind, RunRecord, Store, Transaction
 
 logger = logging.getLogger("plangate.store")
 
@@ -118,6 +118,7 @@ class LeaseBook:
         # to the same stopped work (a sub-run of the run taken over), and is taken over at once too.
         self._superseded: set[str] = set()
         self._renewers: dict[str, asyncio.Task[None]] = {}
+        self._created: dict[str, Lease] = {}  # leases of runs this book created, until first taken
         self._lock = threading.Lock()  # a commit answering from a worker thread counts with the loop's work
 
     def holds(self, run: RunRecord) -> bool:
@@ -203,9 +204,8 @@ class LeaseBook:
         """``confirm`` from async code: the renewal is written off the event loop."""
         await off_loop(self.confirm, run_id)
 
-    def take(self, run_id: str, *, created: bool = False) -> None:
-        """Hold the run's lease (count up when already held); ``created``: this process created the run
-        just now, so nobody held its lease before (nothing to take over: one read less).
+    def take(self, run_id: str) -> None:
+        """Hold the run's lease (count up when already held).
 
         Raises:
             RunLeased: another live holder has it; nothing changed.
@@ -214,9 +214,43 @@ class LeaseBook:
         with self._lock:
             count = self._counts.get(run_id, 0)
             if count == 0:
-                self._leases[run_id] = self._acquire(run_id, created)
+                self._leases[run_id] = self._acquire(run_id)
                 self._lost.discard(run_id)
             self._counts[run_id] = count + 1
+
+    def create_run(
+        self,
+        kind: RunKind,
+        name: str,
+        input: Mapping[str, object],
+        *,
+        owner: str = "local",
+        parent_run_id: str | None = None,
+        run_id: str | None = None,
+        store: Store | None = None,
+    ) -> RunRecord:
+        """``store.create_run``, the new run's lease held by this book from the start: its first ``take``
+        (``kept``, ``held``) asks the store nothing. For a run this process advances (or first commits) at
+        once; a lease nobody takes lapses at its expiry, as a stopped holder's does. ``store``: where to
+        create it, when not this book's store itself (a view of it: an agent step's).
+
+        Raises:
+            As ``Store.create_run``.
+        """
+        run = (store or self.store).create_run(
+            kind,
+            name,
+            input,
+            owner=owner,
+            parent_run_id=parent_run_id,
+            run_id=run_id,
+            lease=(self.holder, self.ttl),
+        )
+        if run.lease_expires_at is not None:
+            lease = Lease(run_id=run.id, holder=self.holder, generation=1, expires_at=run.lease_expires_at)
+            with self._lock:
+                self._created[run.id] = lease
+        return run
 
     def give_back(self, run_id: str) -> None:
         """Count down; the lease is released when nothing in this book holds it any more."""
@@ -247,10 +281,9 @@ class LeaseBook:
             self.give_back(run_id)
 
     @contextlib.asynccontextmanager
-    async def kept(self, run_id: str, *, created: bool = False) -> AsyncIterator[None]:
-        """Hold the lease while advancing the run, renewing it every third of its ttl; ``created`` as
-        ``take`` has it."""
-        await off_loop_undone(lambda _: self.give_back(run_id), self.take, run_id, created=created)
+    async def kept(self, run_id: str) -> AsyncIterator[None]:
+        """Hold the lease while advancing the run, renewing it every third of its ttl."""
+        await off_loop_undone(lambda _: self.give_back(run_id), self.take, run_id)
         if run_id not in self._renewers:
             self._renewers[run_id] = asyncio.get_running_loop().create_task(self._renew(run_id))
         try:
@@ -268,9 +301,13 @@ class LeaseBook:
             if self._leases.pop(run_id, None) is not None:
                 self._lost.add(run_id)
 
-    def _acquire(self, run_id: str, created: bool) -> Lease:
+    def _acquire(self, run_id: str) -> Lease:
+        # under the book's lock (``take``)
+        created = self._created.pop(run_id, None)
+        if created is not None:
+            return created  # nobody held it before, and nobody can have taken it since (it is live)
         store = self.store
-        before = None if created else store.get_lease(run_id)
+        before = store.get_lease(run_id)
         lease = store.take_lease(run_id, self.holder, self.ttl)
         if lease is not None:
             if before is not None and before.holder != self.holder:

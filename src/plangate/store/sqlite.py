@@ -34,7 +34,15 @@ from plangate.errors import ConfigError, StoreError
 from plangate.store import _checks as check
 from plangate.store import _leases as leases
 from plangate.store import _rows as rows
-from plangate.store._backend import INSERT_RUN, Backend, Related, check_related, run_exists
+from plangate.store._backend import (
+    INSERT_RUN,
+    Backend,
+    LeaseRequest,
+    Related,
+    check_related,
+    run_exists,
+    run_values,
+)
 from plangate.store._migrate import Component
 from plangate.store._sql import SQLiteDb
 from plangate.store._sqlite_checkpoint import Checkpointer
@@ -125,7 +133,14 @@ class SQLiteStore(Backend):
     # -- runs ---------------------------------------------------------------------------------------------
 
     def _insert_run(
-        self, new_id: str, kind: RunKind, name: str, owner: str, related: Related, input_json: str
+        self,
+        new_id: str,
+        kind: RunKind,
+        name: str,
+        owner: str,
+        related: Related,
+        input_json: str,
+        lease: LeaseRequest | None,
     ) -> RunRecord:
         """Insert the run (``create_run`` checked its values): under the file's write lock, so of two
         processes creating the same id exactly one succeeds."""
@@ -134,7 +149,7 @@ class SQLiteStore(Backend):
             if run_exists(db, new_id):
                 raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")
             now = self._clock()
-            db.run(INSERT_RUN, (new_id, kind, name, owner, *related, input_json, now, now))
+            db.run(INSERT_RUN, run_values(new_id, kind, name, owner, related, input_json, now, lease))
             row = db.one(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (new_id,))
         if row is None:  # inserted under the write lock the block held: only a broken file loses it
             raise StoreError(f"create_run: run {new_id!r} could not be read back from {self._where}")
