@@ -268,7 +268,6 @@ def _from_runs(
 
 # -- llm steps ----------------------------------------------------------------------------------------------
 
-
 class CallBudget(Protocol):
     """The budget an ``llm`` step's call is made under (a formula run's ``RunBudget``)."""
 

@@ -286,6 +286,7 @@ class Plan(_PlanModel):
             raise FormulaError(f"not a stored plan: {message}", path=path) from None
 
 
+
 def _walk(steps: Iterable[Step]) -> Iterator[Step]:
     for step in steps:
         yield step

@@ -50,7 +50,6 @@ _EXPECTED = {
     "decimal_parsing": "a decimal number",
 }
 
-
 def format_path(loc: Sequence[int | str]) -> str:
     """``("moves", 1, "slot")`` → ``arguments.moves[1].slot``."""
     path = "arguments"
@@ -79,10 +78,8 @@ def issues_from_pydantic(exc: ValidationError, parameters: Sequence[str]) -> lis
         elif kind == "extra_forbidden":
             message = "unexpected field"
         elif kind in ("literal_error", "enum"):
-            message = (
-                f"expected {error.get('ctx', {}).get('expected', 'one of the allowed values')}, "
-                f"got {describe_value(found)}"
-            )
+            message = f"expected {error.get('ctx', {}).get('expected', 'one of the allowed values')}, " \
+                      f"got {describe_value(found)}"
         elif kind in _EXPECTED:
             message = f"expected {_EXPECTED[kind]}, got {describe_value(found)}"
         else:

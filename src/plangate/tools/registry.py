@@ -144,7 +144,9 @@ class ToolRegistry:
         names = self.names() if active is None else list(active)
         return [self.get(name).catalogue_entry() for name in names]
 
-    async def call(self, name: str, arguments: object, *, idempotency_key: str | None = None) -> ToolResult:
+    async def call(
+        self, name: str, arguments: object, *, idempotency_key: str | None = None
+    ) -> ToolResult:
         """Validate and run one call. Never raises for a bad call or a failing tool: the result says so.
 
         Args:

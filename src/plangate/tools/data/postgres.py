@@ -114,10 +114,7 @@ SELECT 'database ' || current_database() WHERE has_database_privilege(current_da
 LIMIT 5
 """
 _WRITING_ROLES = (
-    "pg_write_all_data",
-    "pg_write_server_files",
-    "pg_read_server_files",
-    "pg_execute_server_program",
+    "pg_write_all_data", "pg_write_server_files", "pg_read_server_files", "pg_execute_server_program",
 )
 """Predefined roles that write every table or reach the server's files and programs."""
 _warned: set[str] = set()
@@ -200,7 +197,9 @@ def import_psycopg() -> ModuleType:
     try:
         return importlib.import_module("psycopg")
     except ImportError:
-        raise ConfigError('PostgreSQL data sources need psycopg: pip install "plangate[postgres]"') from None
+        raise ConfigError(
+            'PostgreSQL data sources need psycopg: pip install "plangate[postgres]"'
+        ) from None
 
 
 def mask_password(url: str) -> str:
@@ -324,7 +323,9 @@ class PostgresSource:
     def _vet(self, cursor: Any) -> None:
         identity = read_identity(cursor)
         if any(identity.same_as(other) for other in self._never):
-            raise SourceForbidden("store", f"data source {self.name!r} is the server's own store, not data")
+            raise SourceForbidden(
+                "store", f"data source {self.name!r} is the server's own store, not data"
+            )
         cursor.execute(_STORE_TABLES_SQL)
         found = cursor.fetchone()
         if found is not None:
@@ -353,10 +354,7 @@ class PostgresSource:
                 _warned.add(key)
                 logger.warning(
                     "data source %r (%s): the role %s %s; queried anyway, as allow_privileged says",
-                    self.name,
-                    self.describe(),
-                    rights[0],
-                    "; ".join(rights[1:]),
+                    self.name, self.describe(), rights[0], "; ".join(rights[1:]),
                 )
 
     def _tables(self, cursor: Any) -> list[TableInfo]:

@@ -31,11 +31,8 @@ class QueryLimits:
     timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for label, value in (
-            ("max_rows", self.max_rows),
-            ("max_bytes", self.max_bytes),
-            ("timeout_s", self.timeout_s),
-        ):
+        for label, value in (("max_rows", self.max_rows), ("max_bytes", self.max_bytes),
+                             ("timeout_s", self.timeout_s)):
             if not value > 0:
                 raise ConfigError(f"query limits: expected a positive {label}, got {value!r}")
 

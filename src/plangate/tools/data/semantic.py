@@ -402,7 +402,9 @@ class _Checker:
             condition_columns,
         )
 
-    def _aggregate(self, sql: str, path: str) -> tuple[MetricAgg, exp.Expr, tuple[ColumnRef, ...]] | None:
+    def _aggregate(
+        self, sql: str, path: str
+    ) -> tuple[MetricAgg, exp.Expr, tuple[ColumnRef, ...]] | None:
         try:
             tree = sqlglot.parse_one(sql, read=self.schema.dialect)
         except (SqlglotError, ValueError) as exc:

@@ -42,14 +42,12 @@ from plangate.tools.sql_guard import check_read_only
 
 _T = TypeVar("_T")
 
-_ALLOWED_ACTIONS = frozenset(
-    {
-        sqlite3.SQLITE_SELECT,
-        sqlite3.SQLITE_READ,
-        sqlite3.SQLITE_FUNCTION,
-        sqlite3.SQLITE_RECURSIVE,
-    }
-)
+_ALLOWED_ACTIONS = frozenset({
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+})
 _PROGRESS_STEPS = 100
 """Virtual-machine instructions between two checks of the deadline."""
 _GRACE_S = 0.2

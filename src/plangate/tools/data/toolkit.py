@@ -162,8 +162,7 @@ def aggregate_tool(
         source = arguments.get("source")
         if not isinstance(source, str) or source not in known:
             message = (
-                sources.unknown_message(str(source))
-                if source not in sources
+                sources.unknown_message(str(source)) if source not in sources
                 else f"the schema of {source!r} could not be read"
             )
             return ToolResult.blocked("unknown_source", message, observation=message)
@@ -197,7 +196,7 @@ def aggregate_tool(
     note = f" Sources: {', '.join(known) or 'none'}."
     for name, layer in layers.items():
         if layer.metrics:
-            note += f' Metrics of {name} ({{"metric": name}}): ' + "; ".join(
+            note += f" Metrics of {name} ({{\"metric\": name}}): " + "; ".join(
                 f"{m.name} = {m.definition}" for m in layer.metrics.values()
             )
             note += "."
