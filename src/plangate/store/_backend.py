@@ -22,6 +22,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import ClassVar, Self
 
@@ -88,25 +89,34 @@ INSERT_RUN = (
     "updated_at, lease_owner, lease_expires_at, lease_generation) "
     "VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)"
 )
-"""The one insert of a run, both backends' (its values: ``run_values``)."""
+"""The one insert of a run, both backends' (its values: ``NewRun.values``)."""
 
 LeaseRequest = tuple[str, float]
 """``(holder, ttl)``: a new run's lease, held from its creation."""
 
 
-def run_values(
-    new_id: str,
-    kind: RunKind,
-    name: str,
-    owner: str,
-    related: Related,
-    input_json: str,
-    now: float,
-    lease: LeaseRequest | None,
-) -> tuple[object, ...]:
-    """The parameters of ``INSERT_RUN``: a run leased from its creation has the first generation."""
-    leased = (None, None, 0) if lease is None else (lease[0], now + lease[1], 1)
-    return (new_id, kind, name, owner, *related, input_json, now, now, *leased)
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run to insert, its values checked by ``create_run``.
+
+    Attributes:
+        related: its parent and its origin (either may be None).
+        input_json: its input, as stored.
+        lease: held from its creation (generation 1), or None.
+    """
+
+    id: str
+    kind: RunKind
+    name: str
+    owner: str
+    related: Related
+    input_json: str
+    lease: LeaseRequest | None
+
+    def values(self, now: float) -> tuple[object, ...]:
+        """The parameters of ``INSERT_RUN``, created at ``now``."""
+        leased = (None, None, 0) if self.lease is None else (self.lease[0], now + self.lease[1], 1)
+        return (self.id, self.kind, self.name, self.owner, *self.related, self.input_json, now, now, *leased)
 
 
 class Backend(ABC):
@@ -295,21 +305,12 @@ class Backend(ABC):
                 check.seconds(lease[1], "create_run: lease ttl"),
             )
         related = (parent_run_id, origin_run_id)
-        return self._insert_run(new_id, kind, name, owner, related, input_json, lease)
+        return self._insert_run(NewRun(new_id, kind, name, owner, related, input_json, lease))
 
     @abstractmethod
-    def _insert_run(
-        self,
-        new_id: str,
-        kind: RunKind,
-        name: str,
-        owner: str,
-        related: Related,
-        input_json: str,
-        lease: LeaseRequest | None,
-    ) -> RunRecord:
-        """Insert a run whose values ``create_run`` checked (``related``: its parent and its origin); a
-        ConfigError if its id is taken, a NotFoundError if a run it names does not exist."""
+    def _insert_run(self, new: NewRun) -> RunRecord:
+        """Insert a run whose values ``create_run`` checked; a ConfigError if its id is taken, a
+        NotFoundError if a run it names does not exist."""
 
     def get_run(self, run_id: str, *, owner: str | None = None) -> RunRecord:
         """The run with that id (NotFoundError if none, or if ``owner`` is given and is not its owner)."""

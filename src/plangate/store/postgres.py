@@ -57,11 +57,9 @@ from plangate.store import _rows as rows
 from plangate.store._backend import (
     INSERT_RUN,
     Backend,
-    LeaseRequest,
-    Related,
+    NewRun,
     check_related,
     run_exists,
-    run_values,
 )
 from plangate.store._migrate import Component
 from plangate.store._pg_listen import Listener
@@ -72,7 +70,6 @@ from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
     Commit,
     Lease,
-    RunKind,
     RunRecord,
     Subscriber,
 )
@@ -167,27 +164,17 @@ class PostgresStore(Backend):
 
     # -- runs ---------------------------------------------------------------------------------------------
 
-    def _insert_run(
-        self,
-        new_id: str,
-        kind: RunKind,
-        name: str,
-        owner: str,
-        related: Related,
-        input_json: str,
-        lease: LeaseRequest | None,
-    ) -> RunRecord:
+    def _insert_run(self, new: NewRun) -> RunRecord:
         """Insert the run (``create_run`` checked its values)."""
         with self._reading("create_run") as db:
-            check_related(db, related, self._where)
-            now = self._clock()
+            check_related(db, new.related, self._where)
             # One statement, so that of two processes creating the same id exactly one succeeds.
             row = db.one(
                 f"{INSERT_RUN} ON CONFLICT (id) DO NOTHING RETURNING {rows.RUN_COLUMNS}",
-                run_values(new_id, kind, name, owner, related, input_json, now, lease),
+                new.values(self._clock()),
             )
         if row is None:
-            raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")
+            raise ConfigError(f"create_run: run_id: a run {new.id!r} exists already in {self._where}")
         return rows.run_record(row)
 
     # -- writing ------------------------------------------------------------------------------------------

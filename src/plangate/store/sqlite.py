@@ -37,11 +37,9 @@ from plangate.store import _rows as rows
 from plangate.store._backend import (
     INSERT_RUN,
     Backend,
-    LeaseRequest,
-    Related,
+    NewRun,
     check_related,
     run_exists,
-    run_values,
 )
 from plangate.store._migrate import Component
 from plangate.store._sql import SQLiteDb
@@ -50,7 +48,6 @@ from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate, open_schema
 from plangate.store.base import (
     Lease,
-    RunKind,
     RunRecord,
     Subscriber,
 )
@@ -132,27 +129,17 @@ class SQLiteStore(Backend):
 
     # -- runs ---------------------------------------------------------------------------------------------
 
-    def _insert_run(
-        self,
-        new_id: str,
-        kind: RunKind,
-        name: str,
-        owner: str,
-        related: Related,
-        input_json: str,
-        lease: LeaseRequest | None,
-    ) -> RunRecord:
+    def _insert_run(self, new: NewRun) -> RunRecord:
         """Insert the run (``create_run`` checked its values): under the file's write lock, so of two
         processes creating the same id exactly one succeeds."""
         with self._writing("create_run") as db:
-            check_related(db, related, self._where)
-            if run_exists(db, new_id):
-                raise ConfigError(f"create_run: run_id: a run {new_id!r} exists already in {self._where}")
-            now = self._clock()
-            db.run(INSERT_RUN, run_values(new_id, kind, name, owner, related, input_json, now, lease))
-            row = db.one(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (new_id,))
+            check_related(db, new.related, self._where)
+            if run_exists(db, new.id):
+                raise ConfigError(f"create_run: run_id: a run {new.id!r} exists already in {self._where}")
+            db.run(INSERT_RUN, new.values(self._clock()))
+            row = db.one(f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?", (new.id,))
         if row is None:  # inserted under the write lock the block held: only a broken file loses it
-            raise StoreError(f"create_run: run {new_id!r} could not be read back from {self._where}")
+            raise StoreError(f"create_run: run {new.id!r} could not be read back from {self._where}")
         return rows.run_record(row)
 
     # -- writing ------------------------------------------------------------------------------------------
