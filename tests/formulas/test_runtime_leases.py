@@ -197,3 +197,24 @@ def test_an_agent_run_whose_lease_was_taken_commits_and_writes_nothing_more() ->
     asyncio.run(scenario())
     assert calls == []
     assert store.get_interaction(interaction_id).status == "open"
+
+
+def test_a_run_created_with_its_lease_is_taken_as_any_other_once_that_lease_is_old(tmp_path: Path) -> None:
+    # LeaseBook.create_run holds the new run's lease from its creation, and its first take asks the store
+    # nothing; a take that comes later (a stream begun late) takes the lease again from the store, where the
+    # one the run was created with may have lapsed: committing with it would be refused.
+    store = memory_store()
+    book = LeaseBook(store, ttl=0.3)
+    fresh = book.create_run("formula", "f", {})
+    book.take(fresh.id)
+    assert book.fence(fresh.id).generation == 1
+    book.give_back(fresh.id)
+
+    late = book.create_run("formula", "f", {})
+    time.sleep(0.4)  # past its ttl: lapsed in the store
+    book.take(late.id)
+    with book.transaction(late.id) as tx:
+        tx.append(StatusEvent(stage="run", code="started", text="late, but started"))
+    assert book.fence(late.id).generation == 2
+    book.give_back(late.id)
+    assert store.get_lease(late.id) is None

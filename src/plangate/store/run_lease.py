@@ -118,7 +118,8 @@ class LeaseBook:
         # to the same stopped work (a sub-run of the run taken over), and is taken over at once too.
         self._superseded: set[str] = set()
         self._renewers: dict[str, asyncio.Task[None]] = {}
-        self._created: dict[str, Lease] = {}  # leases of runs this book created, until first taken
+        # the leases of runs this book created, with when (``time.monotonic``), until first taken
+        self._created: dict[str, tuple[Lease, float]] = {}
         self._lock = threading.Lock()  # a commit answering from a worker thread counts with the loop's work
 
     def holds(self, run: RunRecord) -> bool:
@@ -249,7 +250,7 @@ class LeaseBook:
         if run.lease_expires_at is not None:
             lease = Lease(run_id=run.id, holder=self.holder, generation=1, expires_at=run.lease_expires_at)
             with self._lock:
-                self._created[run.id] = lease
+                self._created[run.id] = (lease, time.monotonic())
         return run
 
     def give_back(self, run_id: str) -> None:
@@ -304,9 +305,10 @@ class LeaseBook:
     def _acquire(self, run_id: str) -> Lease:
         # under the book's lock (``take``)
         created = self._created.pop(run_id, None)
-        if created is not None:
-            return created  # nobody held it before, and nobody can have taken it since (it is live)
-        store = self.store
+        if created is not None and time.monotonic() - created[1] < self.ttl / 3:
+            # nobody held it before, and nobody can have taken it since: it is as live as a renewed one
+            return created[0]
+        store = self.store  # a run created long before (a stream begun late): take it as any holder would
         before = store.get_lease(run_id)
         lease = store.take_lease(run_id, self.holder, self.ttl)
         if lease is not None:
