@@ -21,8 +21,7 @@ from plangate.models import (
     Usage,
     wants_compact_prompts,
 )
-from plangate.runs.telemetry import RunTrace, metrics
-from plangate.runs.telemetry._observed import ObservedModel
+from plangate.runs.telemetry import RunTrace, observed
 
 MESSAGE_TOKENS = 6
 """What the estimate adds for each message (its role and the provider's framing)."""
@@ -169,8 +168,7 @@ class MeteredModel(ModelWrapper):
             self.called()
         counted = 0
         usage: Usage | None = None
-        observed = self.trace is not None or metrics.current() is not None
-        source = ObservedModel(self.inner, self.trace, None) if observed else self.inner
+        source = observed(self.inner, self.trace)
         try:
             async for chunk in source.stream(request):
                 if isinstance(chunk, Usage):
