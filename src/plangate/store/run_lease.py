@@ -249,8 +249,11 @@ class LeaseBook:
         )
         if run.lease_expires_at is not None:
             lease = Lease(run_id=run.id, holder=self.holder, generation=1, expires_at=run.lease_expires_at)
+            now = time.monotonic()
             with self._lock:
-                self._created[run.id] = (lease, time.monotonic())
+                # one never taken (an agent stream never iterated) would never be used: it is not kept
+                fresh = {key: kept for key, kept in self._created.items() if now - kept[1] < self.ttl / 3}
+                self._created = {**fresh, run.id: (lease, now)}
         return run
 
     def give_back(self, run_id: str) -> None:
