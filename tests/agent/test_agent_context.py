@@ -4,14 +4,17 @@ corrections) changes."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
+from collections.abc import Iterator
 
+import pytest
 from agent_helpers import agent, call, decision, make_desk, memory_store, plan
 
 from plangate.agent import Agent
-from plangate.agent._context import PINNED, View, catalogue_text, execute_context
+from plangate.agent._context import PINNED, Context, History, View, catalogue_text, execute_context
 from plangate.agent._state import AgentConfig
 from plangate.agent._transcript import Transcript
 from plangate.decisions import PlanStep
@@ -49,6 +52,29 @@ LOOKUP = {
     "reason": "need the week",
     "tool_call": {"name": "lookup", "arguments": {"query": "week"}},
 }
+
+
+@pytest.fixture
+def joins(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every prompt's messages also joined from scratch, which they must equal: a history laid out round
+    by round comes with its settled start joined already (``History``), and the messages made from that
+    must be the ones its turns make alone. Yields, per prompt, how many turns came joined already."""
+    joined_before: list[int] = []
+    messages = Context.messages
+
+    def checked(context: Context) -> list[Message]:
+        made = messages(context)
+        alone = messages(dataclasses.replace(context, history=tuple(context.history)))
+        assert made == alone
+        history = context.history
+        joined = history.joined if isinstance(history, History) else None
+        joined_before.append(0 if joined is None else joined.turns)
+        return made
+
+    monkeypatch.setattr(Context, "messages", checked)
+    yield joined_before
+    # the test went through prompts whose start came joined (else it proved nothing of it)
+    assert max(joined_before, default=0) > 2
 
 
 def _transcript() -> Transcript:
@@ -161,6 +187,7 @@ def _assert_each_prompt_extends_the_last(requests: list[ModelRequest]) -> None:
         assert len(_stable(after.messages)) > len(_stable(before.messages))
 
 
+@pytest.mark.usefixtures("joins")
 def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_declined_call() -> None:
     script = [
         call("lookup", query="week"),
@@ -200,6 +227,7 @@ def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_decli
     assert positions == sorted(positions)
 
 
+@pytest.mark.usefixtures("joins")
 def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_agent() -> None:
     script = [
         plan(("Look", "the week is known"), ("Book", "booked")),
@@ -227,6 +255,7 @@ def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_age
     assert "Step 2 of 2: Book" in executes[-1].messages[-1].content
 
 
+@pytest.mark.usefixtures("joins")
 def test_after_compaction_the_prompt_keeps_the_rules_and_the_request_and_grows_at_its_end_again() -> None:
     @tool
     def read_page(n: int) -> str:

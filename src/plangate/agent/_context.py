@@ -18,6 +18,10 @@ every pinned block always stay. The execute prompt is the run's prompt style's (
 one is here (``FullStyle``); the compact one of small models, built from the same history and sections, is in
 ``plangate.agent.small``. Not for: deciding what to fold (``_compact.py``), calling the model (``_calls.py``)
 or folding the record from events (``_transcript.py``).
+
+What is rebuilt costs what changed: ``history`` lays out again only the records after the last one that was
+final, and hands its settled start over already joined the way ``Context.messages`` joins it (``History``),
+so a round late in a long run joins only the turns it added.
 """
 
 from __future__ import annotations
@@ -91,25 +95,48 @@ class Context:
         the history are cache points; a joined message keeps the turns it was made of as its blocks, so a
         provider that caches by blocks finds each earlier round's end again.
         """
-        # each run of turns of one role, joined (in C: a long run of tool records is most of a late round)
-        joined: list[tuple[Role, list[str]]] = [
-            (role, list(map(_TEXT, turns))) for role, turns in itertools.groupby(self.history, _ROLE)
-        ]
-        # (message, part) of the last part that is history, where the stable prefix ends.
-        stable = (len(joined) - 1, len(joined[-1][1]) - 1) if joined else None
-        closing = _sections_text(self.sections)
-        if closing and joined and joined[-1][0] == "user":
-            joined[-1][1].append(closing)
-        elif closing:
-            joined.append(("user", [closing]))
         messages = [Message("system", self.system, cache_point=True)]
-        for number, (role, parts) in enumerate(joined):
-            cached = [False] * len(parts)  # True only at the end of the stable prefix
-            if stable is not None and stable[0] == number:
-                cached[stable[1]] = True
-            blocks = tuple(zip(parts, cached, strict=True)) if len(parts) > 1 else ()
-            messages.append(Message(role, "\n\n".join(parts), cache_point=cached[-1], blocks=blocks))
+        history = self.history
+        joined = history.joined if isinstance(history, History) else None
+        if joined is None:
+            joined = _NOTHING_JOINED
+        # The settled start of the history was joined as it was laid out (``history``): the messages it
+        # closed are taken as they are, and only what follows its last run of one role is joined here (in
+        # C: a long run of tool records is most of a late round).
+        messages += joined.closed[: joined.closed_count]
+        runs: list[tuple[Role, list[str], list[tuple[str, bool]]]] = []
+        if joined.role is not None:
+            runs.append((joined.role, joined.parts[: joined.count], joined.blocks[: joined.count]))
+        for role, turns in itertools.groupby(history[joined.turns :], _ROLE):
+            texts = list(map(_TEXT, turns))
+            if runs and runs[-1][0] == role:
+                runs[-1][1].extend(texts)
+            else:
+                runs.append((role, texts, []))
+        # (run, part) of the last part that is history, where the stable prefix ends.
+        stable = (len(runs) - 1, len(runs[-1][1]) - 1) if runs else None
+        closing = _sections_text(self.sections)
+        if closing and runs and runs[-1][0] == "user":
+            runs[-1][1].append(closing)
+        elif closing:
+            runs.append(("user", [closing], []))
+        for number, (role, parts, blocks) in enumerate(runs):
+            point = stable[1] if stable is not None and stable[0] == number else None
+            messages.append(_joined_message(role, parts, blocks, point))
         return messages
+
+
+def _joined_message(
+    role: Role, parts: list[str], blocks: list[tuple[str, bool]], point: int | None
+) -> Message:
+    """The message of one run of ``parts`` of one role; ``blocks`` holds the first parts' blocks already
+    made (never a cache point); ``point``: the part where the stable prefix ends, if in this run."""
+    if len(parts) == 1:
+        return Message(role, parts[0], cache_point=point == 0)
+    made = [*blocks, *zip(parts[len(blocks) :], itertools.repeat(False))]
+    if point is not None:
+        made[point] = (parts[point], True)
+    return Message(role, "\n\n".join(parts), cache_point=point == len(parts) - 1, blocks=tuple(made))
 
 
 class FullStyle:
@@ -340,9 +367,9 @@ def history(view: View, fixed: Sequence[Section] = ()) -> tuple[tuple[Role, str]
     # What the last call laid out of the same past is laid out again only from where it could change (a
     # tool record still waiting for its observation): a round costs what it added, not the whole run.
     kept = transcript.history_kept
-    start, found = 0, []
+    start, found, joined = 0, [], _Joined.empty()
     if isinstance(kept, _Kept) and kept.key == key and kept.upto <= len(transcript.order):
-        start, found = kept.upto, list(kept.found)
+        start, found, joined = kept.upto, list(kept.found), kept.joined
     settled: tuple[int, int] | None = None  # (order entries, history entries) before the first open record
     order = transcript.order
     for position in range(start, len(order)):
@@ -365,18 +392,74 @@ def history(view: View, fixed: Sequence[Section] = ()) -> tuple[tuple[Role, str]
             turn = transcript.turns[index]
             found.append(("assistant" if turn.role == "assistant" else "user", turn.text))
     upto, length = settled if settled is not None else (len(order), len(found))
-    transcript.history_kept = _Kept(key, upto, found[:length])
-    return tuple(found)
+    joined = joined.extended(found, length)
+    transcript.history_kept = _Kept(key, upto, found[:length], joined)
+    laid_out = History(found)
+    laid_out.joined = joined
+    return laid_out
+
+
+class History(tuple[tuple[Role, str], ...]):
+    """A prompt's history as ``history`` lays it out: its ``(role, text)`` turns, with its settled start
+    already joined the way ``Context.messages`` joins it, so that a late round joins only what it added."""
+
+    joined: _Joined | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _Kept:
     """The history ``history`` laid out of a transcript's first ``upto`` entries, for ``key`` (what was
-    folded, the summary, the fixed sections), every one of them final."""
+    folded, the summary, the fixed sections), every one of them final, and those turns joined."""
 
     key: tuple[int, int, str, str]
     upto: int
     found: list[tuple[Role, str]]
+    joined: _Joined
+
+
+@dataclass(frozen=True, slots=True)
+class _Joined:
+    """The first ``turns`` turns of a history joined as ``Context.messages`` joins them: the messages of
+    the runs of one role they close (``closed[:closed_count]``, none of them a cache point), then the run
+    still open, of ``role``, made of ``parts[:count]`` (with their blocks).
+
+    The lists are shared with the ``_Joined`` that ``extended`` makes next, which appends to them: each
+    value reads them only up to its counts.
+    """
+
+    turns: int
+    closed: list[Message]
+    closed_count: int
+    role: Role | None
+    parts: list[str]
+    blocks: list[tuple[str, bool]]
+    count: int
+
+    @classmethod
+    def empty(cls) -> _Joined:
+        """Nothing joined yet, with lists of its own."""
+        return cls(0, [], 0, None, [], [], 0)
+
+    def extended(self, turns: Sequence[tuple[Role, str]], upto: int) -> _Joined:
+        """These turns and ``turns[self.turns:upto]`` after them, joined."""
+        if upto == self.turns:
+            return self
+        closed, role, parts, blocks = self.closed, self.role, self.parts, self.blocks
+        if len(closed) != self.closed_count or len(parts) != self.count:
+            # another value went on from this one already: go on from copies of what this one holds
+            closed, parts, blocks = closed[: self.closed_count], parts[: self.count], blocks[: self.count]
+        for turn_role, text in turns[self.turns : upto]:
+            if turn_role != role:
+                if role is not None:
+                    closed.append(_joined_message(role, parts, blocks, None))
+                role, parts, blocks = turn_role, [], []
+            parts.append(text)
+            blocks.append((text, False))
+        return _Joined(upto, closed, len(closed), role, parts, blocks, len(parts))
+
+
+_NOTHING_JOINED = _Joined.empty()
+"""What ``Context.messages`` starts from for a history that comes without its start joined (read only)."""
 
 
 def _sections_text(sections: Sequence[Section]) -> str:
@@ -452,6 +535,7 @@ __all__ = [
     "Context",
     "Entry",
     "FullStyle",
+    "History",
     "Section",
     "View",
     "argument_sources",
