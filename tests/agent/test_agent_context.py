@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 from agent_helpers import agent, call, decision, make_desk, memory_store, plan
 
-from plangate.agent import Agent
+from plangate.agent import Agent, _context
 from plangate.agent._context import PINNED, Context, History, View, catalogue_text, execute_context
-from plangate.agent._state import AgentConfig
+from plangate.agent._state import AgentConfig, Memory
 from plangate.agent._transcript import Transcript
 from plangate.decisions import PlanStep
 from plangate.events import (
@@ -75,6 +75,28 @@ def joins(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield joined_before
     # the test went through prompts whose start came joined (else it proved nothing of it)
     assert max(joined_before, default=0) > 2
+
+
+@pytest.fixture
+def sources(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every execute call's argument sources also gathered from scratch, which they must equal: a round
+    looks again only at the turns and records after those that were final. Yields, per call, how many
+    records came gathered already."""
+    gathered_before: list[int] = []
+    gather = _context.argument_sources
+
+    def checked(view: View) -> list[str]:
+        kept = view.transcript.sources_kept
+        gathered_before.append(getattr(kept, "acts", 0))
+        afresh = dataclasses.replace(view.transcript, sources_kept=None)
+        alone = gather(dataclasses.replace(view, transcript=afresh))
+        made = gather(view)
+        assert made == alone
+        return made
+
+    monkeypatch.setattr(_context, "argument_sources", checked)
+    yield gathered_before
+    assert max(gathered_before, default=0) > 0
 
 
 def _transcript() -> Transcript:
@@ -187,7 +209,7 @@ def _assert_each_prompt_extends_the_last(requests: list[ModelRequest]) -> None:
         assert len(_stable(after.messages)) > len(_stable(before.messages))
 
 
-@pytest.mark.usefixtures("joins")
+@pytest.mark.usefixtures("joins", "sources")
 def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_declined_call() -> None:
     script = [
         call("lookup", query="week"),
@@ -227,7 +249,7 @@ def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_decli
     assert positions == sorted(positions)
 
 
-@pytest.mark.usefixtures("joins")
+@pytest.mark.usefixtures("joins", "sources")
 def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_agent() -> None:
     script = [
         plan(("Look", "the week is known"), ("Book", "booked")),
@@ -255,7 +277,7 @@ def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_age
     assert "Step 2 of 2: Book" in executes[-1].messages[-1].content
 
 
-@pytest.mark.usefixtures("joins")
+@pytest.mark.usefixtures("joins", "sources")
 def test_after_compaction_the_prompt_keeps_the_rules_and_the_request_and_grows_at_its_end_again() -> None:
     @tool
     def read_page(n: int) -> str:
@@ -315,3 +337,48 @@ def test_the_history_holds_no_hidden_correction_and_no_interaction_bookkeeping()
     history = execute_context(_view(transcript)).history
     assert [role for role, _ in history] == ["user", "assistant", "user", "user"]
     assert history[3] == ("user", '[round 3 · step 1]\ncall: place {"slot":3}\nobservation: placed')
+
+
+def test_argument_sources_gathered_round_by_round_are_those_gathered_at_once() -> None:
+    transcript = Transcript.start("Book the gym on day 3")
+    views: list[View] = []
+
+    def gathered(memory: Memory | None = None) -> list[str]:
+        # what a round gathers, going on from the last round, and what gathering it all at once gives
+        view = dataclasses.replace(_view(transcript), memory=memory)
+        afresh = dataclasses.replace(transcript, sources_kept=None)
+        alone = _context.argument_sources(dataclasses.replace(view, transcript=afresh))
+        views.append(view)
+        made = _context.argument_sources(view)
+        assert made == alone
+        return made
+
+    def call_(number: int, observation: str | None, success: bool = True) -> None:
+        transcript.apply(ToolCallEvent(call_id=f"r{number}", tool="lookup", arguments={"n": number}), {})
+        if observation is not None:
+            result(number, observation, success)
+
+    def result(number: int, observation: str, success: bool = True) -> None:
+        status = "done" if success else "failed"
+        event = ToolResultEvent(
+            call_id=f"r{number}", tool="lookup", status=status, success=success, summary="",
+            observation=observation,
+        )
+        transcript.apply(event, {})
+
+    call_(1, "Mon free")
+    call_(2, "no such day", success=False)
+    assert gathered() == ["Book the gym on day 3", "Mon free"]
+    call_(3, None)  # its observation is still to come: the next round looks at it again
+    assert gathered() == ["Book the gym on day 3", "Mon free"]
+    result(3, "Tue free")
+    call_(4, "Wed free")
+    transcript.apply(SpeakEvent(text="Which day?"), {})
+    answered = InteractionResolvedEvent(interaction_id="i1", kind="ask_user", resolution="answer")
+    transcript.apply(answered, {"i1": {"text": "Tuesday"}})
+    assert gathered() == ["Book the gym on day 3", "Tuesday", "Mon free", "Tue free", "Wed free"]
+    # Compaction folds the assistant's turn and the first two records: gathered again, without them.
+    folded = Memory(summary="Monday is free.", turns=1, acts=2)
+    assert gathered(folded) == ["Book the gym on day 3", "Tuesday", "Tue free", "Wed free"]
+    folded = Memory(summary="Monday and Tuesday are free.", turns=2, acts=3)
+    assert gathered(folded) == ["Book the gym on day 3", "Wed free"]

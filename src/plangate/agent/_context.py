@@ -478,9 +478,43 @@ def argument_sources(view: View) -> list[str]:
     """What a tool call may copy its arguments from: the person's words and what the tools that succeeded
     observed, as the prompt shows them. Never the rules, the example or the assistant's own words, nor a
     refusal's message: its words say what a tool expected (``mon..sun``), not values anybody gave."""
-    sources = [turn.text for turn in view.turns() if turn.role == "user"]
-    sources += [act.observation for act in view.acts() if act.observation and act.success]
-    return sources
+    transcript = view.transcript
+    memory = view.memory
+    folded = (0, 0) if memory is None else (memory.turns, memory.acts)
+    # The words and observations of the turns and records that are final were gathered by the last call
+    # (a record is final once its observation came): only those after them are looked at again.
+    kept = transcript.sources_kept
+    if not isinstance(kept, _Sources) or kept.folded != folded:
+        kept = _Sources(folded, 0, [], folded[1], [])
+    turns, acts = transcript.turns, transcript.acts
+    for position in range(kept.turns, len(turns)):
+        turn = turns[position]
+        if turn.role == "user" and (position == 0 or position > folded[0]):
+            kept.words.append(turn.text)
+    settled = len(acts)
+    for position in range(kept.acts, len(acts)):
+        act = acts[position]
+        if act.observation is None:
+            settled = position
+            break
+        if act.success and act.observation:
+            kept.observed.append(act.observation)
+    open_ = [act.observation for act in acts[settled:] if act.observation and act.success]
+    transcript.sources_kept = _Sources(folded, len(turns), kept.words, settled, kept.observed)
+    return [*kept.words, *kept.observed, *open_]
+
+
+@dataclass(frozen=True, slots=True)
+class _Sources:
+    """What ``argument_sources`` gathered of a transcript with ``folded`` turns and records summarised: the
+    user's words of its first ``turns`` turns, and the observations of its records before ``acts``, every
+    one of them final (lists that the next value goes on appending to)."""
+
+    folded: tuple[int, int]
+    turns: int
+    words: list[str]
+    acts: int
+    observed: list[str]
 
 
 def execute_context(view: View) -> Context:

@@ -122,6 +122,8 @@ class Transcript:
     _proposed: str = ""
     #: what the prompt's history laid out of this transcript last time (``_context.history``'s to read)
     history_kept: object = field(default=None, repr=False, compare=False)
+    #: what the tool calls' argument sources gathered of it last time (``_context.argument_sources``'s)
+    sources_kept: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def start(cls, prompt: str) -> Transcript:
