@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from plangate._models import built
+from plangate._models import built, restamped
 from plangate.agent import _writes
 from plangate.agent._batch import Batch, Question, ReceiptSpec, result_event, tool_output
 from plangate.agent._calls import call, decision_schema, read_decision, token_usage
@@ -333,8 +333,8 @@ def next_stall(stall: Stall | None, key: str, outcome: ToolResult) -> Stall:
     call keeps returning the same observation."""
     seen = short_digest(f"{outcome.status}\n{outcome.observation}")
     if stall is not None and stall.call == key and stall.observation == seen:
-        return stall.model_copy(update={"count": stall.count + 1})
-    return Stall(call=key, observation=seen, count=1)
+        return restamped(stall, {"count": stall.count + 1})
+    return built(Stall, {"call": key, "observation": seen, "count": 1})
 
 
 def consent_prompt(tool_call: Call) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from plangate._models import built
 from plangate.agent._state import Stall
 from plangate.decisions import Decision, RoundValidation, digest_arguments
 from plangate.events import JsonObject
@@ -245,13 +246,17 @@ def judge(decision: Decision, facts: Facts) -> Verdict:
     flow, act, call = _flow(decision, facts)
     evidence = _evidence(decision, facts)
     safety, stop = _safety(facts, call)
-    validation = RoundValidation(
-        flow_passed=flow.passed,
-        flow_reason=flow.reason,
-        evidence_passed=evidence.passed,
-        evidence_reason=evidence.reason,
-        safety_passed=safety.passed,
-        safety_reason=safety.reason,
+    # what the checks found, made here: nothing to validate again
+    validation = built(
+        RoundValidation,
+        {
+            "flow_passed": flow.passed,
+            "flow_reason": flow.reason,
+            "evidence_passed": evidence.passed,
+            "evidence_reason": evidence.reason,
+            "safety_passed": safety.passed,
+            "safety_reason": safety.reason,
+        },
     )
     if stop:
         return Verdict(validation, "stalled", safety.code, safety.reason, call)

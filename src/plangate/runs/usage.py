@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from plangate._models import built
 from plangate.config import ModelPrice
 from plangate.errors import ConfigError, Signal
 from plangate.models import Model, ModelChunk, ModelRequest, ModelWrapper, Usage
@@ -50,13 +51,24 @@ class ModelUsage(BaseModel):
 
     def plus(self, usage: Usage) -> ModelUsage:
         """This usage and one more call's."""
-        return ModelUsage(
-            calls=self.calls + 1,
-            input_tokens=self.input_tokens + usage.input_tokens,
-            output_tokens=self.output_tokens + usage.output_tokens,
-            cached_input_tokens=self.cached_input_tokens + (usage.cached_input_tokens or 0),
-            cache_write_tokens=self.cache_write_tokens + (usage.cache_write_tokens or 0),
+        added = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cached_input_tokens or 0,
+            usage.cache_write_tokens or 0,
         )
+        values = {
+            "calls": self.calls + 1,
+            "input_tokens": self.input_tokens + added[0],
+            "output_tokens": self.output_tokens + added[1],
+            "cached_input_tokens": self.cached_input_tokens + added[2],
+            "cache_write_tokens": self.cache_write_tokens + added[3],
+        }
+        # counts of this tally (checked when it was made) plus counts that are plain and not negative: sums
+        # nothing needs to check again; anything else a provider reported is validated, and refused
+        if _counts(added):
+            return built(ModelUsage, values)
+        return ModelUsage(**values)
 
     def merged(self, other: ModelUsage) -> ModelUsage:
         """The sum of two tallies of the same model."""
@@ -85,6 +97,17 @@ class ModelUsage(BaseModel):
         return total / _MILLION
 
 
+def _counts(values: tuple[object, ...]) -> bool:
+    """Whether every value is a plain int, none negative."""
+    for value in values:
+        if type(value) is not int or value < 0:
+            return False
+    return True
+
+
+_NO_USAGE = ModelUsage()
+
+
 class RunUsage(BaseModel):
     """A run's model usage, per model name (``provider:model``).
 
@@ -99,8 +122,8 @@ class RunUsage(BaseModel):
     def plus(self, model: str, usage: Usage) -> RunUsage:
         """This usage and one more call of ``model``."""
         models = dict(self.models)
-        models[model] = models.get(model, ModelUsage()).plus(usage)
-        return RunUsage(models=models)
+        models[model] = models.get(model, _NO_USAGE).plus(usage)
+        return built(RunUsage, {"models": models})  # tallies made and checked already
 
     def merged(self, other: RunUsage) -> RunUsage:
         """The usage of two runs together (a formula run and its steps' agents)."""

@@ -193,7 +193,8 @@ def result_from_value(value: object) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):
-        return ToolResult.done(value)
+        text = value if type(value) is str else str(value)
+        return _done(text, clip_summary(summarize(text)), None)
     if value is None:
         return ToolResult.done("done")
     try:
