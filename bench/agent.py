@@ -33,8 +33,14 @@ prompt only grows at its end). LangGraph's prebuilt ReAct agent is append-only b
 its tools are sent before the messages as a system block of their JSON schemas, where an OpenAI-compatible
 server's chat template puts them.
 
+Growth (``--growth N``, plangate alone): the per-round overhead of a session of N rounds over that of the
+measured one (``--rounds``), each the median of the repetitions: how much a round costs more late in a long
+session (its prompt and its record grow; what is laid out again each round should not). No target is set;
+the formula runs keep theirs at most 1.25 from 1,000 to 10,000 steps (``bench/formulas.py``).
+
 Run:  .venv/bin/python bench/agent.py                 (200 rounds, 5 repetitions)
       .venv/bin/python bench/agent.py --timings-only    (no prefix reuse)
+      .venv/bin/python bench/agent.py --timings-only --repeat 3 --growth 800
       .venv/bin/python bench/agent.py --rounds 50 --repeat 3
       .venv/bin/python bench/agent.py --prefix-only     (only the prefix reuse, no timings)
 """
@@ -495,6 +501,20 @@ def print_timings(rounds: int, times: int, results: dict[str, tuple[list[float],
     print(f"{'store size, openai-agents / plangate (no target)':<56} {versus_sdk:>7.1f}x")
 
 
+def print_growth(rounds: int, longer: int, times: int) -> None:
+    """plangate's per-round overhead at ``rounds`` and at ``longer`` rounds (alternating), and their ratio."""
+    seconds: dict[int, list[float]] = {rounds: [], longer: []}
+    for _ in range(times):
+        for count in seconds:
+            with tempfile.TemporaryDirectory(prefix="plangate-bench-") as folder:
+                seconds[count].append(plangate_session(Path(folder), count)[0] / count)
+    median = {count: statistics.median(values) for count, values in seconds.items()}
+    print(f"plangate per round, {times} repetitions, load {load()}")
+    for count, value in median.items():
+        print(f"{count:>6} rounds  {value * 1e6:>8.1f} µs/round (min {min(seconds[count]) * 1e6:.1f})")
+    print(f"growth {rounds} -> {longer} rounds: {median[longer] / median[rounds]:.2f}x per round (no target)")
+
+
 def load() -> str:
     """The machine's load averages (1, 5, 15 minutes), as uptime prints them."""
     return ", ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -504,6 +524,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200, help="tool rounds in the session (default 200)")
     parser.add_argument("--repeat", type=int, default=5, help="repetitions; the median is reported")
+    parser.add_argument(
+        "--growth", type=int, metavar="N", help="plangate's per-round overhead at N rounds over --rounds'"
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--prefix-only", action="store_true", help="measure only the prefix reuse")
     which.add_argument("--timings-only", action="store_true", help="measure only the timings")
@@ -520,6 +543,9 @@ def main() -> None:
     if args.prefix_only:
         return
     print_timings(rounds, times, repeat(rounds, times))
+    if args.growth:
+        print()
+        print_growth(rounds, args.growth, times)
 
 
 if __name__ == "__main__":

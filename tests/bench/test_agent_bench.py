@@ -22,3 +22,11 @@ def test_each_runtime_runs_the_session_and_keeps_it(tmp_path: Path, name: str) -
 def test_the_durable_peers_are_those_with_a_file() -> None:
     assert set(agent_bench.DURABLE_PEERS) == {"langgraph", "openai-agents"}
     assert set(agent_bench.SESSIONS) == {"plangate", "langgraph", "openai-agents", "pydantic-ai"}
+
+
+def test_the_growth_report_runs_both_lengths_and_says_their_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    agent_bench.print_growth(3, 6, 1)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:2] == ["3", "rounds"]
+    assert lines[2].split()[:2] == ["6", "rounds"]
+    assert lines[3].startswith("growth 3 -> 6 rounds: ")
