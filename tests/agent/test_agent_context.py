@@ -15,7 +15,7 @@ from agent_helpers import agent, call, decision, make_desk, memory_store, plan
 
 from plangate.agent import Agent, _context
 from plangate.agent._context import PINNED, Context, History, View, catalogue_text, execute_context
-from plangate.agent._state import AgentConfig, Memory
+from plangate.agent._state import AgentConfig, AgentState, Memory
 from plangate.agent._transcript import Transcript
 from plangate.decisions import PlanStep
 from plangate.events import (
@@ -30,6 +30,7 @@ from plangate.events import (
 )
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import Message, ModelRequest, ScriptedModel
+from plangate.store import EncodedObject
 from plangate.tools import ToolRegistry, Toolset, tool
 
 CONFIG = AgentConfig(
@@ -97,6 +98,24 @@ def sources(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     monkeypatch.setattr(_context, "argument_sources", checked)
     yield gathered_before
     assert max(gathered_before, default=0) > 0
+
+
+@pytest.fixture
+def snapshots(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[AgentState]]:
+    """Every state a commit writes, encoded by pydantic at once (``AgentState.encoded``), is the JSON of
+    its ``to_snapshot`` form: the same object once read back."""
+    states: list[AgentState] = []
+    encoded = AgentState.encoded
+
+    def checked(state: AgentState) -> EncodedObject:
+        made = encoded(state)
+        assert json.loads(made.text) == state.to_snapshot()
+        states.append(state)
+        return made
+
+    monkeypatch.setattr(AgentState, "encoded", checked)
+    yield states
+    assert states
 
 
 def _transcript() -> Transcript:
@@ -209,7 +228,7 @@ def _assert_each_prompt_extends_the_last(requests: list[ModelRequest]) -> None:
         assert len(_stable(after.messages)) > len(_stable(before.messages))
 
 
-@pytest.mark.usefixtures("joins", "sources")
+@pytest.mark.usefixtures("joins", "sources", "snapshots")
 def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_declined_call() -> None:
     script = [
         call("lookup", query="week"),
@@ -249,7 +268,7 @@ def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_decli
     assert positions == sorted(positions)
 
 
-@pytest.mark.usefixtures("joins", "sources")
+@pytest.mark.usefixtures("joins", "sources", "snapshots")
 def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_agent() -> None:
     script = [
         plan(("Look", "the week is known"), ("Book", "booked")),
@@ -277,7 +296,7 @@ def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_age
     assert "Step 2 of 2: Book" in executes[-1].messages[-1].content
 
 
-@pytest.mark.usefixtures("joins", "sources")
+@pytest.mark.usefixtures("joins", "sources", "snapshots")
 def test_after_compaction_the_prompt_keeps_the_rules_and_the_request_and_grows_at_its_end_again() -> None:
     @tool
     def read_page(n: int) -> str:

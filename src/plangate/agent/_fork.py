@@ -210,7 +210,7 @@ def materialize(
                 summary=receipt.summary,
                 output=receipt.output,
             )
-        tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+        tx.set_snapshot(state.encoded(), version=SNAPSHOT_VERSION)
         tx.set_status("queued")
     return True
 

@@ -30,7 +30,7 @@ from plangate.errors import SchemaVersionError, StoreError
 from plangate.events import JsonObject
 from plangate.runs import tools as tool_identities
 from plangate.runs.usage import Budget, RunUsage
-from plangate.store import Snapshot
+from plangate.store import EncodedObject, Snapshot
 from plangate.tools import ToolsetState
 
 SNAPSHOT_VERSION = 1
@@ -232,6 +232,10 @@ class AgentState(BaseModel):
         """The JSON form written to the store (defaults included, so the format is explicit)."""
         data: JsonObject = self.model_dump(mode="json")
         return data
+
+    def encoded(self) -> EncodedObject:
+        """``to_snapshot`` as the store writes it, encoded by pydantic at once (every commit writes it)."""
+        return EncodedObject.of_model(self, "the agent's state")
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> AgentState:

@@ -430,7 +430,7 @@ class Agent(Generic[DepsT, OutputT]):
                 tx.expire_interaction(opened.interaction_id)
             tx.append(outcome.event())
             tx.set_status("cancelled", outcome=outcome.stored())
-            tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+            tx.set_snapshot(state.encoded(), version=SNAPSHOT_VERSION)
         return AgentResult(run_id, "cancelled", outcome, None, state.answer)
 
     def usage(self, run_id: str) -> dict[str, JsonValue] | None:

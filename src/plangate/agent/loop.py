@@ -382,7 +382,7 @@ class RunLoop:
         if batch.status is not None:
             ended = state.outcome if batch.status in _ENDED else None
             tx.set_status(batch.status, outcome=None if ended is None else ended.stored())
-        tx.set_snapshot(state.to_snapshot(), version=SNAPSHOT_VERSION)
+        tx.set_snapshot(state.encoded(), version=SNAPSHOT_VERSION)
         return list(tx.events)
 
     @overload

@@ -55,7 +55,8 @@ class EncodedObject:
                 writes them as such, ``ser_json_inf_nan="constants"``; pydantic's default writes null), or
                 its JSON form is not an object.
         """
-        text = model.model_dump_json(by_alias=True)
+        # the serializer called directly: ``model_dump_json``'s wrapper costs more than a small model's JSON
+        text = model.__pydantic_serializer__.to_json(model, by_alias=True).decode()
         if "NaN" in text or "Infinity" in text:  # perhaps only inside a string: the exact encoder tells
             return cls.of(model.model_dump(mode="json", by_alias=True), where)
         if not text.startswith("{"):
