@@ -241,6 +241,18 @@ def test_deeply_nested_json_is_a_parse_error() -> None:
     assert parse_error(deep) == "decision: the JSON nests deeper than 64 levels"
 
 
+@pytest.mark.parametrize("depth", [65, 300])
+def test_json_nested_past_the_limit_but_within_the_decoder_s_is_a_parse_error(depth: int) -> None:
+    # decoded whole by json (no RecursionError), then refused by the depth limit
+    nested = '{"action": "done", "reason": "x", "goal_check": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    assert parse_error(nested) == "decision: the JSON nests deeper than 64 levels"
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    decision = parse({"action": "done", "reason": "{[" * 100})
+    assert decision.reason == "{[" * 100
+
+
 # --- goal_check -------------------------------------------------------------------------------------------
 
 

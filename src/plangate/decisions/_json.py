@@ -197,8 +197,16 @@ def loads(text: str, what: str, *, offset: int = 0) -> object:
         raise DecisionParseError(what, f"the JSON nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # anything else json refuses to convert
         raise DecisionParseError(what, f"invalid JSON: {exc}") from None
-    check_value(value, what)
+    _check_decoded(value, text, what)
     return value
+
+
+def _check_decoded(value: object, text: str, what: str) -> None:
+    """``check_value`` of what ``_strict_loads`` decoded from ``text``: its numbers were refused as they
+    were read, and a text with no more than ``MAX_DEPTH`` brackets cannot nest deeper (only a longer one is
+    walked)."""
+    if text.count("{") + text.count("[") > MAX_DEPTH:
+        check_value(value, what)
 
 
 def load_object(text: str, what: str) -> dict[str, object]:
@@ -224,8 +232,9 @@ def load_object(text: str, what: str) -> dict[str, object]:
                 raise DecisionParseError(what, reason) from None
             raise DecisionParseError(what, "expected a JSON object, found no '{'") from None
         start, end = span
-        value = loads(body[start:end], what, offset=start)
-    check_value(value, what)
+        value = loads(body[start:end], what, offset=start)  # checked there
+    else:
+        _check_decoded(value, body, what)
     if not isinstance(value, dict):
         raise DecisionParseError(what, f"expected a JSON object, got {json_type(value, article=True)}")
     return value

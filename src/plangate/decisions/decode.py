@@ -212,7 +212,11 @@ def decode_decision(value: object) -> Decision:
     Raises:
         DecisionParseError: naming the field and the reason, usable verbatim as a correction.
     """
-    raw = _top(value, "decision")
+    return _decision(_top(value, "decision"))
+
+
+def _decision(raw: Mapping[str, object]) -> Decision:
+    """``decode_decision`` of an object already checked (``_top``, ``load_object``)."""
     action = cast(Action, _choice(raw.get("action"), "action", ACTIONS))
     tool_call = _tool_call(raw.get("tool_call"))
     abort = _abort(raw.get("abort"))
@@ -236,7 +240,11 @@ def decode_route(value: object) -> RouteDecision:
     Raises:
         DecisionParseError: naming the field and the reason.
     """
-    raw = _top(value, "route")
+    return _route(_top(value, "route"))
+
+
+def _route(raw: Mapping[str, object]) -> RouteDecision:
+    """``decode_route`` of an object already checked."""
     route = cast(Route, _choice(raw.get("route"), "route", ROUTES))
     return _build(RouteDecision, {"route": route, "reply": _text(raw.get("reply"), "reply")})
 
@@ -289,7 +297,11 @@ def decode_plan(value: object) -> PlanOutput:
     Raises:
         DecisionParseError: naming the field and the reason.
     """
-    raw = _top(value, "plan")
+    return _plan(_top(value, "plan"))
+
+
+def _plan(raw: Mapping[str, object]) -> PlanOutput:
+    """``decode_plan`` of an object already checked."""
     action = cast(PlanAction, _choice(raw.get("action"), "action", PLAN_ACTIONS))
     steps = _plan_steps(raw.get("plan_steps"))
     question = _text(raw.get("question"), "question")
@@ -312,7 +324,7 @@ def parse_decision_json(text: str) -> Decision:
     Raises:
         DecisionParseError: the text holds no usable JSON object, or the object is not a valid decision.
     """
-    return decode_decision(load_object(text, "decision"))
+    return _decision(load_object(text, "decision"))
 
 
 def parse_route_json(text: str) -> RouteDecision:
@@ -321,7 +333,7 @@ def parse_route_json(text: str) -> RouteDecision:
     Raises:
         DecisionParseError: the text holds no usable route.
     """
-    return decode_route(load_object(text, "route"))
+    return _route(load_object(text, "route"))
 
 
 def try_parse_route(text: str) -> RouteDecision | None:
@@ -342,7 +354,7 @@ def parse_plan_json(text: str) -> PlanOutput:
     Raises:
         DecisionParseError: the text holds no usable plan.
     """
-    return decode_plan(load_object(text, "plan"))
+    return _plan(load_object(text, "plan"))
 
 
 __all__ = [
