@@ -208,3 +208,21 @@ def test_a_meta_tool_called_when_no_domain_exists_is_not_suggested_as_itself() -
     assert (result.status, result.error_code, result.observation) == ("blocked", "unknown_tool", correction)
     # A near miss of a meta tool is not pointed at a tool that is not offered either.
     assert toolset.correction_for("context_tools_ad") == "unknown tool 'context_tools_ad' (active tools: now)"
+
+
+def test_the_active_tools_follow_the_registry_and_the_packs_as_they_change() -> None:
+    registry = ToolRegistry([now])
+    toolset = Toolset(registry)
+    assert toolset.active_names() == ["now"]  # core tools alone: no meta tools to offer
+    registry.register(get_overview)  # a tool registered after the toolset was made
+    assert toolset.active_names() == ["now", ADD_TOOL, REMOVE_TOOL]
+    toolset.activate("schedule", ["read"])
+    assert toolset.active_names() == ["now", "get_overview", ADD_TOOL, REMOVE_TOOL]
+    registry.register(place)
+    toolset.activate("schedule", ["edit"])
+    assert toolset.active_names() == ["now", "get_overview", "place", ADD_TOOL, REMOVE_TOOL]
+    toolset.deactivate("schedule", ["read"])
+    assert toolset.active_names() == ["now", "place", ADD_TOOL, REMOVE_TOOL]
+    listed = toolset.active_tools()
+    listed.clear()  # the caller's own list
+    assert toolset.active_names() == ["now", "place", ADD_TOOL, REMOVE_TOOL]

@@ -70,6 +70,8 @@ class Toolset:
         self.registry = registry
         self._active: list[PackRef] = list(_load_state(state).active) if state is not None else []
         self._meta = {item.name: item for item in self._build_meta_tools()}
+        # the active tools, for the registry's size and the packs active (a registry only grows)
+        self._kept: tuple[tuple[int, tuple[PackRef, ...]], tuple[Tool, ...]] | None = None
 
     def state(self) -> ToolsetState:
         """The current state, to persist with the run."""
@@ -124,8 +126,12 @@ class Toolset:
     def active_tools(self) -> list[Tool]:
         """The tools that may be called now: active registry tools, then the meta tools (when some tool
         belongs to a domain other than ``core``)."""
-        found = [item for item in self.registry if self._pack_active(item.domain, item.pack)]
-        return [*found, *self._offered_meta_tools()]
+        key = (len(self.registry), tuple(self._active))
+        kept = self._kept
+        if kept is None or kept[0] != key:
+            found = [item for item in self.registry if self._pack_active(item.domain, item.pack)]
+            kept = self._kept = (key, (*found, *self._offered_meta_tools()))
+        return list(kept[1])
 
     def active_names(self) -> list[str]:
         """The names of :meth:`active_tools`."""
