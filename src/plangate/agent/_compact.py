@@ -209,14 +209,15 @@ def _report(fold: Sequence[_Record], summarised: int, why: str, before: int, aft
     return f"{head}; prompt estimate {before:,} -> {after:,} tokens"
 
 
-async def fit_context(loop: RunContext) -> tuple[list[Message], list[Event]]:
-    """The messages of the round's execute call, compacted first when they would pass the budget.
+async def fit_context(loop: RunContext, view: View | None = None) -> tuple[list[Message], list[Event]]:
+    """The messages of the round's execute call, compacted first when they would pass the budget;
+    ``view``: the round's ``loop.view()``, when the caller holds it already.
 
     Returns:
         The messages, and the ``context_compacted`` status event to commit with the round (none when the
         prompt fit or nothing could be folded). ``loop.state.memory`` holds the new memory.
     """
-    view = loop.view()
+    view = loop.view() if view is None else view
     messages = execute_context(view).messages()
     estimate = estimate_tokens(messages)
     room = _Room.of(loop.config, loop.meter)

@@ -114,7 +114,7 @@ async def run_round(loop: RunContext) -> None:
     offered = _offered_tools(loop, view)
     names = [item.name for item in offered]
     # A compaction is committed with the round it made room for: a crash before the commit only redoes it.
-    messages, compacted = await fit_context(loop)
+    messages, compacted = await fit_context(loop, view)
     answer = await call(
         loop.model,
         "execute",
