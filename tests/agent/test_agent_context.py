@@ -8,13 +8,14 @@ import dataclasses
 import itertools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from agent_helpers import agent, call, decision, make_desk, memory_store, plan
 
 from plangate.agent import Agent, _context
-from plangate.agent._context import PINNED, Context, History, View, catalogue_text, execute_context
+from plangate.agent._context import PINNED, Context, View, catalogue_text, execute_context
 from plangate.agent._state import AgentConfig, AgentState, Memory
 from plangate.agent._transcript import Transcript
 from plangate.decisions import PlanStep
@@ -30,7 +31,6 @@ from plangate.events import (
 )
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import Message, ModelRequest, ScriptedModel
-from plangate.store import EncodedObject
 from plangate.tools import ToolRegistry, Toolset, tool
 
 CONFIG = AgentConfig(
@@ -55,66 +55,64 @@ LOOKUP = {
 }
 
 
-@pytest.fixture
-def joins(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Every prompt's messages also joined from scratch, which they must equal: a history laid out round
-    by round comes with its settled start joined already (``History``), and the messages made from that
-    must be the ones its turns make alone. Yields, per prompt, how many turns came joined already."""
-    joined_before: list[int] = []
-    messages = Context.messages
+def _compared(
+    monkeypatch: pytest.MonkeyPatch,
+    owner: object,
+    name: str,
+    afresh: Callable[[Callable[[Any], Any], Any], object],
+    *,
+    read: Callable[[Any], object] = lambda made: made,
+    found: Callable[[Any], object] = lambda argument: argument,
+) -> list[Any]:
+    """Have ``owner.name`` check what it makes (``read``) against ``afresh(original, argument)``; returns
+    ``found(argument)`` of each call, taken before the call (what it found kept)."""
+    original = getattr(owner, name)
+    seen: list[Any] = []
 
-    def checked(context: Context) -> list[Message]:
-        made = messages(context)
-        alone = messages(dataclasses.replace(context, history=tuple(context.history)))
-        assert made == alone
-        history = context.history
-        joined = history.joined if isinstance(history, History) else None
-        joined_before.append(0 if joined is None else joined.turns)
+    def checked(argument: Any) -> Any:
+        seen.append(found(argument))
+        made = original(argument)
+        assert read(made) == afresh(original, argument)
         return made
 
-    monkeypatch.setattr(Context, "messages", checked)
-    yield joined_before
-    # the test went through prompts whose start came joined (else it proved nothing of it)
-    assert max(joined_before, default=0) > 2
-
-
-@pytest.fixture
-def sources(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Every execute call's argument sources also gathered from scratch, which they must equal: a round
-    looks again only at the turns and records after those that were final. Yields, per call, how many
-    records came gathered already."""
-    gathered_before: list[int] = []
-    gather = _context.argument_sources
-
-    def checked(view: View) -> list[str]:
-        kept = view.transcript.sources_kept
-        gathered_before.append(getattr(kept, "acts", 0))
-        afresh = dataclasses.replace(view.transcript, sources_kept=None)
-        alone = gather(dataclasses.replace(view, transcript=afresh))
-        made = gather(view)
-        assert made == alone
-        return made
-
-    monkeypatch.setattr(_context, "argument_sources", checked)
-    yield gathered_before
-    assert max(gathered_before, default=0) > 0
+    monkeypatch.setattr(owner, name, checked)
+    return seen
 
 
 @pytest.fixture
-def snapshots(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[AgentState]]:
-    """Every state a commit writes, encoded by pydantic at once (``AgentState.encoded``), is the JSON of
-    its ``to_snapshot`` form: the same object once read back."""
-    states: list[AgentState] = []
-    encoded = AgentState.encoded
-
-    def checked(state: AgentState) -> EncodedObject:
-        made = encoded(state)
-        assert json.loads(made.text) == state.to_snapshot()
-        states.append(state)
-        return made
-
-    monkeypatch.setattr(AgentState, "encoded", checked)
-    yield states
+def kept_as_afresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What an agent keeps from round to round makes what it makes afresh: a history laid out round by
+    round comes with its settled start joined already (``History``), and gives the messages its turns
+    give alone; argument sources are gathered again only after the records that were final, and are
+    those gathered at once; a state encoded by pydantic at once is the JSON of its ``to_snapshot``."""
+    joined = _compared(
+        monkeypatch,
+        Context,
+        "messages",
+        lambda messages, context: messages(dataclasses.replace(context, history=tuple(context.history))),
+        found=lambda context: getattr(getattr(context.history, "joined", None), "turns", 0),
+    )
+    gathered = _compared(
+        monkeypatch,
+        _context,
+        "argument_sources",
+        lambda gather, view: gather(
+            dataclasses.replace(view, transcript=dataclasses.replace(view.transcript, sources_kept=None))
+        ),
+        found=lambda view: getattr(view.transcript.sources_kept, "acts", 0),
+    )
+    states = _compared(
+        monkeypatch,
+        AgentState,
+        "encoded",
+        lambda _, state: state.to_snapshot(),
+        read=lambda made: json.loads(made.text),
+    )
+    yield
+    # the test went through prompts whose start came joined and records gathered already (else it proved
+    # nothing of them), and commits
+    assert max(joined, default=0) > 2
+    assert max(gathered, default=0) > 0
     assert states
 
 
@@ -228,7 +226,7 @@ def _assert_each_prompt_extends_the_last(requests: list[ModelRequest]) -> None:
         assert len(_stable(after.messages)) > len(_stable(before.messages))
 
 
-@pytest.mark.usefixtures("joins", "sources", "snapshots")
+@pytest.mark.usefixtures("kept_as_afresh")
 def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_declined_call() -> None:
     script = [
         call("lookup", query="week"),
@@ -268,7 +266,7 @@ def test_prompts_grow_at_their_end_through_questions_answers_consent_and_a_decli
     assert positions == sorted(positions)
 
 
-@pytest.mark.usefixtures("joins", "sources", "snapshots")
+@pytest.mark.usefixtures("kept_as_afresh")
 def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_agent() -> None:
     script = [
         plan(("Look", "the week is known"), ("Book", "booked")),
@@ -296,7 +294,7 @@ def test_prompts_grow_at_their_end_across_plan_steps_and_a_resume_in_another_age
     assert "Step 2 of 2: Book" in executes[-1].messages[-1].content
 
 
-@pytest.mark.usefixtures("joins", "sources", "snapshots")
+@pytest.mark.usefixtures("kept_as_afresh")
 def test_after_compaction_the_prompt_keeps_the_rules_and_the_request_and_grows_at_its_end_again() -> None:
     @tool
     def read_page(n: int) -> str:
