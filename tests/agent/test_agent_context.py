@@ -15,7 +15,7 @@ import pytest
 from agent_helpers import agent, call, decision, make_desk, memory_store, plan
 
 from plangate.agent import Agent, _context
-from plangate.agent._context import PINNED, Context, View, catalogue_text, execute_context
+from plangate.agent._context import PINNED, Context, View, catalogue_text, execute_context, history
 from plangate.agent._state import AgentConfig, AgentState, Memory
 from plangate.agent._transcript import Transcript
 from plangate.decisions import PlanStep
@@ -399,3 +399,43 @@ def test_argument_sources_gathered_round_by_round_are_those_gathered_at_once() -
     assert gathered(folded) == ["Book the gym on day 3", "Tuesday", "Tue free", "Wed free"]
     folded = Memory(summary="Monday and Tuesday are free.", turns=2, acts=3)
     assert gathered(folded) == ["Book the gym on day 3", "Wed free"]
+    # What an earlier round kept, used again after a later round went on from it, holds only its own.
+    assert gathered() == ["Book the gym on day 3", "Tuesday", "Mon free", "Tue free", "Wed free"]
+    earlier = transcript.sources_kept
+    call_(5, "Thu free")
+    assert gathered() == ["Book the gym on day 3", "Tuesday", "Mon free", "Tue free", "Wed free", "Thu free"]
+    transcript.sources_kept = earlier
+    call_(6, "Fri free")
+    assert gathered()[-2:] == ["Thu free", "Fri free"]
+
+
+def test_a_history_laid_out_again_from_an_earlier_round_s_joined_start_holds_only_its_own() -> None:
+    transcript = Transcript.start("Read the pages")
+
+    def record(number: int) -> None:
+        transcript.apply(ToolCallEvent(call_id=f"r{number}", tool="lookup", arguments={"n": number}), {})
+        event = ToolResultEvent(
+            call_id=f"r{number}", tool="lookup", status="done", success=True, summary="",
+            observation=f"page {number}",
+        )
+        transcript.apply(event, {})
+
+    def messages() -> list[Message]:
+        laid_out = history(_view(transcript))
+        made = Context("rules", laid_out, ()).messages()
+        assert made == Context("rules", tuple(laid_out), ()).messages()  # joined from scratch
+        return made
+
+    record(1)
+    transcript.apply(SpeakEvent(text="Reading on."), {})
+    record(2)
+    messages()
+    earlier = transcript.history_kept
+    record(3)
+    messages()
+    transcript.history_kept = earlier  # what a later round went on from, used again
+    transcript.apply(SpeakEvent(text="One more."), {})
+    record(4)
+    last = messages()
+    assert [message.role for message in last] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "page 3" in last[3].content and last[4].content == "One more." and "page 4" in last[5].content

@@ -31,7 +31,7 @@ import itertools
 import json
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
@@ -486,11 +486,15 @@ def argument_sources(view: View) -> list[str]:
     kept = transcript.sources_kept
     if not isinstance(kept, _Sources) or kept.folded != folded:
         kept = _Sources(folded, 0, [], folded[1], [])
+    words, observed = kept.words, kept.observed
+    if len(words) != kept.words_count or len(observed) != kept.observed_count:
+        # another value went on from this one already: go on from copies of what this one holds
+        words, observed = words[: kept.words_count], observed[: kept.observed_count]
     turns, acts = transcript.turns, transcript.acts
     for position in range(kept.turns, len(turns)):
         turn = turns[position]
         if turn.role == "user" and (position == 0 or position > folded[0]):
-            kept.words.append(turn.text)
+            words.append(turn.text)
     settled = len(acts)
     for position in range(kept.acts, len(acts)):
         act = acts[position]
@@ -498,23 +502,30 @@ def argument_sources(view: View) -> list[str]:
             settled = position
             break
         if act.success and act.observation:
-            kept.observed.append(act.observation)
+            observed.append(act.observation)
     open_ = [act.observation for act in acts[settled:] if act.observation and act.success]
-    transcript.sources_kept = _Sources(folded, len(turns), kept.words, settled, kept.observed)
-    return [*kept.words, *kept.observed, *open_]
+    transcript.sources_kept = _Sources(folded, len(turns), words, settled, observed)
+    return [*words, *observed, *open_]
 
 
 @dataclass(frozen=True, slots=True)
 class _Sources:
     """What ``argument_sources`` gathered of a transcript with ``folded`` turns and records summarised: the
     user's words of its first ``turns`` turns, and the observations of its records before ``acts``, every
-    one of them final (lists that the next value goes on appending to)."""
+    one of them final. The lists are shared with the value made next, which appends to them: each value
+    reads them only up to the lengths they had when it was made."""
 
     folded: tuple[int, int]
     turns: int
     words: list[str]
     acts: int
     observed: list[str]
+    words_count: int = field(init=False)
+    observed_count: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "words_count", len(self.words))
+        object.__setattr__(self, "observed_count", len(self.observed))
 
 
 def execute_context(view: View) -> Context:
