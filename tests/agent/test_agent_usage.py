@@ -193,3 +193,25 @@ def test_a_cancelled_run_keeps_what_it_spent_in_its_outcome() -> None:
     assert ended.outcome is not None and ended.outcome.usage is not None
     assert ended.outcome.usage["calls"] == len(model.requests) == 1
     assert runner.store.get_run(waiting.run_id).outcome["usage"] == ended.outcome.usage  # type: ignore[index]
+
+
+def test_the_usage_so_far_of_a_run_whose_record_is_held_reads_no_run_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a formula's budget reads its running agent steps' usage from the records it listed
+    runner, model = agent([call("place", task="gym", slot=3)], make_desk(), mode="react")
+    waiting = runner.run("Place the gym")
+    assert waiting.interaction is not None
+    by_id = runner.usage(waiting.run_id)
+    assert by_id is not None and by_id["calls"] == len(model.requests) == 1
+    record = runner.store.get_run(waiting.run_id)
+    read: list[str] = []
+    get_run = runner.store.get_run
+
+    def counted(run_id: str) -> Any:
+        read.append(run_id)
+        return get_run(run_id)
+
+    monkeypatch.setattr(runner.store, "get_run", counted)
+    assert runner.usage(record) == by_id
+    assert read == []

@@ -433,12 +433,13 @@ class Agent(Generic[DepsT, OutputT]):
             tx.set_snapshot(state.encoded(), version=SNAPSHOT_VERSION)
         return AgentResult(run_id, "cancelled", outcome, None, state.answer)
 
-    def usage(self, run_id: str) -> dict[str, JsonValue] | None:
+    def usage(self, run: str | RunRecord) -> dict[str, JsonValue] | None:
         """The model usage of a run so far, as its outcome shows it (its cost with the price it kept); None
-        before any call reported usage. For a run that has not ended (an ended run's outcome has it)."""
-        run = self.store.get_run(run_id)
-        snapshot = self.store.get_snapshot(run_id)
-        return None if snapshot is None else _usage_of(run, AgentState.from_snapshot(snapshot))
+        before any call reported usage. For a run that has not ended (an ended run's outcome has it).
+        ``run``: its id, or its record when the caller holds it already (not read again)."""
+        record = self.store.get_run(run) if isinstance(run, str) else run
+        snapshot = self.store.get_snapshot(record.id)
+        return None if snapshot is None else _usage_of(record, AgentState.from_snapshot(snapshot))
 
     # -- internals ----------------------------------------------------------------------------------------
 

@@ -122,7 +122,7 @@ class StepAgent(Protocol):
         not advanced (whoever advances it next does)."""
         ...
 
-    def usage(self, run_id: str) -> dict[str, JsonValue] | None:
+    def usage(self, run: RunRecord) -> dict[str, JsonValue] | None:
         """The model usage of an agent run that has not ended, so far, as its outcome would show it."""
         ...
 
@@ -208,10 +208,10 @@ class RuntimeStepAgent:
         )
         await agent.resolve_async(run_id, interaction_id, resolution, by=by)
 
-    def usage(self, run_id: str) -> dict[str, JsonValue] | None:
+    def usage(self, run: RunRecord) -> dict[str, JsonValue] | None:
         from plangate.agent import Agent
 
-        return Agent(store=self.store).usage(run_id)
+        return Agent(store=self.store).usage(run)
 
     def _view(self, result: AgentResult) -> AgentRunView:
         outcome = result.outcome

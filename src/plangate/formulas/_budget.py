@@ -50,7 +50,7 @@ BUDGET_KEY = "budget"
 class AgentUsage(Protocol):
     """What reads the usage of an agent run that has not ended (``StepAgent.usage``)."""
 
-    def usage(self, run_id: str) -> dict[str, JsonValue] | None: ...
+    def usage(self, run: RunRecord) -> dict[str, JsonValue] | None: ...
 
 
 class RunPrices:
@@ -233,7 +233,7 @@ def _so_far(store: Store, run: RunRecord, agents: AgentUsage) -> dict[str, JsonV
     """The usage of ``run``, a run a step started that has not ended, so far."""
     try:
         if run.kind == "agent":
-            return agents.usage(run.id)
+            return agents.usage(run)
         snapshot = store.get_snapshot(run.id)
         if run.kind != "formula" or snapshot is None:
             return None
