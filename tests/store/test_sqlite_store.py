@@ -319,3 +319,22 @@ def test_an_event_the_store_cannot_decode_is_a_store_error(tmp_path: Path) -> No
             StoreError, match=f"cannot read: event {run_id}#1: .*text: Input should be a valid string"
         ):
             store.events(run_id)
+
+
+def test_a_commit_reads_of_its_run_only_what_it_needs_and_the_whole_record_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "reads.db") as store:
+        run_id = store.create_run("formula", "a", {"tools": ["x" * 4096]}).id
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        with store.transaction(run_id) as tx:
+            tx.append(SpeakEvent(text="one"))
+        reads = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+        assert reads and all("input" not in sql for sql in reads), reads
+        statements.clear()
+        with store.transaction(run_id) as tx:
+            assert tx.run.input == {"tools": ["x" * 4096]}
+            assert tx.run.last_seq == 1
+        assert sum("input" in sql for sql in statements) == 1
+        store._conn.set_trace_callback(None)

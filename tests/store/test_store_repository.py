@@ -113,12 +113,13 @@ def test_a_components_hook_writes_in_the_runs_own_transaction(
     shared_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = shared_backend.open()  # opened before the component exists: no hook until it is migrated
-    heard: list[tuple[str | None, list[str], bool]] = []
+    heard: list[tuple[str | None, list[str], bool, str]] = []
 
     def hook(db: Db, change: RunChange) -> None:
         if change.status == "aborted":
             raise RuntimeError("the hook failed")
-        heard.append((change.status, [i.kind for i in change.opened], change.ended))
+        # the run as the transaction began, though the transaction has just written its row
+        heard.append((change.status, [i.kind for i in change.opened], change.ended, change.run.status))
         db.run("INSERT INTO hooked (note) VALUES (?)", (f"{change.run.id} {change.status}",))
 
     component = Component("hooked", ((Create(HOOKED),),), on_commit=hook)
@@ -139,7 +140,7 @@ def test_a_components_hook_writes_in_the_runs_own_transaction(
             tx.set_status("aborted")  # the hook fails: the run's change goes with it
         with store.transaction(run_id) as tx:
             tx.set_status("completed", outcome={"status": "completed"})
-        assert heard == [("waiting", ["ask_user"], False), ("completed", [], True)]
+        assert heard == [("waiting", ["ask_user"], False, "running"), ("completed", [], True, "waiting")]
         assert store.get_run(run_id).status == "completed"
         with database_of(store, component).reading("the notes") as db:
             assert [row["note"] for row in db.all("SELECT note FROM hooked ORDER BY pos")] == [
@@ -153,7 +154,7 @@ def test_a_components_hook_writes_in_the_runs_own_transaction(
         database_of(before, component)
         with before.transaction(other) as tx:
             tx.set_status("cancelled")
-        assert heard[-1] == ("cancelled", [], True)
+        assert heard[-1] == ("cancelled", [], True, "queued")
     finally:
         store.close()
         before.close()

@@ -17,7 +17,6 @@ at its end.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
+from plangate._json import Encoder
 from plangate.conditions import ReceiptState
 from plangate.events import (
     CorrectionEvent,
@@ -314,7 +314,7 @@ def _observation(value: JsonValue, summary: str) -> str:
     return _compact(value)
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+_COMPACT = Encoder(separators=(",", ":"), sort_keys=True)
 
 
 def _compact(value: object) -> str:

@@ -28,7 +28,7 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from plangate._json import json_type
+from plangate._json import Encoder, json_type
 from plangate.decisions._json import check_value, load_object
 from plangate.decisions.errors import DecisionParseError
 from plangate.decisions.outputs import (
@@ -52,8 +52,8 @@ from plangate.decisions.protocol import (
 )
 
 # one encoder each, for the paths of every decision (``json.dumps`` makes one per call with options)
-_UNICODE = json.JSONEncoder(ensure_ascii=False)
-_SORTED = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_UNICODE = Encoder()
+_SORTED = Encoder(sort_keys=True)
 
 M = TypeVar("M", bound=BaseModel)
 

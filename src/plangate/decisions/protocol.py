@@ -10,14 +10,15 @@ record of that judgement).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from plangate._json import Encoder
+
 #: the canonical JSON of arguments (one encoder for every digest: ``json.dumps`` makes one per call)
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_CANONICAL = Encoder(sort_keys=True, separators=(",", ":"))
 
 Action = Literal["continue", "ask_user", "confirm", "next_plan", "done", "abort"]
 """What the model wants to happen this round."""

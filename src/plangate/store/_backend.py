@@ -16,6 +16,7 @@ the unit of work itself (``store/_tx.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -24,7 +25,7 @@ from collections.abc import Callable, Collection, Generator, Iterator, Mapping, 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import ClassVar, Self
+from typing import ClassVar, Self, TypeVar
 
 from plangate.errors import NotFoundError, StoreError
 from plangate.events import Event
@@ -67,9 +68,20 @@ _EVENTS_OF_RUN = (
     "LEFT JOIN events AS e ON e.run_id = r.id AND e.seq > ? WHERE r.id = ? ORDER BY e.seq"
 )
 # The run's row as a transaction begins (locked with the backend's ``_ROW_LOCK``).
-_RUN_ROW = f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?"
+# what a transaction reads of its run as it begins (the whole record, input included, only if asked for)
+_TX_ROW = f"SELECT id, status, last_seq, {leases.LEASE_COLUMNS} FROM runs WHERE id = ?"
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
 
+
+T = TypeVar("T")
+Y = TypeVar("Y")
+
+Told = tuple[StoreTransaction, Commit | None]
+"""A committed transaction, and the notice its commit made (PostgreSQL's), to tell subscribers."""
+
+Unit = Callable[[Db], Generator[Y, None, T]]
+"""Work in a transaction on ``Db``: it hands out what the ``with`` block gets (its one ``yield``: the run's
+transaction, or the connection itself), then finishes when resumed; it returns the transaction's result."""
 
 Related = tuple[str | None, str | None]
 """The runs a new run names: its parent and its origin (either may be None)."""
@@ -154,11 +166,18 @@ class Backend(ABC):
     def _writing(self, what: str) -> AbstractContextManager[Db]:
         """A connection inside a transaction, committed when the block ends, rolled back if it raises."""
 
-    @contextlib.contextmanager
-    def _writing_at_once(self, what: str) -> Iterator[Db | None]:
-        """``_writing`` when its transaction begins without waiting for a lock, else None; by default
-        None (a backend that waits on the network for every statement never begins at once)."""
+    def _within(self, what: str, unit: Unit[Y, T]) -> Generator[Y, None, T]:
+        """``unit`` inside a transaction of ``_writing``: the one generator a ``transaction`` block runs
+        through (a backend may make it without ``_writing``'s own block, on the path of every commit)."""
+        with self._writing(what) as db:
+            return (yield from unit(db))
+
+    def _at_once(self, what: str, unit: Unit[Y, T]) -> Generator[Y | None, None, T | None]:
+        """``_within`` when its transaction begins without waiting for a lock; else it hands out None once
+        and returns None. By default it never begins at once (a backend that waits on the network for every
+        statement)."""
         yield None
+        return None
 
     @abstractmethod
     def _statement(self, what: str) -> AbstractContextManager[Db]:
@@ -220,9 +239,8 @@ class Backend(ABC):
                 while committing (the message says the commit may or may not have happened).
         """
         checked = None if fence is None else leases.checked_fence(fence, run_id)
-        with self._writing(f"the transaction on run {run_id!r}") as db:
-            tx, notice = yield from self._unit(db, run_id, checked)
-        self._tell(tx, notice)
+        unit = functools.partial(self._unit, run_id=run_id, fence=checked)
+        self._tell(*(yield from self._within(f"the transaction on run {run_id!r}", unit)))
 
     @contextlib.contextmanager
     def try_transaction(
@@ -236,19 +254,15 @@ class Backend(ABC):
         ``transaction`` does.
         """
         checked = None if fence is None else leases.checked_fence(fence, run_id)
-        with self._writing_at_once(f"the transaction on run {run_id!r}") as db:
-            if db is None:
-                yield None
-                return
-            tx, notice = yield from self._unit(db, run_id, checked)
-        self._tell(tx, notice)
+        unit = functools.partial(self._unit, run_id=run_id, fence=checked)
+        told = yield from self._at_once(f"the transaction on run {run_id!r}", unit)
+        if told is not None:
+            self._tell(*told)
 
-    def _unit(
-        self, db: Db, run_id: str, fence: Lease | None
-    ) -> Generator[StoreTransaction, None, tuple[StoreTransaction, Commit | None]]:
+    def _unit(self, db: Db, *, run_id: str, fence: Lease | None) -> Generator[StoreTransaction, None, Told]:
         """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the
         fence, hand the transaction out (the one ``yield``), then write it; its commit notice, if made."""
-        row = db.one(_RUN_ROW + self._ROW_LOCK, (run_id,))
+        row = db.one(_TX_ROW + self._ROW_LOCK, (run_id,))
         if row is None:
             raise self._no_run(run_id)
         if fence is not None:

@@ -6,12 +6,12 @@ what was found, before anything is written; and making the random ids. Not for: 
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 from collections.abc import Collection, Mapping
 from typing import get_args
 
+from plangate._json import Encoder
 from plangate.errors import ConfigError
 from plangate.events import InteractionKind
 from plangate.store.base import InteractionStatus, ReceiptSource, RunKind, RunStatus
@@ -26,7 +26,7 @@ MAX_PAGE = 1000
 
 # Without the circular-reference check (a self-containing value ends in RecursionError instead): it costs a
 # fifth of the encoding time, on the path of every snapshot.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+_ENCODER = Encoder(separators=(",", ":"), allow_nan=False)
 
 
 def new_run_id() -> str:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from plangate.store._migrate import CommitHook
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, payload, at) VALUES (?, ?, ?, ?, ?)"
+_RUN = f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?"
 _UPSERT_SNAPSHOT = (
     "INSERT INTO snapshots (run_id, version, seq, state, updated_at) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, seq = excluded.seq, "
@@ -55,10 +56,12 @@ class StoreTransaction:
     def __init__(
         self, db: Db, run_row: rows.Row, clock: Callable[[], float], *, hooks: tuple[CommitHook, ...] = ()
     ) -> None:
-        """``hooks``: the components' ``on_commit`` hooks, called in ``finish`` when the transaction set a
-        terminal status or opened an interaction."""
+        """``run_row``: the run's ``id``, ``status`` and ``last_seq`` as the transaction began (its whole
+        record is read when first asked for). ``hooks``: the components' ``on_commit`` hooks, called in
+        ``finish`` when the transaction set a terminal status or opened an interaction."""
         self._db = db
         self._run_row = run_row
+        self._run: RunRecord | None = None
         self._run_id: str = run_row["id"]
         self._seq: int = run_row["last_seq"]
         self._clock = clock
@@ -82,8 +85,15 @@ class StoreTransaction:
 
     @property
     def run(self) -> RunRecord:
-        """The run as it was when the transaction began."""
-        return rows.run_record(self._run_row)
+        """The run as it was when the transaction began: read on first use (a commit itself needs only the
+        run's status, position and lease, not its input), before this transaction writes to its row."""
+        if self._run is None:
+            self._check_open()
+            row = self._db.one(_RUN, (self._run_id,))
+            if row is None:  # the store holds the run's lock: nobody deleted it meanwhile
+                raise NotFoundError(f"no run {self._run_id!r} in the store")
+            self._run = rows.run_record(row)
+        return self._run
 
     @property
     def status(self) -> RunStatus:
@@ -394,6 +404,9 @@ class StoreTransaction:
         if not self._dirty:
             return
         db = self._db
+        # only a run's end and a person asked are acted on: the commits between pay one comparison
+        told = bool(self._hooks) and bool(self._opened or self._status in TERMINAL_STATUSES)
+        run = self.run if told else None  # as the transaction began: read before its row is written
         if self._rows:
             db.defer_many(_INSERT_EVENT, self._rows)
             self._rows = []
@@ -411,9 +424,8 @@ class StoreTransaction:
             values.append(self._outcome)
         values.append(self._run_id)
         db.defer(f"UPDATE runs SET {assignments} WHERE id = ?", values)
-        # only a run's end and a person asked are acted on: the commits between pay one comparison
-        if self._hooks and (self._opened or self._status in TERMINAL_STATUSES):
-            change = RunChange(self.run, self._status, self._outcome_value, tuple(self._opened), now)
+        if run is not None:
+            change = RunChange(run, self._status, self._outcome_value, tuple(self._opened), now)
             for hook in self._hooks:
                 hook(db, change)
 

@@ -26,11 +26,16 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
+from types import TracebackType
+from typing import Generic, TypeVar
 
 from plangate._offloop import off_loop, off_loop_undone
 from plangate.errors import RunLeased, StoreError
 from plangate.store.base import Lease, LeaseLost, RunKind, RunRecord, Store, Transaction
+
+X = TypeVar("X")
 
 logger = logging.getLogger("plangate.store")
 
@@ -146,8 +151,7 @@ class LeaseBook:
             )
         return held
 
-    @contextlib.contextmanager
-    def transaction(self, run_id: str) -> Iterator[Transaction]:
+    def transaction(self, run_id: str) -> AbstractContextManager[Transaction]:
         """A transaction on the run fenced by the lease this book holds (see ``Store.transaction``).
 
         Raises:
@@ -155,21 +159,12 @@ class LeaseBook:
                 nothing was written.
         """
         fence = self.fence(run_id)
-        try:
-            with self.store.transaction(run_id, fence=fence) as tx:
-                yield tx
-        except LeaseLost as exc:
-            raise self._refused(run_id, fence, exc) from exc
+        return _Fenced(self, fence, self.store.transaction(run_id, fence=fence))
 
-    @contextlib.contextmanager
-    def try_transaction(self, run_id: str) -> Iterator[Transaction | None]:
+    def try_transaction(self, run_id: str) -> AbstractContextManager[Transaction | None]:
         """``transaction`` when it can begin at once (``Store.try_transaction``); else the block gets None."""
         fence = self.fence(run_id)
-        try:
-            with self.store.try_transaction(run_id, fence=fence) as tx:
-                yield tx
-        except LeaseLost as exc:
-            raise self._refused(run_id, fence, exc) from exc
+        return _Fenced(self, fence, self.store.try_transaction(run_id, fence=fence))
 
     def _refused(self, run_id: str, fence: Lease, exc: LeaseLost) -> RunLeased:
         """What a commit refused by the store's fence (``LeaseLost``) is to this book: a run it lost."""
@@ -386,6 +381,35 @@ def _leased_message(run: RunRecord) -> str:
         f"run {run.id!r} is being advanced by another process ({run.lease_owner}{left}); nothing changed: "
         "try again once it has stopped, or go through the process that runs it"
     )
+
+
+class _Fenced(Generic[X]):
+    """A store's transaction fenced by a lease of ``book``'s: a ``LeaseLost`` from it (or from the block) is
+    the book's ``RunLeased``. A class rather than a generator's block: it is on the path of every commit."""
+
+    __slots__ = ("_book", "_fence", "_inner")
+
+    def __init__(self, book: LeaseBook, fence: Lease, inner: AbstractContextManager[X]) -> None:
+        self._book = book
+        self._fence = fence
+        self._inner = inner
+
+    def __enter__(self) -> X:
+        try:
+            return self._inner.__enter__()
+        except LeaseLost as exc:
+            raise self._book._refused(self._fence.run_id, self._fence, exc) from exc
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            suppressed = self._inner.__exit__(kind, exc, tb)
+        except LeaseLost as lost:
+            raise self._book._refused(self._fence.run_id, self._fence, lost) from lost
+        if isinstance(exc, LeaseLost) and not suppressed:  # the block's own, passed on as it was
+            raise self._book._refused(self._fence.run_id, self._fence, exc) from exc
+        return suppressed
 
 
 __all__ = ["DEFAULT_LEASE_TTL", "LeaseBook", "holder_is_gone", "new_holder"]

@@ -27,8 +27,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from plangate.errors import ConfigError, StoreError
 from plangate.store import _checks as check
@@ -38,11 +39,12 @@ from plangate.store._backend import (
     INSERT_RUN,
     Backend,
     NewRun,
+    Unit,
     check_related,
     run_exists,
 )
 from plangate.store._migrate import Component
-from plangate.store._sql import SQLiteDb
+from plangate.store._sql import Db, SQLiteDb
 from plangate.store._sqlite_checkpoint import Checkpointer
 from plangate.store._sqlite_errors import Translated, explain
 from plangate.store._sqlite_schema import migrate, open_schema
@@ -51,6 +53,9 @@ from plangate.store.base import (
     RunRecord,
     Subscriber,
 )
+
+T = TypeVar("T")
+Y = TypeVar("Y")
 
 logger = logging.getLogger("plangate.store")
 
@@ -298,58 +303,61 @@ class SQLiteStore(Backend):
                 db.run("COMMIT")  # a read transaction: nothing to keep or lose either way
 
     @contextlib.contextmanager
-    def _writing(self, what: str) -> Iterator[SQLiteDb]:
+    def _writing(self, what: str) -> Iterator[Db]:
         """The write connection in a ``BEGIN IMMEDIATE`` transaction (the file's write lock, to the end)."""
+        yield from self._within(what, _lent)
+
+    def _within(self, what: str, unit: Unit[Y, T]) -> Generator[Y, None, T]:
         self._check_usable(what)
         sql = self._sql(what)
         with self._lock:
             self._begin(sql)
-            yield from self._committed(sql)
+            return (yield from self._committed(sql, unit))
 
-    @contextlib.contextmanager
-    def _writing_at_once(self, what: str) -> Iterator[SQLiteDb | None]:
-        """``_writing`` if neither another thread of this process (the store's lock) nor another process
+    def _at_once(self, what: str, unit: Unit[Y, T]) -> Generator[Y | None, None, T | None]:
+        """``_within`` if neither another thread of this process (the store's lock) nor another process
         (the file's write lock) holds the write lock now: None instead of waiting for them."""
         self._check_usable(what)
         if not self._lock.acquire(blocking=False):
             yield None
-            return
+            return None
         try:
             sql = self._sql(what)
             if not self._begin_at_once(sql):
                 yield None
-                return
-            yield from self._committed(sql)
+                return None
+            return (yield from self._committed(sql, unit))
         finally:
             self._lock.release()
 
-    def _committed(self, sql: Translated) -> Iterator[SQLiteDb]:
-        """The rest of a write transaction begun on the write connection: hands its connection out (the one
-        ``yield``), then commits, or rolls back when the block raised; the commit counts toward the next
-        checkpoint. A generator the callers delegate to, not a block of its own: it is on every commit's
-        path."""
+    def _committed(self, sql: Translated, unit: Unit[Y, T]) -> Generator[Y, None, T]:
+        """The rest of a write transaction begun on the write connection: ``unit`` on it (which hands out
+        what the block gets, its one ``yield``), then the commit, or a rollback when the block raised; the
+        commit counts toward the next checkpoint. Generators the callers delegate to, not blocks of their
+        own: they are on every commit's path."""
         try:
             with sql:
-                yield SQLiteDb(self._conn, sql)
+                done = yield from unit(SQLiteDb(self._conn, sql))
                 self._conn.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
         if self._checkpoints is not None:
             self._checkpoints.committed()
+        return done
 
     def _begin_at_once(self, sql: Translated) -> bool:
         """``BEGIN IMMEDIATE`` without waiting: False when another process holds the file's write lock."""
-        with sql:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code keeps its base
-                    raise
+        try:  # not ``sql``'s block, on every commit's path: a ``try`` costs nothing until it fails
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            # an extended code keeps its base (an error the module raises itself has no code)
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
                 return False
+            raise StoreError(sql.explain(exc)) from None
         return True
 
-    def _statement(self, what: str) -> contextlib.AbstractContextManager[SQLiteDb]:
+    def _statement(self, what: str) -> contextlib.AbstractContextManager[Db]:
         # the read connections only read (``query_only``): a write goes through the write connection
         return self._writing(what)
 
@@ -368,3 +376,8 @@ class SQLiteStore(Backend):
             self._conn.execute("VACUUM")
             if self.path is not None:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _lent(db: Db) -> Generator[Db, None, None]:
+    """The connection itself, lent to a ``with`` block (``_writing``)."""
+    yield db

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue, field_validator, model_validator
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from plangate._json import Encoder
 from plangate._models import built
 
 SUMMARY_LIMIT = 48
@@ -19,7 +20,7 @@ SUMMARY_LIMIT = 48
 
 #: compact JSON, as ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` writes it (one encoder
 #: for every call: ``dumps`` with options builds a new one each time)
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT = Encoder(separators=(",", ":"))
 
 ToolStatus = Literal["done", "failed", "blocked"]
 
