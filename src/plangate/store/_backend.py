@@ -131,6 +131,28 @@ class NewRun:
         return (self.id, self.kind, self.name, self.owner, *self.related, self.input_json, now, now, *leased)
 
 
+class Held(threading.local):
+    """Per thread: the run whose transaction the thread holds (None: none). A default on the class, so that
+    a thread that never held one reads it without an ``AttributeError`` raised and caught inside."""
+
+    tx_run: str | None = None
+
+
+class _Process:
+    """This process, as a store knows it was opened in it: ``token`` is replaced in the child of a
+    ``fork()``, so that every call compares two objects rather than asking the system for the process id."""
+
+    token = object()
+
+
+def _forked() -> None:
+    _Process.token = object()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
+    os.register_at_fork(after_in_child=_forked)
+
+
 class Backend(ABC):
     """The ``Store`` methods both backends share; a backend sets the attributes below and opens the
     connections.
@@ -140,7 +162,7 @@ class Backend(ABC):
         _where: the store's location as messages name it (a path, or a URL without its password).
         _clock: where timestamps come from.
         _closed: the store was closed.
-        _pid: the process that opened it.
+        _pid: the process that opened it, and ``_process`` its token (``_opened_here``).
         _subscribers: who hear of this store object's commits.
         _local: per thread, the run whose transaction the thread holds (``tx_run``).
     """
@@ -150,11 +172,18 @@ class Backend(ABC):
     _clock: Callable[[], float]
     _closed: bool
     _pid: int
+    _process: object
     _subscribers: tuple[Subscriber, ...]
-    _local: threading.local
+    _local: Held
     #: what locks the run's row when a transaction reads it (PostgreSQL; SQLite's write lock covers it)
     _ROW_LOCK: ClassVar[str] = ""
     _database: StoreDatabase | None = None
+
+    def _opened_here(self) -> None:
+        """Record the process that opens the store, and start its threads' record of transactions held."""
+        self._pid = os.getpid()
+        self._process = _Process.token
+        self._local = Held()
 
     # -- what a backend provides --------------------------------------------------------------------------
 
@@ -561,7 +590,7 @@ class Backend(ABC):
     def _check_usable(self, what: str) -> None:
         """``_check_open``, and refuse a call from a thread that holds a transaction on this store."""
         self._check_open(what)
-        held = getattr(self._local, "tx_run", None)
+        held = self._local.tx_run
         if held is not None:
             raise StoreError(
                 f"{what}: this thread holds an open transaction on run {held!r}; use that "
@@ -572,7 +601,7 @@ class Backend(ABC):
         """Refuse a call on a closed store, or in a process that did not open it."""
         if self._closed:
             raise StoreError(f"{what}: the store at {self._where} is closed")
-        if self._pid != os.getpid():
+        if self._process is not _Process.token:
             # Connections copied by fork() share their locks and sockets with the parent; Celery's prefork
             # pool is the usual way in.
             raise StoreError(

@@ -42,7 +42,6 @@ except ImportError as exc:  # pragma: no cover - exercised by the URL test with 
 import contextlib
 import json
 import logging
-import os
 import secrets
 import select
 import threading
@@ -118,13 +117,12 @@ class PostgresStore(Backend):
         self._stuck_timeout = check.seconds(stuck_timeout, "stuck_timeout")
         self._clock = clock
         self._origin = secrets.token_hex(8)
-        self._local = threading.local()
+        self._opened_here()
         self._subscribers: tuple[Subscriber, ...] = ()
         self._remote: tuple[Subscriber, ...] = ()
         self._subscribers_lock = threading.Lock()
         self._listener: Listener | None = None
         self._closed = False
-        self._pid = os.getpid()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             kwargs={"autocommit": True, "row_factory": dict_row},

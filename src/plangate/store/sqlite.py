@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -90,11 +89,10 @@ class SQLiteStore(Backend):
         self._busy_timeout = check.seconds(busy_timeout, "busy_timeout")
         self._clock = clock
         self._lock = threading.RLock()
-        self._local = threading.local()
+        self._opened_here()
         self._subscribers: tuple[Subscriber, ...] = ()
         self._subscribers_lock = threading.Lock()
         self._closed = False
-        self._pid = os.getpid()
         self._readers = threading.local()
         self._readers_lock = threading.Lock()
         self._reader_conns: list[sqlite3.Connection] = []
