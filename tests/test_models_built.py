@@ -53,3 +53,12 @@ def test_what_cannot_be_built_without_validation_is_refused() -> None:
         built(_Step, {"note": "x"})
     with pytest.raises(ConfigError, match="_Private has private attributes or extra fields: validate it"):
         built(_Private, {"id": "a"})
+
+    class _Made(BaseModel):
+        id: str
+
+        def __new__(cls, *args: object, **kwargs: object) -> _Made:
+            return super().__new__(cls)
+
+    with pytest.raises(ConfigError, match="_Made makes its instances its own way: validate it instead"):
+        built(_Made, {"id": "a"})

@@ -3,10 +3,10 @@
 For: ``built``, which makes a model as pydantic's ``model_construct`` does (no validation) without its
 per-call generic work; ``restamped``, ``model_copy(update=...)`` the same way; and ``stamped``, which sets
 fields on a model nobody else has seen yet, in place (the store gives an event its ``run_id``, ``seq`` and
-``at`` so: an event is built once and never copied). Only for values whose
-types the caller guarantees (typed code, data pydantic made JSON-able): a value from outside is validated,
-never built here. Not for: models with private attributes or extra fields (those need pydantic's own
-copy; ``built`` refuses them when it first meets the class).
+``at`` so: an event is built once and never copied). Only for values whose types the caller guarantees
+(typed code, data pydantic made JSON-able): a value from outside is validated, never built here. Not for:
+models with private attributes, extra fields or a ``__new__`` of their own (those need pydantic's own
+making; ``built`` refuses them when it first meets the class).
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ class _Template:
 
 _TEMPLATES: dict[type[BaseModel], _Template] = {}
 _set = object.__setattr__  # past pydantic's own ``__setattr__``, which refuses a frozen model
+# the setters of the slots every model has, called directly: no attribute lookup by name on every model made
+_SLOTS = vars(BaseModel)
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
 
 
 def _template(cls: type[BaseModel]) -> _Template:
@@ -38,6 +43,8 @@ def _template(cls: type[BaseModel]) -> _Template:
     if found is None:
         if cls.__private_attributes__ or cls.model_config.get("extra") == "allow":
             raise ConfigError(f"{cls.__name__} has private attributes or extra fields: validate it instead")
+        if cls.__new__ is not object.__new__:
+            raise ConfigError(f"{cls.__name__} makes its instances its own way: validate it instead")
         fields = cls.model_fields
         required = frozenset(name for name, field in fields.items() if field.is_required())
         factories = {
@@ -68,11 +75,11 @@ def built(cls: type[M], values: Mapping[str, Any]) -> M:
     for name, factory in template.factories.items():
         if name not in values:
             fields[name] = factory()
-    model = cls.__new__(cls)
+    model = object.__new__(cls)  # ``_template`` refused a class with a ``__new__`` of its own
     _set(model, "__dict__", fields)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 
@@ -80,11 +87,11 @@ def restamped(model: M, values: Mapping[str, Any]) -> M:
     """``model.model_copy(update=values)`` for values of the fields' types (nothing is validated)."""
     cls = type(model)
     _template(cls)  # refuses a class this cannot copy
-    copy = cls.__new__(cls)
+    copy = object.__new__(cls)
     _set(copy, "__dict__", {**model.__dict__, **values})
-    _set(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
-    _set(copy, "__pydantic_extra__", None)
-    _set(copy, "__pydantic_private__", None)
+    _set_fields_set(copy, model.__pydantic_fields_set__ | values.keys())
+    _set_extra(copy, None)
+    _set_private(copy, None)
     return copy
 
 

@@ -365,6 +365,23 @@ def test_the_store_refuses_calls_from_the_thread_holding_a_transaction(store: St
     assert store.last_seq(run_id) == 1
 
 
+@pytest.mark.parametrize("raised", [StopIteration, KeyboardInterrupt, LookupError])
+def test_whatever_a_block_raises_rolls_it_back_and_goes_on_as_it_was(
+    store: Store, raised: type[BaseException]
+) -> None:
+    run_id = _run(store)
+    for begin in (store.transaction, store.try_transaction):
+        with pytest.raises(raised) as caught, begin(run_id) as tx:
+            if tx is not None:  # PostgreSQL never begins at once
+                tx.append(SpeakEvent(text="never stored"))
+            raise raised("from the block")
+        assert str(caught.value) == "from the block" and caught.traceback[-1].name.startswith("test_")
+    assert store.last_seq(run_id) == 0
+    with store.transaction(run_id) as tx:  # the store's lock was let go
+        tx.append(SpeakEvent(text="kept"))
+    assert store.last_seq(run_id) == 1
+
+
 def test_tx_run_is_the_run_as_it_was_at_the_start(store: Store) -> None:
     run_id = _run(store, name="weekly review")
     with store.transaction(run_id) as tx:

@@ -15,17 +15,16 @@ the unit of work itself (``store/_tx.py``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import ClassVar, Self, TypeVar
+from typing import ClassVar, Generic, Literal, Self, TypeVar
 
 from plangate.errors import NotFoundError, StoreError
 from plangate.events import Event
@@ -153,6 +152,47 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
     os.register_at_fork(after_in_child=_forked)
 
 
+class _Block(Generic[Y]):
+    """The ``with`` block of ``transaction`` and ``try_transaction``: it runs the backend's generator as
+    ``contextlib.contextmanager`` would (what it hands out is the block's; resumed when the block ends, the
+    block's exception thrown into it), without its generic work on the path of every commit; then tells
+    the subscribers of the commit."""
+
+    __slots__ = ("_store", "_work")
+
+    def __init__(self, store: Backend, work: Generator[Y, None, Told | None]) -> None:
+        self._store = store
+        self._work = work
+
+    def __enter__(self) -> Y:
+        return next(self._work)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Literal[False]:
+        if exc is None:
+            try:
+                next(self._work)
+            except StopIteration as stopped:
+                if stopped.value is not None:
+                    self._store._tell(*stopped.value)
+                return False
+            raise RuntimeError("a store's transaction handed out more than one value")
+        try:
+            self._work.throw(exc)
+        except StopIteration:
+            raise RuntimeError("a store's transaction swallowed its block's exception") from exc
+        except RuntimeError as raised:
+            if raised is exc or raised.__cause__ is exc:  # a StopIteration of the block's, turned into this
+                return False
+            raise
+        except BaseException as raised:
+            if raised is exc:  # rolled back: the block's own exception goes on, with its traceback
+                return False
+            raise
+        raise RuntimeError("a store's transaction went on after its block's exception")
+
+
 class Backend(ABC):
     """The ``Store`` methods both backends share; a backend sets the attributes below and opens the
     connections.
@@ -252,8 +292,9 @@ class Backend(ABC):
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self, run_id: str, *, fence: Lease | None = None) -> Iterator[StoreTransaction]:
+    def transaction(
+        self, run_id: str, *, fence: Lease | None = None
+    ) -> AbstractContextManager[StoreTransaction]:
         """A unit of work on one run, committed when the ``with`` block ends, rolled back if it raises.
 
         It locks the run first (SQLite: the file's write lock; PostgreSQL: the run's row), so that other
@@ -269,12 +310,11 @@ class Backend(ABC):
         """
         checked = None if fence is None else leases.checked_fence(fence, run_id)
         unit = functools.partial(self._unit, run_id=run_id, fence=checked)
-        self._tell(*(yield from self._within(f"the transaction on run {run_id!r}", unit)))
+        return _Block(self, self._within(f"the transaction on run {run_id!r}", unit))
 
-    @contextlib.contextmanager
     def try_transaction(
         self, run_id: str, *, fence: Lease | None = None
-    ) -> Iterator[StoreTransaction | None]:
+    ) -> AbstractContextManager[StoreTransaction | None]:
         """``transaction``, when it can begin at once; else the block gets None and nothing happens.
 
         For a caller that must not wait (an event loop): a transaction is given only when the store takes
@@ -284,9 +324,7 @@ class Backend(ABC):
         """
         checked = None if fence is None else leases.checked_fence(fence, run_id)
         unit = functools.partial(self._unit, run_id=run_id, fence=checked)
-        told = yield from self._at_once(f"the transaction on run {run_id!r}", unit)
-        if told is not None:
-            self._tell(*told)
+        return _Block(self, self._at_once(f"the transaction on run {run_id!r}", unit))
 
     def _unit(self, db: Db, *, run_id: str, fence: Lease | None) -> Generator[StoreTransaction, None, Told]:
         """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the
