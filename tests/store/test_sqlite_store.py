@@ -15,6 +15,7 @@ import plangate.store
 from plangate.errors import ConfigError, RunError, StoreError
 from plangate.events import SpeakEvent
 from plangate.store import DEFAULT_STORE_PATH, SCHEMA_VERSION, Documents, SQLiteStore, open_store
+from plangate.store import _sqlite_checkpoint as checkpoints
 from plangate.store._schema import MIGRATIONS
 from plangate.store.ddl import statements
 from plangate.store.url import sqlite_target
@@ -334,3 +335,44 @@ def test_a_commit_reads_of_its_run_only_what_it_needs_and_the_whole_record_only_
             assert tx.run.last_seq == 1
         assert sum("input" in sql for sql in statements) == 1
         store._conn.set_trace_callback(None)
+
+
+def test_the_log_starts_over_while_commits_never_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint made beside commits that never stop ends a few commits behind them, and the log starts
+    # over only at a commit that finds it wholly folded in: without the next commit folding the rest in,
+    # it would only grow. The store's thread makes no checkpoint here: the test makes one where it wants.
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY", 10**9)
+    monkeypatch.setattr(checkpoints, "MAX_LOG_FRAMES", 8)
+    path = tmp_path / "busy.db"
+    log = path.with_name(path.name + "-wal")
+    with SQLiteStore(path) as store:
+        run_id = store.create_run("formula", "busy", {}).id
+
+        def commit(times: int) -> None:
+            for _ in range(times):
+                with store.transaction(run_id) as tx:
+                    tx.append(SpeakEvent(text="a step"))
+
+        commit(50)
+        # a reader's snapshot holds the checkpoint back, as commits made while it works would: it ends
+        # behind the last commits
+        reader, beside = sqlite3.connect(path, isolation_level=None), sqlite3.connect(path)
+        try:
+            reader.execute("BEGIN")
+            assert reader.execute("SELECT count(*) FROM events").fetchone() == (50,)
+            commit(5)
+            assert store._checkpoints is not None
+            store._checkpoints.fold(beside)  # the store's thread's checkpoint
+            reader.execute("COMMIT")
+        finally:
+            reader.close()
+            beside.close()
+        commit(2)  # the first folds in what came since the checkpoint; the second starts the log over
+        longest = log.stat().st_size  # a log is never cut shorter: what it grew to
+        commit(20)
+        assert log.stat().st_size == longest  # written over from its start: it did not grow
+        assert store.last_seq(run_id) == 77
+    with SQLiteStore(path) as store:  # every commit is in the file once the log is folded in on close
+        assert store.last_seq(run_id) == 77

@@ -177,11 +177,11 @@ class _Block(Generic[Y]):
                 if stopped.value is not None:
                     self._store._tell(*stopped.value)
                 return False
-            raise RuntimeError("a store's transaction handed out more than one value")
+            raise StoreError("a store's transaction handed out more than one value")
         try:
             self._work.throw(exc)
         except StopIteration:
-            raise RuntimeError("a store's transaction swallowed its block's exception") from exc
+            raise StoreError("a store's transaction swallowed its block's exception") from exc
         except RuntimeError as raised:
             if raised is exc or raised.__cause__ is exc:  # a StopIteration of the block's, turned into this
                 return False
@@ -190,7 +190,7 @@ class _Block(Generic[Y]):
             if raised is exc:  # rolled back: the block's own exception goes on, with its traceback
                 return False
             raise
-        raise RuntimeError("a store's transaction went on after its block's exception")
+        raise StoreError("a store's transaction went on after its block's exception")
 
 
 class Backend(ABC):

@@ -103,7 +103,7 @@ class SQLiteStore(Backend):
         except BaseException:
             self._conn.close()
             raise
-        # a file's log is checkpointed by a thread of its own, never by a commit (``_sqlite_checkpoint``)
+        # a file's log is checkpointed by a thread of its own, not by a commit (``_sqlite_checkpoint``)
         self._checkpoints: Checkpointer | None = None
         if self.path is not None:
             self._conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -341,7 +341,7 @@ class SQLiteStore(Backend):
             self._rollback()
             raise
         if self._checkpoints is not None:
-            self._checkpoints.committed()
+            self._checkpoints.committed(self._conn)
         return done
 
     def _begin_at_once(self, sql: Translated) -> bool:
