@@ -532,3 +532,60 @@ def _answers(store: PostgresStore, run_id: str) -> bool:
         return store.get_run(run_id).id == run_id
     except StoreError:
         return False
+
+
+_ROUND_TRIPS = textwrap.dedent(
+    """
+    import sys
+    from psycopg.pq import pq_ctypes
+
+    sent = [0]
+
+    def counting(name, always=False):
+        send = getattr(pq_ctypes.PGconn, name)
+
+        def counted(conn, *args, **kwargs):
+            if always or conn.pipeline_status == 0:  # a query in a pipeline waits for its sync
+                sent[0] += 1
+            return send(conn, *args, **kwargs)
+
+        setattr(pq_ctypes.PGconn, name, counted)
+
+    for name in ("send_query", "send_query_params", "send_query_prepared", "send_prepare"):
+        counting(name)
+    counting("pipeline_sync", always=True)
+
+    import plangate.runs.quotas  # the components whose hooks act on a run's end
+    import plangate.runs.webhooks
+    from plangate.events import SpeakEvent
+    from plangate.store import open_store
+
+    store = open_store(sys.argv[1])
+    counts = []
+    for _ in range(2):  # the second time: the pool's connections and their prepared statements are warm
+        run_id = store.create_run("agent", "counted", {"task": "x" * 10_000}).id
+        counts.clear()
+        for status in ("running", "completed"):  # the second ends the run: the components' hooks act
+            sent[0] = 0
+            with store.transaction(run_id) as tx:
+                tx.append(SpeakEvent(text=status))
+                tx.set_status(status, outcome={"status": status} if status == "completed" else None)
+            counts.append(sent[0])
+    store.close()
+    print(*counts)
+    """
+)
+
+
+def test_a_transaction_is_two_round_trips_even_when_it_ends_the_run(postgres_url: str) -> None:
+    # the run's whole record, which the hooks of a run's end read, comes with the statement that locks its
+    # row: no round trip of its own
+    process = subprocess.run(
+        [sys.executable, "-c", _ROUND_TRIPS, postgres_url],
+        env={**os.environ, "PSYCOPG_IMPL": "python"},  # libpq's Python binding, which can be watched
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.split() == ["2", "2"]

@@ -67,8 +67,9 @@ _EVENTS_OF_RUN = (
     "LEFT JOIN events AS e ON e.run_id = r.id AND e.seq > ? WHERE r.id = ? ORDER BY e.seq"
 )
 # The run's row as a transaction begins (locked with the backend's ``_ROW_LOCK``).
-# what a transaction reads of its run as it begins (the whole record, input included, only if asked for)
+# what a transaction reads of its run as it begins: what it needs (``_TX_ROW``), or the whole record too
 _TX_ROW = f"SELECT id, status, last_seq, {leases.LEASE_COLUMNS} FROM runs WHERE id = ?"
+_TX_RECORD = f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?"
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
 
 
@@ -217,6 +218,10 @@ class Backend(ABC):
     _local: Held
     #: what locks the run's row when a transaction reads it (PostgreSQL; SQLite's write lock covers it)
     _ROW_LOCK: ClassVar[str] = ""
+    #: whether a transaction reads its run's whole record as it begins (PostgreSQL, where reading it later,
+    #: for a run's end, would cost a round trip), rather than only when asked (SQLite: its input is text a
+    #: commit never needs, read in process)
+    _TX_READS_RECORD: ClassVar[bool] = False
     _database: StoreDatabase | None = None
 
     def _opened_here(self) -> None:
@@ -329,12 +334,13 @@ class Backend(ABC):
     def _unit(self, db: Db, *, run_id: str, fence: Lease | None) -> Generator[StoreTransaction, None, Told]:
         """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the
         fence, hand the transaction out (the one ``yield``), then write it; its commit notice, if made."""
-        row = db.one(_TX_ROW + self._ROW_LOCK, (run_id,))
+        whole = self._TX_READS_RECORD
+        row = db.one((_TX_RECORD if whole else _TX_ROW) + self._ROW_LOCK, (run_id,))
         if row is None:
             raise self._no_run(run_id)
         if fence is not None:
             leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-        tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks)
+        tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks, whole=whole)
         self._local.tx_run = run_id
         try:
             yield tx

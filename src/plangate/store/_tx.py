@@ -54,13 +54,21 @@ class StoreTransaction:
     """A ``Transaction`` on one run; made by the store's ``transaction()``, which holds the run's lock."""
 
     def __init__(
-        self, db: Db, run_row: rows.Row, clock: Callable[[], float], *, hooks: tuple[CommitHook, ...] = ()
+        self,
+        db: Db,
+        run_row: rows.Row,
+        clock: Callable[[], float],
+        *,
+        hooks: tuple[CommitHook, ...] = (),
+        whole: bool = False,
     ) -> None:
-        """``run_row``: the run's ``id``, ``status`` and ``last_seq`` as the transaction began (its whole
-        record is read when first asked for). ``hooks``: the components' ``on_commit`` hooks, called in
-        ``finish`` when the transaction set a terminal status or opened an interaction."""
+        """``run_row``: the run's ``id``, ``status`` and ``last_seq`` as the transaction began; ``whole``:
+        its whole record too (else that is read when first asked for). ``hooks``: the components'
+        ``on_commit`` hooks, called in ``finish`` when the transaction set a terminal status or opened an
+        interaction."""
         self._db = db
         self._run_row = run_row
+        self._whole = whole
         self._run: RunRecord | None = None
         self._run_id: str = run_row["id"]
         self._seq: int = run_row["last_seq"]
@@ -88,12 +96,16 @@ class StoreTransaction:
         """The run as it was when the transaction began: read on first use (a commit itself needs only the
         run's status, position and lease, not its input), before this transaction writes to its row."""
         if self._run is None:
-            self._check_open()
-            row = self._db.one(_RUN, (self._run_id,))
-            if row is None:  # the store holds the run's lock: nobody deleted it meanwhile
-                raise NotFoundError(f"no run {self._run_id!r} in the store")
+            row = self._run_row if self._whole else self._record_row()
             self._run = rows.run_record(row)
         return self._run
+
+    def _record_row(self) -> rows.Row:
+        self._check_open()
+        row = self._db.one(_RUN, (self._run_id,))
+        if row is None:  # the store holds the run's lock: nobody deleted it meanwhile
+            raise NotFoundError(f"no run {self._run_id!r} in the store")
+        return row
 
     @property
     def status(self) -> RunStatus:

@@ -98,6 +98,7 @@ class PostgresStore(Backend):
 
     dialect = "postgresql"
     _ROW_LOCK = " FOR NO KEY UPDATE"
+    _TX_READS_RECORD = True
 
     def __init__(
         self,
