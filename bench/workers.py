@@ -395,12 +395,11 @@ def _round_trips(url: str, runs: int = 20) -> float:
     return float(out.stdout.split()[-1])
 
 
-def _count_round_trips(url: str, runs: int) -> None:
+def watch_round_trips() -> list[int]:
+    """Count, from now on in this process, each wait for PostgreSQL: each query sent outside a pipeline,
+    and each pipeline's sync. Only with libpq's Python binding (``PSYCOPG_IMPL=python``), which can be
+    watched. Returns the count, a list of one item that the sends update (the tests read it too)."""
     from psycopg.pq import pq_ctypes
-
-    from plangate.formulas.runtime import FormulaRunner
-    from plangate.store import open_store
-    from plangate.tools.specs import load_tools
 
     counted = [0]
 
@@ -417,6 +416,15 @@ def _count_round_trips(url: str, runs: int) -> None:
     for name in ("send_query", "send_query_params", "send_query_prepared", "send_prepare"):
         counting(name)
     counting("pipeline_sync", always=True)
+    return counted
+
+
+def _count_round_trips(url: str, runs: int) -> None:
+    from plangate.formulas.runtime import FormulaRunner
+    from plangate.store import open_store
+    from plangate.tools.specs import load_tools
+
+    counted = watch_round_trips()
     store = open_store(url)
     runner = FormulaRunner(store, load_tools([TOOLS]), search_paths=[DATA])
     plan = runner.plan("ten")

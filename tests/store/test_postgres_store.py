@@ -34,6 +34,7 @@ from plangate.store.url import postgres_url
 from services_plugin import PostgresServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
+BENCH = Path(__file__).parents[2] / "bench"
 
 
 @pytest.fixture
@@ -537,23 +538,11 @@ def _answers(store: PostgresStore, run_id: str) -> bool:
 _ROUND_TRIPS = textwrap.dedent(
     """
     import sys
-    from psycopg.pq import pq_ctypes
 
-    sent = [0]
+    sys.path.insert(0, sys.argv[2])
+    from workers import watch_round_trips  # bench/workers.py's count of the waits for the server
 
-    def counting(name, always=False):
-        send = getattr(pq_ctypes.PGconn, name)
-
-        def counted(conn, *args, **kwargs):
-            if always or conn.pipeline_status == 0:  # a query in a pipeline waits for its sync
-                sent[0] += 1
-            return send(conn, *args, **kwargs)
-
-        setattr(pq_ctypes.PGconn, name, counted)
-
-    for name in ("send_query", "send_query_params", "send_query_prepared", "send_prepare"):
-        counting(name)
-    counting("pipeline_sync", always=True)
+    sent = watch_round_trips()
 
     import plangate.runs.quotas  # the components whose hooks act on a run's end
     import plangate.runs.webhooks
@@ -581,7 +570,7 @@ def test_a_transaction_is_two_round_trips_even_when_it_ends_the_run(postgres_url
     # the run's whole record, which the hooks of a run's end read, comes with the statement that locks its
     # row: no round trip of its own
     process = subprocess.run(
-        [sys.executable, "-c", _ROUND_TRIPS, postgres_url],
+        [sys.executable, "-c", _ROUND_TRIPS, postgres_url, str(BENCH)],
         env={**os.environ, "PSYCOPG_IMPL": "python"},  # libpq's Python binding, which can be watched
         capture_output=True,
         text=True,
