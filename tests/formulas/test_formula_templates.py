@@ -106,6 +106,21 @@ def test_runtime_refs_are_found_anywhere_in_a_value() -> None:
     assert runtime_refs(value) == [("x", "k"), ("y", ""), ("z", "p.q")]
 
 
+def test_runtime_refs_are_found_in_order_through_any_nesting_and_in_subclasses_of_text() -> None:
+    class Text(str):
+        pass
+
+    value = {
+        "a": [1, None, 2.5, True, {"b": "{{steps.x.output}}", "c": [[Text("{{steps.y.output.k}}")]]}],
+        "d": Text("{{steps.z.output}} and {{steps.w.output.m.n}}"),
+        "e": "no reference: steps.none",
+    }
+    assert runtime_refs(value) == [("x", ""), ("y", "k"), ("z", ""), ("w", "m.n")]
+    assert runtime_refs("{{steps.q.output}}") == [("q", "")]
+    assert runtime_refs(Text("{{steps.q.output}}")) == [("q", "")]
+    assert runtime_refs(7) == runtime_refs(None) == []
+
+
 OUTPUTS = {
     "build": {"artifact": "dist/a.whl", "files": ["a", "b"], "meta": {"size": 10}, "errors.count": 0},
     "run-tests": {"failed": 0},

@@ -94,17 +94,22 @@ def runtime_refs(value: object) -> list[tuple[str, str]]:
 
 
 def _collect_refs(value: object, found: list[tuple[str, str]]) -> None:
-    # a walk without a call per value (``check`` walks every step's texts before every run), in order
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
+    # ``check`` walks every step's texts before every run: a call per list or table, not per value, each
+    # value told by its type first (``isinstance`` only for what is not a plain JSON value); in order
+    if isinstance(value, str):
+        if "steps." in value:
+            found.extend((m.group(1), m.group(2).lstrip(".")) for m in RUNTIME_REF.finditer(value))
+        return
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        if type(item) is str:
             if "steps." in item:
                 found.extend((m.group(1), m.group(2).lstrip(".")) for m in RUNTIME_REF.finditer(item))
-        elif isinstance(item, dict):
-            pending.extend(reversed(item.values()))
-        elif isinstance(item, list):
-            pending.extend(reversed(item))
+        elif type(item) not in _LEAVES:  # a list, a table, or a subclass of one or of text
+            _collect_refs(item, found)
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})
 
 
 def render_text(
