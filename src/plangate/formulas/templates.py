@@ -105,7 +105,7 @@ def _collect_refs(value: object, found: list[tuple[str, str]]) -> None:
         if type(item) is str:
             if "steps." in item:
                 found.extend((m.group(1), m.group(2).lstrip(".")) for m in RUNTIME_REF.finditer(item))
-        elif type(item) not in _LEAVES:  # a list, a table, or a subclass of one or of text
+        elif item and type(item) not in _LEAVES:  # a list, a table, or a subclass of one or of text
             _collect_refs(item, found)
 
 
