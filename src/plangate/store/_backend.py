@@ -33,7 +33,7 @@ from plangate.store import _leases as leases
 from plangate.store import _rows as rows
 from plangate.store._migrate import CommitHook, Component, commit_hooks
 from plangate.store._sql import Db
-from plangate.store._tx import StoreTransaction
+from plangate.store._tx import RUN_RECORD, StoreTransaction
 from plangate.store.base import (
     Commit,
     Interaction,
@@ -66,10 +66,9 @@ _EVENTS_OF_RUN = (
     "SELECT e.run_id, e.seq, e.type, e.payload, e.at FROM runs AS r "
     "LEFT JOIN events AS e ON e.run_id = r.id AND e.seq > ? WHERE r.id = ? ORDER BY e.seq"
 )
-# The run's row as a transaction begins (locked with the backend's ``_ROW_LOCK``).
-# what a transaction reads of its run as it begins: what it needs (``_TX_ROW``), or the whole record too
+# The run's row as a transaction begins (locked with the backend's ``_ROW_LOCK``): what the transaction
+# needs, or its whole record too (``RUN_RECORD``, which the transaction reads itself when first asked for)
 _TX_ROW = f"SELECT id, status, last_seq, {leases.LEASE_COLUMNS} FROM runs WHERE id = ?"
-_TX_RECORD = f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?"
 _INTERACTION_COLUMNS = ", ".join(f"i.{name.strip()}" for name in rows.INTERACTION_COLUMNS.split(","))
 
 
@@ -335,7 +334,7 @@ class Backend(ABC):
         """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the
         fence, hand the transaction out (the one ``yield``), then write it; its commit notice, if made."""
         whole = self._TX_READS_RECORD
-        row = db.one((_TX_RECORD if whole else _TX_ROW) + self._ROW_LOCK, (run_id,))
+        row = db.one((RUN_RECORD if whole else _TX_ROW) + self._ROW_LOCK, (run_id,))
         if row is None:
             raise self._no_run(run_id)
         if fence is not None:

@@ -42,7 +42,9 @@ if TYPE_CHECKING:
     from plangate.store._migrate import CommitHook
 
 _INSERT_EVENT = "INSERT INTO events (run_id, seq, type, payload, at) VALUES (?, ?, ?, ?, ?)"
-_RUN = f"SELECT {rows.RUN_COLUMNS} FROM runs WHERE id = ?"
+#: a run's whole record, lease included: what a transaction reads of its run as it begins, or when first
+#: asked for (``StoreTransaction.run``)
+RUN_RECORD = f"SELECT {rows.RUN_COLUMNS}, lease_generation FROM runs WHERE id = ?"
 _UPSERT_SNAPSHOT = (
     "INSERT INTO snapshots (run_id, version, seq, state, updated_at) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, seq = excluded.seq, "
@@ -102,7 +104,7 @@ class StoreTransaction:
 
     def _record_row(self) -> rows.Row:
         self._check_open()
-        row = self._db.one(_RUN, (self._run_id,))
+        row = self._db.one(RUN_RECORD, (self._run_id,))
         if row is None:  # the store holds the run's lock: nobody deleted it meanwhile
             raise NotFoundError(f"no run {self._run_id!r} in the store")
         return row
