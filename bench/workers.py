@@ -398,10 +398,10 @@ def _round_trips(url: str, runs: int = 20) -> float:
 
 def watch_round_trips() -> list[int]:
     """Count, from now on in this process, each wait for PostgreSQL: each query sent outside a pipeline,
-    and each pipeline's sync. A store's set-up of a new connection is not counted: its pool does that in
-    threads of its own, at moments no step waits for. Only with libpq's Python binding
-    (``PSYCOPG_IMPL=python``), which can be watched. Returns the count, a list of one item that the sends
-    update (the tests read it too)."""
+    and each pipeline's sync. The set-up of a new connection, by a store opened from now on, is not
+    counted: its pool does that in threads of its own, at moments no step waits for. Only with libpq's
+    Python binding (``PSYCOPG_IMPL=python``), which can be watched. Returns the count, a list of one item
+    that the sends update (the tests read it too)."""
     from psycopg.pq import pq_ctypes
 
     from plangate.store.postgres import PostgresStore

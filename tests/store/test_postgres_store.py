@@ -564,7 +564,7 @@ _ROUND_TRIPS = textwrap.dedent(
             while not done.is_set():
                 store._configure(conn)
 
-    beside = threading.Thread(target=setting_up)
+    beside = threading.Thread(target=setting_up, daemon=True)  # a failed count ends the process at once
     beside.start()
     counts = []
     for _ in range(2):  # the second time: the pool's connections and their prepared statements are warm
