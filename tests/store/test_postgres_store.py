@@ -596,3 +596,63 @@ def test_a_transaction_is_two_round_trips_even_when_it_ends_the_run(postgres_url
     )
     assert process.returncode == 0, process.stderr
     assert process.stdout.split() == ["2", "2"]
+
+
+_COMMIT_ROUND_TRIPS = textwrap.dedent(
+    """
+    import sys
+
+    sys.path.insert(0, sys.argv[2])
+    from workers import watch_round_trips
+
+    sent = watch_round_trips()
+
+    import plangate.runs.quotas  # the components whose hooks act on a run's end
+    import plangate.runs.webhooks
+    from plangate.events import SpeakEvent
+    from plangate.store import open_store
+
+    store = open_store(sys.argv[1])
+
+
+    def counted(write, fence):
+        sent[0] = 0
+        store.commit(run_id, write, fence=fence)
+        return sent[0]
+
+
+    def ends(tx):
+        tx.set_status("completed", outcome={"status": "completed"})
+
+
+    for _ in range(2):  # the second time: the pool's connections are warm
+        run_id = store.create_run("formula", "counted", {}, lease=("worker-a", 30)).id
+        lease = store.get_lease(run_id)
+        counts = [
+            counted(lambda tx: tx.set_status("running"), lease),
+            counted(lambda tx: tx.append(SpeakEvent(text="step")), lease),
+        ]
+        with store.transaction(run_id) as tx:  # somebody else writes to the run
+            tx.append(SpeakEvent(text="theirs"))
+        counts.append(counted(lambda tx: tx.append(SpeakEvent(text="after theirs")), lease))
+        counts.append(counted(lambda tx: tx.append(SpeakEvent(text="and on")), lease))
+        counts.append(counted(ends, lease))
+    store.close()
+    print(*counts)
+    """
+)
+
+
+def test_a_commit_after_the_stores_own_is_one_round_trip(postgres_url: str) -> None:
+    # begun from what the store's last commit on the run left (a run created with its lease counts), checked
+    # by a guard sent with the writes; after somebody else's write, the guard fails (one round trip, and one
+    # to roll back) and the commit reads the row (two more); a run's end reads its record for the hooks
+    process = subprocess.run(
+        [sys.executable, "-c", _COMMIT_ROUND_TRIPS, postgres_url, str(BENCH)],
+        env={**os.environ, "PSYCOPG_IMPL": "python"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.split() == ["1", "1", "4", "1", "2"]

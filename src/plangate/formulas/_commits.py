@@ -110,8 +110,8 @@ class Commits:
         return due or self._since_snapshot + len(self.ops) >= every
 
     def _in_transaction(self, write: _Write) -> Sequence[Event]:
-        with self.host.leases.transaction(self.run_id) as tx:
-            return write(tx)
+        # ``write`` acts only through its transaction: the store may run it twice (``Store.commit``)
+        return self.host.leases.commit(self.run_id, write)
 
     def _write(
         self,

@@ -152,7 +152,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
     os.register_at_fork(after_in_child=_forked)
 
 
-class _Block(Generic[Y]):
+class Block(Generic[Y]):
     """The ``with`` block of ``transaction`` and ``try_transaction``: it runs the backend's generator as
     ``contextlib.contextmanager`` would (what it hands out is the block's; resumed when the block ends, the
     block's exception thrown into it), without its generic work on the path of every commit; then tells
@@ -314,7 +314,7 @@ class Backend(ABC):
         """
         checked = None if fence is None else leases.checked_fence(fence, run_id)
         unit = functools.partial(self._unit, run_id=run_id, fence=checked)
-        return _Block(self, self._within(f"the transaction on run {run_id!r}", unit))
+        return Block(self, self._within(f"the transaction on run {run_id!r}", unit))
 
     def try_transaction(
         self, run_id: str, *, fence: Lease | None = None
@@ -328,7 +328,18 @@ class Backend(ABC):
         """
         checked = None if fence is None else leases.checked_fence(fence, run_id)
         unit = functools.partial(self._unit, run_id=run_id, fence=checked)
-        return _Block(self, self._at_once(f"the transaction on run {run_id!r}", unit))
+        return Block(self, self._at_once(f"the transaction on run {run_id!r}", unit))
+
+    def commit(self, run_id: str, write: Callable[[StoreTransaction], T], *, fence: Lease) -> T:
+        """``write`` in a ``transaction`` on the run fenced by ``fence``, committed when it returns; what it
+        returned. A backend may call ``write`` a second time, on a new transaction, when the first was rolled
+        back without writing anything (``PostgresStore``): ``write`` must act only through its transaction.
+
+        Raises:
+            as ``transaction``, and what ``write`` raises (the transaction rolled back).
+        """
+        with self.transaction(run_id, fence=fence) as tx:
+            return write(tx)
 
     def _unit(self, db: Db, *, run_id: str, fence: Lease | None) -> Generator[StoreTransaction, None, Told]:
         """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the

@@ -86,6 +86,11 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+class Stale(Exception):
+    """A transaction's guard found the run's row other than the store expected (``PostgresDb``'s ``guard``):
+    the transaction was rolled back, nothing of it was written."""
+
+
 class PostgresDb:
     """``Db`` (``store/_sql.py``) on a psycopg connection of dict rows; errors explained by ``sql``.
 
@@ -94,18 +99,29 @@ class PostgresDb:
     ``COMMIT`` (``commit``), each group in one simple query (its values bound by psycopg on this side: one
     message and one answer, where a pipeline's many small steps cost the client more than the round trips
     they save). Outside one, every statement runs at once.
+
+    A ``guard`` (a statement, its values bound) goes right after the ``BEGIN``: a query that locks the
+    run's row and divides by zero unless the row is as the store expects. When it does, the server runs
+    nothing after it, and ``Stale`` is raised instead of a ``StoreError``.
     """
 
-    __slots__ = ("_begin", "_conn", "_deferred", "_sql", "committing")
+    __slots__ = ("_begin", "_conn", "_deferred", "_guarded", "_sql", "committing")
 
     dialect: ClassVar[Dialect] = "postgresql"
 
     def __init__(
-        self, conn: psycopg.Connection[DictRow], sql: Translated, *, begin: str | None = None
+        self,
+        conn: psycopg.Connection[DictRow],
+        sql: Translated,
+        *,
+        begin: str | None = None,
+        guard: str | None = None,
     ) -> None:
         self._conn = conn
         self._sql = sql
-        self._begin = begin  # the transaction's BEGIN while it is not sent yet
+        # the transaction's BEGIN (and its guard) while it is not sent yet
+        self._guarded = guard is not None and begin is not None  # the guard is still to be sent
+        self._begin = f"{begin}; {guard}" if self._guarded else begin
         self._deferred: list[tuple[str, Sequence[Sequence[object]]]] | None = None if begin is None else []
         #: the ``COMMIT`` is on its way (or was sent): a connection lost now may have committed
         self.committing = False
@@ -129,7 +145,9 @@ class PostgresDb:
         """Run a statement that changes rows once for each parameter tuple of ``rows`` (psycopg pipelines
         them where libpq can: one round trip, not one per row)."""
         with self._sql:
-            self._send_begin()
+            if self._begin is not None:
+                begin, self._begin = self._begin, None
+                self._send(psycopg.ClientCursor(self._conn), begin)
             with self._conn.cursor() as cursor:
                 cursor.executemany(placeholders(query), rows)
 
@@ -151,7 +169,7 @@ class PostgresDb:
         the server runs nothing after it in the query."""
         deferred, self._deferred = self._deferred or [], None
         if self._begin is not None and not deferred:
-            self._begin = None  # never sent: there is no transaction to end
+            self._begin = None  # never sent: there is no transaction to end (nor a guard to check)
             return
         conn = self._conn
         if session_ended(conn):
@@ -164,7 +182,7 @@ class PostgresDb:
             sql = placeholders(query)
             parts.extend(cursor.mogrify(sql, row) for row in rows)
         parts.append("COMMIT")
-        cursor.execute("; ".join(parts))
+        self._send(cursor, "; ".join(parts))
 
     def _execute(self, query: str, params: Sequence[object]) -> psycopg.Cursor[DictRow]:
         if self._begin is None:
@@ -174,14 +192,22 @@ class PostgresDb:
         # server never arms it).
         begin, self._begin = self._begin, None
         cursor = psycopg.ClientCursor(self._conn)
-        cursor.execute(f"{begin}; {cursor.mogrify(placeholders(query), params)}")
+        guarded = self._send(cursor, f"{begin}; {cursor.mogrify(placeholders(query), params)}")
         cursor.nextset()
+        if guarded:
+            cursor.nextset()
         return cursor
 
-    def _send_begin(self) -> None:
-        if self._begin is not None:
-            begin, self._begin = self._begin, None
-            self._conn.execute(begin)
+    def _send(self, cursor: psycopg.ClientCursor[DictRow], query: str) -> bool:
+        """Run ``query`` (statements in one simple query); whether it carried the guard, then passed."""
+        guarded, self._guarded = self._guarded, False
+        try:
+            cursor.execute(query)
+        except errors.DivisionByZero:
+            if guarded:
+                raise Stale("the run's row changed since the store last committed to it") from None
+            raise
+        return guarded
 
 
 def session_ended(conn: psycopg.Connection[DictRow]) -> bool:

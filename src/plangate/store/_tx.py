@@ -63,11 +63,13 @@ class StoreTransaction:
         *,
         hooks: tuple[CommitHook, ...] = (),
         whole: bool = False,
+        undoable: bool = False,
     ) -> None:
         """``run_row``: the run's ``id``, ``status`` and ``last_seq`` as the transaction began; ``whole``:
         its whole record too (else that is read when first asked for). ``hooks``: the components'
         ``on_commit`` hooks, called in ``finish`` when the transaction set a terminal status or opened an
-        interaction."""
+        interaction. ``undoable``: ``undo`` may be called after a rollback (each event stamped in place
+        keeps what it had before)."""
         self._db = db
         self._run_row = run_row
         self._whole = whole
@@ -87,6 +89,9 @@ class StoreTransaction:
         self._hooks = hooks
         self._dirty = False
         self._open = True
+        self._written_at: float | None = None
+        # each event stamped in place, with the stamp's fields as they were and the fields it had set
+        self._undo: list[tuple[Event, dict[str, object], set[str]]] | None = [] if undoable else None
 
     @property
     def run_id(self) -> str:
@@ -151,6 +156,9 @@ class StoreTransaction:
         envelope = {"run_id": self._run_id, "seq": seq, "at": at}
         # An event its maker hands over is stamped in place; one this run stored already, appended again,
         # is copied, so that the one stored before keeps its seq.
+        if not owner and self._undo is not None:
+            before = {name: event.__dict__.get(name) for name in envelope}
+            self._undo.append((event, before, set(event.__pydantic_fields_set__)))
         stored = restamped(event, envelope) if owner else stamped(event, envelope)
         self._events.append(stored)
         self._dirty = True
@@ -424,7 +432,7 @@ class StoreTransaction:
         if self._rows:
             db.defer_many(_INSERT_EVENT, self._rows)
             self._rows = []
-        now = self._clock()
+        now = self._written_at = self._clock()
         if self._snapshot is not None:
             version, state = self._snapshot
             db.defer(_UPSERT_SNAPSHOT, (self._run_id, version, self._seq, state, now))
@@ -446,6 +454,24 @@ class StoreTransaction:
     def close(self) -> None:
         """End the transaction object's life; later calls fail."""
         self._open = False
+
+    def after(self) -> tuple[RunStatus, int, float | None]:
+        """The run's ``status``, ``last_seq`` and ``updated_at`` as this transaction left them, once it
+        committed (``updated_at``: None when this transaction did not write the run's row and began
+        without its whole record)."""
+        status: RunStatus = self._status or self._run_row["status"]
+        if self._written_at is not None:
+            return status, self._seq, self._written_at
+        return status, self._seq, self._run_row["updated_at"] if self._whole else None
+
+    def undo(self) -> None:
+        """After a rollback: give each event stamped in place what it had before (``undoable``), so that the
+        same events can be appended to another transaction."""
+        for event, before, fields in reversed(self._undo or ()):
+            event.__dict__.update(before)
+            event.__pydantic_fields_set__.clear()
+            event.__pydantic_fields_set__.update(fields)
+        self._undo = [] if self._undo is not None else None
 
     def commit_notice(self) -> Commit | None:
         """What subscribers hear about this transaction, or None when it changed no event or status."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -29,6 +29,8 @@ from plangate.vocab import WriteIntentStatus as WriteIntentStatus
 
 if TYPE_CHECKING:  # encoded.py checks with the store's rules, which import this module
     from plangate.store.encoded import EncodedObject
+
+T = TypeVar("T")
 
 
 class Record(BaseModel):
@@ -424,6 +426,20 @@ class Store(Protocol):
     ) -> AbstractContextManager[Transaction | None]:
         """``transaction`` when it can begin at once, without waiting for a lock; else the block gets None
         (a backend that waits on the network for every statement, PostgreSQL, always gives None)."""
+        ...
+
+    def commit(self, run_id: str, write: Callable[[Transaction], T], *, fence: Lease) -> T:
+        """``write`` in a ``transaction`` on the run fenced by ``fence``, committed when it returns; what it
+        returned. The store may call ``write`` twice: when a transaction that began from what this store
+        object committed last on the run finds, as it commits, that somebody else wrote to the run since, it
+        is rolled back, nothing of it written, and ``write`` runs again on the run as it is. So ``write``
+        acts only through its transaction (events appended to it are handed back unstamped before the second
+        call).
+
+        Raises:
+            LeaseLost: ``fence`` is no longer the run's live lease; nothing was written.
+            StoreError: as ``transaction``; and whatever ``write`` raises (nothing written).
+        """
         ...
 
     def subscribe(self, callback: Subscriber, *, remote: bool = False) -> Callable[[], None]:

@@ -16,6 +16,12 @@ or hung process) is ended by the server, which rolls it back and frees the run. 
 or set a status sends a ``NOTIFY`` (on a channel of the store's schema), so that subscribers with
 ``remote=True`` in any other process hear it.
 
+Round trips: a transaction costs two (the ``BEGIN`` with the row's lock, then the writes with the
+``COMMIT``). A fenced ``commit`` made after this store's own last commit on the run, under the same lease,
+costs one: it begins from what that commit left (the run's status and last ``seq``) and sends, with its
+writes, a guard that locks the row and fails unless it is still so; when somebody else wrote to the run
+meanwhile, nothing is written and the commit is made again the two-round-trip way (``commit``).
+
 Connections: the pool hands each call a connection and takes it back. A connection the server closed (a
 restart, ``pg_terminate_backend``) is noticed before it is handed out, without a round trip, and replaced;
 a connection lost in the middle of a call fails that call with a ``StoreError`` saying so (its transaction is
@@ -46,7 +52,9 @@ import secrets
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
 from plangate.events import Event
@@ -56,14 +64,16 @@ from plangate.store import _rows as rows
 from plangate.store._backend import (
     INSERT_RUN,
     Backend,
+    Block,
     NewRun,
+    Told,
     check_related,
     run_exists,
 )
 from plangate.store._migrate import Component
 from plangate.store._pg_listen import Listener
 from plangate.store._pg_schema import migrate, open_schema
-from plangate.store._pg_sql import PostgresDb, Translated, connection_lost, explain, safe_url
+from plangate.store._pg_sql import PostgresDb, Stale, Translated, connection_lost, explain, safe_url
 from plangate.store._sql import Db
 from plangate.store._tx import StoreTransaction
 from plangate.store.base import (
@@ -72,10 +82,34 @@ from plangate.store.base import (
     RunRecord,
     Subscriber,
 )
+from plangate.vocab import TERMINAL_STATUSES
 
 logger = logging.getLogger("plangate.store")
 
 Connection = psycopg.Connection[DictRow]
+T = TypeVar("T")
+
+#: The guard of a transaction that begins from what the store knows of its run (``PostgresStore.commit``):
+#: it locks the run's row as a transaction's first read does, and fails (a division by zero) unless the row
+#: is as the store left it and the lease still the transaction's fence.
+_GUARD = (
+    "SELECT 1 / count(*) FROM (SELECT 1 FROM runs WHERE id = %s AND status = %s AND last_seq = %s "
+    "AND updated_at = %s AND lease_owner = %s AND lease_generation = %s AND lease_expires_at > %s"
+    " FOR NO KEY UPDATE) AS held"
+)
+#: how many runs a store remembers its last commit on (the runs its process is advancing, in practice)
+_KNOWN_RUNS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """A run's row as this store's last commit on it left it, under the lease ``holder``/``generation``."""
+
+    holder: str
+    generation: int
+    status: str
+    last_seq: int
+    updated_at: float
 
 
 class PostgresStore(Backend):
@@ -124,6 +158,7 @@ class PostgresStore(Backend):
         self._subscribers_lock = threading.Lock()
         self._listener: Listener | None = None
         self._closed = False
+        self._known: dict[str, _Known] = {}
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             kwargs={"autocommit": True, "row_factory": dict_row},
@@ -174,7 +209,10 @@ class PostgresStore(Backend):
             )
         if row is None:
             raise ConfigError(f"create_run: run_id: a run {new.id!r} exists already in {self._where}")
-        return rows.run_record(row)
+        record = rows.run_record(row)
+        if new.lease is not None:  # generation 1, held from the start
+            self._remember(record.id, new.lease[0], 1, (record.status, 0, record.updated_at))
+        return record
 
     # -- writing ------------------------------------------------------------------------------------------
 
@@ -205,6 +243,81 @@ class PostgresStore(Backend):
                 self._remote = _without(self._remote, callback)
 
         return unsubscribe
+
+    def commit(self, run_id: str, write: Callable[[StoreTransaction], T], *, fence: Lease) -> T:
+        """``Backend.commit`` in one round trip where it can: when this store made the last commit on the
+        run, under the same lease, the transaction begins from what that commit left (its status and last
+        ``seq``) instead of reading the row, and a guard sent with its writes locks the row and checks it
+        is still so. When somebody else wrote to the run since (an answer, a cancel, a new holder of the
+        lease), the guard fails, the transaction is rolled back, the events it stamped are handed back as
+        they were, and ``write`` runs again in a transaction that reads the row first."""
+        checked = leases.checked_fence(fence, run_id)
+        known = self._known.pop(run_id, None)
+        if known is not None and known.holder == checked.holder and known.generation == checked.generation:
+            tx: StoreTransaction | None = None
+            try:
+                with Block(self, self._guarded(run_id, checked, known)) as tx:
+                    result = write(tx)
+            except Stale:
+                if tx is not None:
+                    tx.undo()
+            else:
+                status, last_seq, updated_at = tx.after()
+                left = (status, last_seq, known.updated_at if updated_at is None else updated_at)
+                self._remember(run_id, checked.holder, checked.generation, left)
+                return result
+        with self.transaction(run_id, fence=checked) as tx:
+            result = write(tx)
+        self._remember(run_id, checked.holder, checked.generation, tx.after())
+        return result
+
+    def _guarded(self, run_id: str, fence: Lease, known: _Known) -> Generator[StoreTransaction, None, Told]:
+        """The unit of ``commit`` that begins from ``known`` rather than reading the run's row."""
+        what = f"the transaction on run {run_id!r}"
+        self._check_usable(what)
+        with self._connection(what) as conn:
+            guard = psycopg.ClientCursor(conn).mogrify(
+                _GUARD,
+                (
+                    run_id,
+                    known.status,
+                    known.last_seq,
+                    known.updated_at,
+                    fence.holder,
+                    fence.generation,
+                    self._clock(),
+                ),
+            )
+            db = PostgresDb(conn, self._sql(what), begin="BEGIN", guard=guard)
+            try:
+                row = {"id": run_id, "status": known.status, "last_seq": known.last_seq}
+                tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks, undoable=True)
+                self._local.tx_run = run_id
+                try:
+                    yield tx
+                    tx.finish()
+                finally:
+                    self._local.tx_run = None
+                    tx.close()
+                notice = self._announce(db, tx)
+                self._commit(db, what)
+            except BaseException:
+                _rollback(conn, what, self._where)
+                raise
+        return tx, notice
+
+    def _remember(
+        self, run_id: str, holder: str, generation: int, left: tuple[str, int, float | None]
+    ) -> None:
+        """What a commit under the lease ``holder``/``generation`` left on the run's row (``left``: its
+        status, last ``seq`` and ``updated_at``), for the next ``commit`` to begin from; forgotten when the
+        run ended or the time is not known."""
+        status, last_seq, updated_at = left
+        if status in TERMINAL_STATUSES or updated_at is None:
+            return
+        if len(self._known) >= _KNOWN_RUNS:
+            self._known.clear()
+        self._known[run_id] = _Known(holder, generation, status, last_seq, updated_at)
 
     # -- leases -------------------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from plangate._offloop import off_loop, off_loop_undone
 from plangate.errors import RunLeased, StoreError
 from plangate.store.base import Lease, LeaseLost, RunKind, RunRecord, Store, Transaction
 
+T = TypeVar("T")
 X = TypeVar("X")
 
 logger = logging.getLogger("plangate.store")
@@ -160,6 +161,19 @@ class LeaseBook:
         """
         fence = self.fence(run_id)
         return _Fenced(self, fence, self.store.transaction(run_id, fence=fence))
+
+    def commit(self, run_id: str, write: Callable[[Transaction], T]) -> T:
+        """``write`` in a transaction on the run fenced by the lease this book holds, committed when it
+        returns (``Store.commit``: it may be called twice, so it acts only through its transaction).
+
+        Raises:
+            RunLeased: the lease is not held here, or is no longer current: nothing was written.
+        """
+        fence = self.fence(run_id)
+        try:
+            return self.store.commit(run_id, write, fence=fence)
+        except LeaseLost as exc:
+            raise self._refused(run_id, fence, exc) from exc
 
     def try_transaction(self, run_id: str) -> AbstractContextManager[Transaction | None]:
         """``transaction`` when it can begin at once (``Store.try_transaction``); else the block gets None."""
