@@ -66,7 +66,8 @@ each is caught by the code that raised it (or, for ``Problem``, by the server's 
     ├── _FormatRefused                   a server refused a structured-output format (models/openai.py)
     ├── _Refused                         JSON the protocol refuses (decisions/_json.py)
     ├── _Refused                         SQL the guard refuses (tools/sql_guard.py)
-    └── _DryRun                          a dry run's transaction rolled back once counted (store/retention.py)
+    ├── _DryRun                          a dry run's transaction rolled back once counted (store/retention.py)
+    └── Stale                            a run changed since the store's last commit on it (store/_pg_sql.py)
 
 Python's own exceptions are raised only where a Python protocol asks for them: ``TypeError`` for an argument
 of the wrong type, ``KeyError`` from a mapping's lookup, ``ValueError`` inside a pydantic validator (pydantic

@@ -18,6 +18,7 @@ import psycopg
 from psycopg import errors
 from psycopg.rows import DictRow
 
+from plangate.errors import Signal
 from plangate.store._rows import Row
 from plangate.store._sql import Translated as _Translated
 from plangate.store.ddl import Dialect
@@ -86,9 +87,10 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class Stale(Exception):
+class Stale(Signal):
     """A transaction's guard found the run's row other than the store expected (``PostgresDb``'s ``guard``):
-    the transaction was rolled back, nothing of it was written."""
+    the transaction was rolled back, nothing of it was written; ``PostgresStore.commit`` catches it and
+    commits again, reading the row."""
 
 
 class PostgresDb:
