@@ -7,8 +7,11 @@ one must see what they wrote, as a transaction that reads the row would.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import pytest
-from store_backends import FakeClock
+from store_backends import Backend, FakeClock
 
 from plangate.errors import ConfigError
 from plangate.events import SpeakEvent
@@ -25,6 +28,14 @@ def _leased(store: Store, holder: str = "worker-a") -> tuple[str, Lease]:
 
 def _texts(store: Store, run_id: str) -> list[tuple[int, str]]:
     return [(event.seq, getattr(event, "text", "")) for event in store.events(run_id)]
+
+
+def _appending(event: SpeakEvent) -> Callable[[Transaction], SpeakEvent]:
+    def append(tx: Transaction) -> SpeakEvent:
+        assert tx.append(event) is event  # stamped in place, each try
+        return event
+
+    return append
 
 
 def _again_on_postgres(store: Store) -> int:
@@ -143,3 +154,41 @@ def test_a_commit_that_ends_the_run_leaves_nothing_to_begin_from(store: Store) -
         tx.append(SpeakEvent(text="after the end"))
     store.commit(run_id, lambda tx: tx.append(SpeakEvent(text="and again")), fence=lease)
     assert _texts(store, run_id) == [(1, "after the end"), (2, "and again")]
+
+
+def test_commits_beside_another_writer_keep_the_log_gapless_and_in_each_writers_order(
+    shared_backend: Backend,
+) -> None:
+    # two handles (two processes, in effect): one commits under the lease, the other writes as answers do;
+    # each of the holder's commits may find the other's write landed since its last
+    holder, other = shared_backend.open(), shared_backend.open()
+    try:
+        run_id = holder.create_run("formula", "shared", {}, lease=("worker-a", 60)).id
+        lease = holder.get_lease(run_id)
+        assert lease is not None
+        stored: list[tuple[int, str]] = []
+
+        def hold() -> None:
+            for i in range(150):
+                event = holder.commit(run_id, _appending(SpeakEvent(text=f"a{i}")), fence=lease)
+                stored.append((event.seq, event.text))
+
+        def answer() -> None:
+            for i in range(150):
+                with other.transaction(run_id) as tx:
+                    tx.append(SpeakEvent(text=f"b{i}"))
+
+        threads = [threading.Thread(target=hold), threading.Thread(target=answer)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in threads)
+        log = _texts(holder, run_id)
+        assert [seq for seq, _ in log] == list(range(1, 301))
+        assert [text for _, text in log if text.startswith("a")] == [f"a{i}" for i in range(150)]
+        assert [text for _, text in log if text.startswith("b")] == [f"b{i}" for i in range(150)]
+        assert stored == [(seq, text) for seq, text in log if text.startswith("a")]  # as handed back
+    finally:
+        holder.close()
+        other.close()
