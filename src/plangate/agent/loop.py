@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -335,7 +335,7 @@ class RunLoop:
         # What a receipt proves goes into the same batch, decided here, on the loop's thread, like the rest
         # of the state.
         _proof.prove(self, batch)
-        with self._transaction(at_once=True) as tx:
+        with self._at_once() as tx:
             stored = None if tx is None else self._write(tx, batch)
         if stored is None:
             return await off_loop(self._commit, batch)
@@ -343,8 +343,11 @@ class RunLoop:
         return stored
 
     def _commit(self, batch: Batch) -> list[Event]:
-        with self._transaction() as tx:
-            stored = self._write(tx, batch)
+        if self.leases is None:
+            with self.store.transaction(self.run_id) as tx:
+                stored = self._write(tx, batch)
+        else:  # ``_write`` acts only through its transaction: the store may run it twice (``Store.commit``)
+            stored = self.leases.commit(self.run_id, lambda tx: self._write(tx, batch))
         self._after_commit(batch, stored)
         return stored
 
@@ -385,18 +388,12 @@ class RunLoop:
         tx.set_snapshot(state.encoded(), version=SNAPSHOT_VERSION)
         return list(tx.events)
 
-    @overload
-    def _transaction(self, *, at_once: Literal[False] = False) -> AbstractContextManager[Transaction]: ...
-
-    @overload
-    def _transaction(self, *, at_once: Literal[True]) -> AbstractContextManager[Transaction | None]: ...
-
-    def _transaction(self, *, at_once: bool = False) -> AbstractContextManager[Transaction | None]:
+    def _at_once(self) -> AbstractContextManager[Transaction | None]:
+        """A transaction on the run when the store begins it at once (``Store.try_transaction``), fenced by
+        the run's lease where this process holds one; else the block gets None."""
         if self.leases is None:
-            store = self.store
-            return store.try_transaction(self.run_id) if at_once else store.transaction(self.run_id)
-        leases = self.leases
-        return leases.try_transaction(self.run_id) if at_once else leases.transaction(self.run_id)
+            return self.store.try_transaction(self.run_id)
+        return self.leases.try_transaction(self.run_id)
 
     async def confirm_lease(self) -> None:
         """Before a write: renew the run's lease (off the event loop), refused (``RunLeased``) when this
