@@ -3,21 +3,39 @@
 SPEC §6: a step's ``running`` state and a write's intent are committed before its work starts, its result
 before anything that depends on it starts; the transitions of one scheduler pass may share one transaction
 (group commit). Two witnesses for every call: the order in which the store announced its commits (it tells
-subscribers after each commit) against the order of the calls, and a second store on the same file, which
-sees only what was committed, read from inside the tool.
+subscribers after each commit) against the order of the calls, and a second store on the same file or
+database, which sees only what was committed, read from inside the tool. On both backends: a PostgreSQL
+store commits a run's transitions without reading its row first (``Store.commit``), which must not move a
+call ahead of its commit.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from plangate.events import StepStateEvent
 from plangate.formulas.plan import CookedStep, Plan, ToolExecutor
 from plangate.formulas.runtime import FormulaRunner
-from plangate.store import Commit, SQLiteStore
+from plangate.store import Commit, SQLiteStore, Store, open_store
 from plangate.tools import ToolRegistry, current_call, tool
+
+Opener = Callable[[], Store]
+"""Opens a new handle on the test's store (the same file or database each time)."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    if request.param == "sqlite":
+        path = tmp_path / "runs.db"
+        return lambda: SQLiteStore(path)
+    url: str = request.getfixturevalue("postgres_url")
+    return lambda: open_store(url)
+
 
 Entry = tuple[str, Any]
 """``("commit", {(step id, status), ...})`` or ``("call", step id)``, in the order they happened."""
@@ -26,9 +44,9 @@ Entry = tuple[str, Any]
 class Witness:
     """The log of commits and calls, and what a reader of the file saw from inside each call."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, reader: Store) -> None:
         self.log: list[Entry] = []
-        self.reader = SQLiteStore(path)  # a connection of its own: only what was committed is visible
+        self.reader = reader  # a connection of its own: only what was committed is visible
         self.seen: dict[str, set[tuple[str, str]]] = {}  # step id -> (step id, status) committed at its call
 
     def heard(self, commit: Commit) -> None:
@@ -49,10 +67,9 @@ class Witness:
         return self.log.index(("call", step))
 
 
-def _run(tmp_path: Path, plan: Plan, concurrency: int, *, write: bool = False) -> tuple[Witness, SQLiteStore]:
-    path = tmp_path / "runs.db"
-    store = SQLiteStore(path)
-    witness = Witness(path)
+def _run(opener: Opener, plan: Plan, concurrency: int, *, write: bool = False) -> tuple[Witness, Store]:
+    store = opener()
+    witness = Witness(opener())
     store.subscribe(witness.heard)
 
     @tool
@@ -73,7 +90,10 @@ def _run(tmp_path: Path, plan: Plan, concurrency: int, *, write: bool = False) -
         return {"published": step}
 
     runner = FormulaRunner(store, ToolRegistry([work, publish]), concurrency=concurrency)
-    result = asyncio.run(runner.start(plan, always_execute=write))
+    try:
+        result = asyncio.run(runner.start(plan, always_execute=write))
+    finally:
+        witness.reader.close()
     assert result.status == "completed", result.reason
     return witness, store
 
@@ -83,9 +103,10 @@ def _step(i: int, needs: list[str], tool_name: str = "work") -> CookedStep:
     return CookedStep(id=f"s{i}", title=f"step {i}", needs=needs, executor=executor)
 
 
-def test_in_a_chain_each_running_state_and_each_need_is_committed_before_the_call(tmp_path: Path) -> None:
+def test_in_a_chain_each_running_state_and_each_need_is_committed_before_the_call(opener: Opener) -> None:
     plan = Plan(formula="chain", steps=[_step(i, [f"s{i - 1}"] if i else []) for i in range(6)])
-    witness, _ = _run(tmp_path, plan, concurrency=8)
+    witness, store = _run(opener, plan, concurrency=8)
+    store.close()
 
     for i in range(6):
         step = f"s{i}"
@@ -100,10 +121,10 @@ def test_in_a_chain_each_running_state_and_each_need_is_committed_before_the_cal
 
 
 def test_in_a_fan_out_each_running_state_is_committed_before_the_call_and_a_pass_commits_together(
-    tmp_path: Path,
+    opener: Opener,
 ) -> None:
     plan = Plan(formula="fan-out", steps=[_step(i, []) for i in range(20)])
-    witness, store = _run(tmp_path, plan, concurrency=4)
+    witness, store = _run(opener, plan, concurrency=4)
 
     for i in range(20):
         step = f"s{i}"
@@ -116,19 +137,20 @@ def test_in_a_fan_out_each_running_state_is_committed_before_the_call_and_a_pass
     store.close()
 
 
-def test_a_write_step_runs_only_once_its_intent_and_running_state_are_committed(tmp_path: Path) -> None:
+def test_a_write_step_runs_only_once_its_intent_and_running_state_are_committed(opener: Opener) -> None:
     plan = Plan(formula="write", steps=[_step(0, []), _step(1, ["s0"], tool_name="publish")])
-    witness, store = _run(tmp_path, plan, concurrency=8, write=True)
+    witness, store = _run(opener, plan, concurrency=8, write=True)
 
     assert witness.seen["intent:s1"] == {("intent", "intent")}  # committed, its receipt not yet
     assert ("s1", "running") in witness.seen["s1"]
     run = store.list_runs(limit=1).items[0]
     assert store.pending_write_intents(run.id) == []  # and its receipt committed after the call
+    store.close()
 
 
-def test_a_new_run_s_first_transition_commits_with_its_first_pass(tmp_path: Path) -> None:
+def test_a_new_run_s_first_transition_commits_with_its_first_pass(opener: Opener) -> None:
     plan = Plan(formula="chain", steps=[_step(i, [f"s{i - 1}"] if i else []) for i in range(4)])
-    witness, store = _run(tmp_path, plan, concurrency=8)
+    witness, store = _run(opener, plan, concurrency=8)
 
     commits = [what for kind, what in witness.log if kind == "commit"]
     # started, and its first step running, in one transaction; then one transaction a step
