@@ -342,16 +342,23 @@ class Backend(ABC):
         with self.transaction(run_id, fence=fence) as tx:
             return write(tx)
 
-    def _unit(self, db: Db, *, run_id: str, fence: Lease | None) -> Generator[StoreTransaction, None, Told]:
+    def _unit(
+        self, db: Db, *, run_id: str, fence: Lease | None, begun: rows.Row | None = None
+    ) -> Generator[StoreTransaction, None, Told]:
         """The unit of work inside the backend's transaction on ``db``: lock the run's row and check the
-        fence, hand the transaction out (the one ``yield``), then write it; its commit notice, if made."""
-        whole = self._TX_READS_RECORD
-        row = db.one((RUN_RECORD if whole else _TX_ROW) + self._ROW_LOCK, (run_id,))
-        if row is None:
-            raise self._no_run(run_id)
-        if fence is not None:
-            leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
-        tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks, whole=whole)
+        fence, hand the transaction out (the one ``yield``), then write it; its commit notice, if made.
+        ``begun``: the run's ``id``, ``status`` and ``last_seq`` as the backend knows them, checked by
+        its own means (``PostgresStore.commit``): the row is not read, and the transaction can be undone."""
+        if begun is not None:
+            tx = StoreTransaction(db, begun, self._clock, hooks=self.database.hooks, undoable=True)
+        else:
+            whole = self._TX_READS_RECORD
+            row = db.one((RUN_RECORD if whole else _TX_ROW) + self._ROW_LOCK, (run_id,))
+            if row is None:
+                raise self._no_run(run_id)
+            if fence is not None:
+                leases.require_current_row(fence, run_id, row, self._clock(), "the transaction")
+            tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks, whole=whole)
         self._local.tx_run = run_id
         try:
             yield tx

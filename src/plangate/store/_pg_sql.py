@@ -102,12 +102,12 @@ class PostgresDb:
     message and one answer, where a pipeline's many small steps cost the client more than the round trips
     they save). Outside one, every statement runs at once.
 
-    A ``guard`` (a statement, its values bound) goes right after the ``BEGIN``: a query that locks the
-    run's row and divides by zero unless the row is as the store expects. When it does, the server runs
+    A ``guard`` (a statement and its values) goes right after the ``BEGIN``: a query that locks the run's
+    row and divides by zero unless the row is as the store expects. When it does, the server runs
     nothing after it, and ``Stale`` is raised instead of a ``StoreError``.
     """
 
-    __slots__ = ("_begin", "_conn", "_deferred", "_guarded", "_sql", "committing")
+    __slots__ = ("_begin", "_conn", "_deferred", "_guard", "_sql", "committing")
 
     dialect: ClassVar[Dialect] = "postgresql"
 
@@ -117,13 +117,12 @@ class PostgresDb:
         sql: Translated,
         *,
         begin: str | None = None,
-        guard: str | None = None,
+        guard: tuple[str, Sequence[object]] | None = None,
     ) -> None:
         self._conn = conn
         self._sql = sql
-        # the transaction's BEGIN (and its guard) while it is not sent yet
-        self._guarded = guard is not None and begin is not None  # the guard is still to be sent
-        self._begin = f"{begin}; {guard}" if self._guarded else begin
+        self._begin = begin  # the transaction's BEGIN while it is not sent yet
+        self._guard = guard if begin is not None else None  # sent with the BEGIN
         self._deferred: list[tuple[str, Sequence[Sequence[object]]]] | None = None if begin is None else []
         #: the ``COMMIT`` is on its way (or was sent): a connection lost now may have committed
         self.committing = False
@@ -148,8 +147,7 @@ class PostgresDb:
         them where libpq can: one round trip, not one per row)."""
         with self._sql:
             if self._begin is not None:
-                begin, self._begin = self._begin, None
-                self._send(psycopg.ClientCursor(self._conn), begin)
+                self._send(psycopg.ClientCursor(self._conn), [])
             with self._conn.cursor() as cursor:
                 cursor.executemany(placeholders(query), rows)
 
@@ -171,20 +169,19 @@ class PostgresDb:
         the server runs nothing after it in the query."""
         deferred, self._deferred = self._deferred or [], None
         if self._begin is not None and not deferred:
-            self._begin = None  # never sent: there is no transaction to end (nor a guard to check)
+            self._begin = self._guard = None  # never sent: no transaction to end (nor a guard to check)
             return
         conn = self._conn
         if session_ended(conn):
             raise psycopg.OperationalError("the server ended the session before the transaction committed")
         self.committing = True
         cursor = psycopg.ClientCursor(conn)
-        parts = [] if self._begin is None else [self._begin]
-        self._begin = None
+        parts: list[str] = []
         for query, rows in deferred:
             sql = placeholders(query)
             parts.extend(cursor.mogrify(sql, row) for row in rows)
         parts.append("COMMIT")
-        self._send(cursor, "; ".join(parts))
+        self._send(cursor, parts)
 
     def _execute(self, query: str, params: Sequence[object]) -> psycopg.Cursor[DictRow]:
         if self._begin is None:
@@ -192,24 +189,28 @@ class PostgresDb:
         # The BEGIN and the first statement in one simple query: one round trip, ending in the ReadyForQuery
         # that arms the server's idle-in-transaction timeout (a pipeline may end in a Flush, after which the
         # server never arms it).
-        begin, self._begin = self._begin, None
         cursor = psycopg.ClientCursor(self._conn)
-        guarded = self._send(cursor, f"{begin}; {cursor.mogrify(placeholders(query), params)}")
-        cursor.nextset()
-        if guarded:
-            cursor.nextset()
+        for _ in range(self._send(cursor, [cursor.mogrify(placeholders(query), params)])):
+            cursor.nextset()  # to the statement's own result
         return cursor
 
-    def _send(self, cursor: psycopg.ClientCursor[DictRow], query: str) -> bool:
-        """Run ``query`` (statements in one simple query); whether it carried the guard, then passed."""
-        guarded, self._guarded = self._guarded, False
+    def _send(self, cursor: psycopg.ClientCursor[DictRow], statements: list[str]) -> int:
+        """Run ``statements`` in one simple query, after the ``BEGIN`` and the guard while they are not sent
+        yet; how many of those went first."""
+        guard, self._guard = self._guard, None
+        if self._begin is not None:
+            head = [self._begin] if guard is None else [self._begin, cursor.mogrify(*guard)]
+            self._begin = None
+            statements = head + statements
+        else:
+            head = []
         try:
-            cursor.execute(query)
+            cursor.execute("; ".join(statements))
         except errors.DivisionByZero:
-            if guarded:
+            if guard is not None:
                 raise Stale("the run's row changed since the store last committed to it") from None
             raise
-        return guarded
+        return len(head)
 
 
 def session_ended(conn: psycopg.Connection[DictRow]) -> bool:

@@ -273,38 +273,11 @@ class PostgresStore(Backend):
 
     def _guarded(self, run_id: str, fence: Lease, known: _Known) -> Generator[StoreTransaction, None, Told]:
         """The unit of ``commit`` that begins from ``known`` rather than reading the run's row."""
-        what = f"the transaction on run {run_id!r}"
-        self._check_usable(what)
-        with self._connection(what) as conn:
-            guard = psycopg.ClientCursor(conn).mogrify(
-                _GUARD,
-                (
-                    run_id,
-                    known.status,
-                    known.last_seq,
-                    known.updated_at,
-                    fence.holder,
-                    fence.generation,
-                    self._clock(),
-                ),
-            )
-            db = PostgresDb(conn, self._sql(what), begin="BEGIN", guard=guard)
-            try:
-                row = {"id": run_id, "status": known.status, "last_seq": known.last_seq}
-                tx = StoreTransaction(db, row, self._clock, hooks=self.database.hooks, undoable=True)
-                self._local.tx_run = run_id
-                try:
-                    yield tx
-                    tx.finish()
-                finally:
-                    self._local.tx_run = None
-                    tx.close()
-                notice = self._announce(db, tx)
-                self._commit(db, what)
-            except BaseException:
-                _rollback(conn, what, self._where)
-                raise
-        return tx, notice
+        expected = (known.status, known.last_seq, known.updated_at, fence.holder, fence.generation)
+        guard = (_GUARD, (run_id, *expected, self._clock()))
+        with self._writing(f"the transaction on run {run_id!r}", guard=guard) as db:
+            begun = {"id": run_id, "status": known.status, "last_seq": known.last_seq}
+            return (yield from self._unit(db, run_id=run_id, fence=None, begun=begun))
 
     def _remember(
         self, run_id: str, holder: str, generation: int, left: tuple[str, int, float | None]
@@ -435,15 +408,18 @@ class PostgresStore(Backend):
         return self._writing(what, begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
     @contextlib.contextmanager
-    def _writing(self, what: str, *, begin: str = "BEGIN") -> Iterator[PostgresDb]:
+    def _writing(
+        self, what: str, *, begin: str = "BEGIN", guard: tuple[str, Sequence[object]] | None = None
+    ) -> Iterator[PostgresDb]:
         """A connection inside a transaction, committed at the end of the block, rolled back if it raises.
 
         Its ``BEGIN`` goes with the block's first statement and its deferred writes with the ``COMMIT``
-        (``PostgresDb``): a transaction that reads one row and writes costs two round trips.
+        (``PostgresDb``): a transaction that reads one row and writes costs two round trips, one that only
+        writes after a ``guard`` costs one.
         """
         self._check_usable(what)
         with self._connection(what) as conn:
-            db = PostgresDb(conn, self._sql(what), begin=begin)
+            db = PostgresDb(conn, self._sql(what), begin=begin, guard=guard)
             try:
                 yield db
                 self._commit(db, what)
