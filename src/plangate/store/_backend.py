@@ -154,10 +154,9 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
 
 class Block(Generic[Y]):
     """The ``with`` block of ``transaction``, ``try_transaction`` and a backend's own ``commit``
-    (``PostgresStore``): it runs the backend's generator as
-    ``contextlib.contextmanager`` would (what it hands out is the block's; resumed when the block ends, the
-    block's exception thrown into it), without its generic work on the path of every commit; then tells
-    the subscribers of the commit."""
+    (``PostgresStore``): it runs the backend's generator as ``contextlib.contextmanager`` would (what it
+    hands out is the block's; resumed when the block ends, the block's exception thrown into it), without
+    its generic work on the path of every commit; then tells the subscribers of the commit."""
 
     __slots__ = ("_store", "_work")
 
