@@ -262,9 +262,7 @@ class PostgresStore(Backend):
                 if tx is not None:
                     tx.undo()
             else:
-                status, last_seq, updated_at = tx.after()
-                left = (status, last_seq, known.updated_at if updated_at is None else updated_at)
-                self._remember(run_id, checked.holder, checked.generation, left)
+                self._remember(run_id, checked.holder, checked.generation, tx.after(), known.updated_at)
                 return result
         with self.transaction(run_id, fence=checked) as tx:
             result = write(tx)
@@ -280,12 +278,18 @@ class PostgresStore(Backend):
             return (yield from self._unit(db, run_id=run_id, fence=None, begun=begun))
 
     def _remember(
-        self, run_id: str, holder: str, generation: int, left: tuple[str, int, float | None]
+        self,
+        run_id: str,
+        holder: str,
+        generation: int,
+        left: tuple[str, int, float | None],
+        before: float | None = None,
     ) -> None:
         """What a commit under the lease ``holder``/``generation`` left on the run's row (``left``: its
-        status, last ``seq`` and ``updated_at``), for the next ``commit`` to begin from; forgotten when the
-        run ended or the time is not known."""
+        status, last ``seq`` and ``updated_at``, which is ``before`` when the commit did not write it), for
+        the next ``commit`` to begin from; forgotten when the run ended or the time is not known."""
         status, last_seq, updated_at = left
+        updated_at = before if updated_at is None else updated_at
         if status in TERMINAL_STATUSES or updated_at is None:
             return
         if len(self._known) >= _KNOWN_RUNS:
