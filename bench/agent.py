@@ -38,9 +38,16 @@ measured one (``--rounds``), each the median of the repetitions: how much a roun
 session (its prompt and its record grow; what is laid out again each round should not). No target is set;
 the formula runs keep theirs at most 1.25 from 1,000 to 10,000 steps (``bench/formulas.py``).
 
+Floors (``--floors``, with the timings): what bounds plangate's two figures against LangGraph from below.
+Its round with the store in memory (nothing written to a file) beside its round on a file, alternating:
+what the file's commit costs, against the round's budget (LangGraph's round / 25). And its store's fixed
+part, a new store's size before any run (the schema: SQLite gives every table and index a page of its
+own, used or not), beside what the session itself added, against the store's budget (LangGraph's / 100).
+
 Run:  .venv/bin/python bench/agent.py                 (200 rounds, 5 repetitions)
       .venv/bin/python bench/agent.py --timings-only    (no prefix reuse)
       .venv/bin/python bench/agent.py --timings-only --repeat 3 --growth 800
+      .venv/bin/python bench/agent.py --timings-only --repeat 3 --floors
       .venv/bin/python bench/agent.py --rounds 50 --repeat 3
       .venv/bin/python bench/agent.py --prefix-only     (only the prefix reuse, no timings)
 """
@@ -87,12 +94,13 @@ Turns = list[tuple[str, str]]
 
 
 def plangate_session(
-    folder: Path, rounds: int, prompts: list[Turns] | None = None, talk: bool = False
+    folder: Path, rounds: int, prompts: list[Turns] | None = None, talk: bool = False, memory: bool = False
 ) -> tuple[float, int]:
     """Run the session once; returns (seconds, store bytes). ``prompts`` collects each execute prompt.
 
     ``talk``: each round also says what it does (``speak``, as LangGraph's messages carry text), and half way
-    the model asks the user whether to go on, and a person answers.
+    the model asks the user whether to go on, and a person answers. ``memory``: on a SQLite store in memory
+    (no file written: 0 bytes kept), for ``--floors``.
     """
 
     @tool
@@ -120,7 +128,7 @@ def plangate_session(
         return json.dumps({"action": "done", "speak": "Finished."})
 
     path = folder / "plangate.db"
-    store = SQLiteStore(path)
+    store = SQLiteStore(":memory:" if memory else path)
     model = ScriptedModel(script)
     agent = Agent(model, tools=[lookup], store=store, mode="react", max_rounds=rounds + 5)
     started = time.perf_counter()
@@ -135,7 +143,7 @@ def plangate_session(
         for request in model.requests:
             if request.purpose == "execute":
                 prompts.append([(message.role, message.content) for message in request.messages])
-    return elapsed, database_size(path)
+    return elapsed, 0 if memory else database_size(path)
 
 
 QUESTION = "Shall I go on?"
@@ -439,6 +447,13 @@ def database_size(path: Path) -> int:
     return int(pages) * int(size)
 
 
+def empty_store_size(folder: Path) -> int:
+    """Bytes a new plangate store holds before any run: its schema, a page for each table and index."""
+    path = folder / "empty.db"
+    SQLiteStore(path).close()
+    return database_size(path)
+
+
 Session = Callable[[Path, int], tuple[float, int]]
 
 SESSIONS: dict[str, Session] = {
@@ -515,6 +530,36 @@ def print_growth(rounds: int, longer: int, times: int) -> None:
     print(f"growth {rounds} -> {longer} rounds: {median[longer] / median[rounds]:.2f}x per round (no target)")
 
 
+def print_floors(rounds: int, times: int, results: dict[str, tuple[list[float], list[int]]]) -> None:
+    """What bounds plangate's figures against LangGraph's from below (see the docstring): its round on a
+    file and with the store in memory (alternating), and its store's fixed part (an empty store) beside
+    the session's own rows; each beside its budget, LangGraph's figure over the target ratio."""
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(times):
+        for memory in seconds:
+            with tempfile.TemporaryDirectory(prefix="plangate-bench-") as folder:
+                seconds[memory].append(plangate_session(Path(folder), rounds, memory=memory)[0] / rounds)
+    on_file, in_memory = (statistics.median(seconds[memory]) for memory in (False, True))
+    peer = statistics.median(results["langgraph"][0]) / rounds
+    with tempfile.TemporaryDirectory(prefix="plangate-bench-") as folder:
+        empty = empty_store_size(Path(folder))
+    kept = int(statistics.median(results["plangate"][1]))
+    peer_size = int(statistics.median(results["langgraph"][1]))
+    rows = kept - empty
+    ratio = OVERHEAD_TARGETS["langgraph"]
+    print(f"Floors, {times} repetitions, load {load()}; budget = LangGraph's figure / the target ratio")
+    print(f"{'round, store on a file':<44} {on_file * 1e6:>9.1f} µs")
+    print(f"{'round, store in memory (no file written)':<44} {in_memory * 1e6:>9.1f} µs")
+    print(f"{f'budget (LangGraph / {ratio:g})':<44} {peer / ratio * 1e6:>9.1f} µs")
+    print(f"{'store after the session':<44} {kept / 1024:>9.1f} KiB")
+    print(f"{'  an empty store (its schema)':<44} {empty / 1024:>9.1f} KiB")
+    print(
+        f"{'  the session beyond it':<44} {rows / 1024:>9.1f} KiB"
+        f"  (LangGraph's store / {peer_size / rows if rows > 0 else float('inf'):.1f})"
+    )
+    print(f"{f'budget (LangGraph / {SIZE_TARGET:g})':<44} {peer_size / SIZE_TARGET / 1024:>9.1f} KiB")
+
+
 def load() -> str:
     """The machine's load averages (1, 5, 15 minutes), as uptime prints them."""
     return ", ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -526,6 +571,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="repetitions; the median is reported")
     parser.add_argument(
         "--growth", type=int, metavar="N", help="plangate's per-round overhead at N rounds over --rounds'"
+    )
+    parser.add_argument(
+        "--floors", action="store_true", help="also measure what bounds plangate from below (see above)"
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--prefix-only", action="store_true", help="measure only the prefix reuse")
@@ -542,7 +590,11 @@ def main() -> None:
             print()
     if args.prefix_only:
         return
-    print_timings(rounds, times, repeat(rounds, times))
+    results = repeat(rounds, times)
+    print_timings(rounds, times, results)
+    if args.floors:
+        print()
+        print_floors(rounds, times, results)
     if args.growth:
         print()
         print_growth(rounds, args.growth, times)
