@@ -25,7 +25,7 @@ from pg_schema import dump, schema_at
 
 from plangate.errors import ConfigError, StoreError
 from plangate.events import SpeakEvent
-from plangate.store import SCHEMA_VERSION, Commit, Documents, open_store
+from plangate.store import SCHEMA_VERSION, Commit, Documents, Transaction, open_store
 from plangate.store._pg_schema import migrate
 from plangate.store._schema import MIGRATIONS
 from plangate.store.ddl import statements
@@ -379,6 +379,49 @@ def test_a_session_killed_mid_transaction_writes_nothing_and_the_store_goes_on(
         assert store.list_interactions(run_id=run_id) == []
         with store.transaction(run_id) as tx:
             assert tx.append(SpeakEvent(text="a new connection")).seq == 2
+
+
+def test_a_session_killed_before_a_one_round_trip_commit_is_sent_writes_nothing_and_the_store_goes_on(
+    postgres_server: PostgresServer,
+) -> None:
+    # A commit under the lease that begins from what the store knew sends nothing before its function
+    # returns: the session dies while the function runs, and the one query (the guard, the writes and the
+    # COMMIT) finds it gone.
+    name = f"victim-{os.getpid()}-{time.monotonic_ns()}"
+    with PostgresStore(postgres_server.new_url(application_name=name)) as store:
+        run_id = store.create_run("formula", "doomed", {}, lease=("worker-a", 30)).id
+        lease = store.get_lease(run_id)
+        assert lease is not None
+        store.commit(run_id, lambda tx: tx.append(SpeakEvent(text="committed")), fence=lease)
+        admin = psycopg.connect(postgres_server.url, autocommit=True)
+
+        def killed_meanwhile(tx: Transaction) -> None:
+            tx.append(SpeakEvent(text="never committed"))
+            tx.set_status("running")
+            states = admin.execute(
+                "SELECT state FROM pg_stat_activity WHERE application_name = %s", (name,)
+            ).fetchall()
+            assert states and all(row == ("idle",) for row in states)  # nothing sent yet: no transaction
+            # the second argument waits until the session is gone, before the function goes on
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = %s",
+                (name,),
+            ).fetchall()
+            assert killed and all(row == (True,) for row in killed)
+            tx.append(SpeakEvent(text="after the kill"))
+
+        try:
+            with pytest.raises(StoreError) as err:
+                store.commit(run_id, killed_meanwhile, fence=lease)
+        finally:
+            admin.close()
+        assert f"the transaction on run '{run_id}' failed" in str(err.value)
+        assert "the connection to the database was lost" in str(err.value)
+        assert [event.seq for event in store.events(run_id)] == [1]
+        assert store.get_run(run_id).status == "queued"
+        for seq, text in ((2, "a new connection"), (3, "and one more")):
+            event = store.commit(run_id, lambda tx, text=text: tx.append(SpeakEvent(text=text)), fence=lease)
+            assert event.seq == seq
 
 
 def test_a_run_locked_past_the_busy_timeout_is_a_readable_error(postgres_url: str) -> None:
