@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from runtime_helpers import answer, memory_store, write_formula
 
-from plangate.errors import FormulaError, InteractionError
+from plangate.errors import FormulaError, InteractionError, StoreError
 from plangate.events import InteractionOpenedEvent, StatusEvent, StepStateEvent, ToolCallEvent
 from plangate.formulas import check_formula, load_formula
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
@@ -529,4 +529,36 @@ def test_after_a_crash_an_idempotent_write_without_reconcile_runs_again_under_th
     # harmless by the tool's own word: the same call, under the same key
     assert ledger.writes == [("app-1.0.0.tgz", pending.key)] * 2
     assert "rerun" in statuses(store, run_id)
+    assert store.pending_write_intents(run_id) == []
+
+
+def test_a_store_that_fails_before_a_write_stops_the_run_and_never_fails_the_step(tmp_path: Path) -> None:
+    """The store lost as a write's lease is confirmed (a database restarting) stops the run's advance where
+    it stands, as a crash would: the step is not failed for it, and the run resumes and writes once."""
+    ledger = Ledger()
+    store = memory_store()
+    registry = ledger.registry(reconcile=True)
+    extend = store.extend_lease
+    failures: list[str] = []
+
+    def extend_lease_once_lost(lease: Any, ttl: float) -> Any:
+        if not failures:
+            failures.append(lease.run_id)
+            raise StoreError("extend the lease failed on the store: the connection to the database was lost")
+        return extend(lease, ttl)
+
+    store.extend_lease = extend_lease_once_lost  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="connection to the database was lost"):
+        start(FormulaRunner(store, registry), publish_formula(tmp_path, 'consent = "auto"'))
+    (run_id,) = failures
+    assert store.get_run(run_id).status == "running"
+    failed = [e for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "failed"]
+    assert failed == []
+    assert ledger.writes == []  # stopped before the call
+    (pending,) = store.pending_write_intents(run_id)
+
+    done = resume(FormulaRunner(store, registry), run_id)
+
+    assert done.status == "completed", done.reason
+    assert ledger.writes == [("app-1.0.0.tgz", pending.key)]
     assert store.pending_write_intents(run_id) == []

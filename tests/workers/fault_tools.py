@@ -6,20 +6,32 @@ execution inserts one row into ``fault_writes`` of the test's own PostgreSQL sch
 transaction with nothing else, keyed by the call's idempotency key, with no unique constraint: a write run
 twice shows up as two rows. Its ``reconcile(key)`` reads that table, so a worker that takes a run over
 after a crash can tell whether the write happened. The table is the tool's own, not the store's.
+
+The table lives in the store's PostgreSQL server only for the tests' convenience: a write to a system of
+its own would not see that server restart. So, as a careful client of a database that restarts, an
+execution that cannot reach it waits for it (up to a minute), and one cut off after its ``INSERT`` was sent
+looks for its own row (by a token of that execution's) before sending it again: one row per execution,
+whatever the server does meanwhile.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 import psycopg
 
 from plangate.tools import ToolRegistry, ToolResult, current_call, tool
 
+T = TypeVar("T")
+
 _DDL = (
     "CREATE TABLE IF NOT EXISTS fault_writes "
-    "(key TEXT NOT NULL, label TEXT NOT NULL, pid INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL)"
+    "(key TEXT NOT NULL, label TEXT NOT NULL, pid INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL, "
+    "token TEXT NOT NULL)"
 )
 
 
@@ -62,9 +74,22 @@ def block(seconds: float) -> dict[str, float]:
     return {"worked": seconds}
 
 
+def _patiently(work: Callable[[psycopg.Connection[tuple[object, ...]]], T]) -> T:
+    """``work`` on a new connection, again while the server is restarting (up to a minute)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with _connect() as conn:
+                return work(conn)
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _reconcile(key: str) -> ToolResult | None:
-    with _connect() as conn:
-        found = conn.execute("SELECT label FROM fault_writes WHERE key = %s LIMIT 1", (key,)).fetchone()
+    query = "SELECT label FROM fault_writes WHERE key = %s LIMIT 1"
+    found = _patiently(lambda conn: conn.execute(query, (key,)).fetchone())
     return None if found is None else ToolResult.done(f"recorded {found[0]}")
 
 
@@ -74,14 +99,28 @@ def _record(label: str) -> str:
     delay = float(os.environ.get("FAULT_WRITE_DELAY", "0"))
     if delay:
         time.sleep(delay)  # a window for a kill between the intent and the receipt
-    with _connect() as conn:
-        conn.execute(
-            "INSERT INTO fault_writes (key, label, pid, at) VALUES (%s, %s, %s, %s)",
-            (key, label, os.getpid(), time.time()),
-        )
+    _insert_once(key, label)
     if label.endswith("-hang"):
         time.sleep(3600)  # done, and never says so: its worker is killed here, between effect and receipt
     return f"recorded {label}"
+
+
+def _insert_once(key: str, label: str) -> None:
+    """One row for this execution, through a server that may be restarting meanwhile."""
+    token = uuid.uuid4().hex
+    sent = False
+
+    def insert(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        nonlocal sent
+        if sent and conn.execute("SELECT 1 FROM fault_writes WHERE token = %s", (token,)).fetchone():
+            return  # the cut-off INSERT had committed
+        sent = True
+        conn.execute(
+            "INSERT INTO fault_writes (key, label, pid, at, token) VALUES (%s, %s, %s, %s, %s)",
+            (key, label, os.getpid(), time.time(), token),
+        )
+
+    _patiently(insert)
 
 
 @tool(effect="write", reconcile=_reconcile)

@@ -30,7 +30,7 @@ from pydantic import JsonValue
 
 from plangate._models import built
 from plangate.conditions import ConditionContext, StepState
-from plangate.errors import InteractionError
+from plangate.errors import InteractionError, RunLeased, StoreError
 from plangate.events import (
     InteractionKind,
     InteractionOpenedEvent,
@@ -108,6 +108,7 @@ class Scheduler:
         self.inbox: list[_Inbox] = []  # answers handed over by ``answer``
         self.poked: set[str] = set()  # steps whose sub-run was answered while their task was in flight
         self.ended: dict[str, StepOutcome] = {}  # the outcomes of work that ended, not yet taken in
+        self.stopped: StoreError | RunLeased | None = None  # what stopped a step's work: the store, the lease
         self._woken = False  # ``wake`` was called since the loop last waited
         self._waiter: asyncio.Future[None] | None = None  # what the loop awaits while it waits
         self.trace = telemetry.run_trace(host.store, run_id, "formula", run.name)  # None: tracing is off
@@ -183,6 +184,10 @@ class Scheduler:
         unawaited."""
         try:
             outcome = await self._work(step, what)
+        except (StoreError, RunLeased) as exc:  # the run's record cannot be kept here: the loop stops on it
+            self.stopped = exc
+            self.wake()
+            return
         except BaseException:  # cancelled: the run ends, nothing is taken in
             self._resolve()
             raise
@@ -190,7 +195,12 @@ class Scheduler:
         self._resolve()
 
     async def _work(self, step: CookedStep, what: str) -> StepOutcome:
-        """The step's work; a failure of the runtime's own is the step's failure (``internal error``)."""
+        """The step's work; a failure of the runtime's own is the step's failure (``internal error``).
+
+        A store that fails, or a lease this process lost, is not the step's failure: it stops the run where
+        its last commit left it, as a crash would, for whoever resumes it (a write whose intent committed
+        is then settled, never run blind).
+        """
         try:
             return await step_work(
                 self.host,
@@ -203,6 +213,8 @@ class Scheduler:
                 self.trace,
                 self.budget,
             )
+        except (StoreError, RunLeased):
+            raise
         except Exception as exc:
             return StepOutcome("failed", reason=f"internal error: {exc}")
 
@@ -595,6 +607,8 @@ class Scheduler:
             # an answer another process stores is looked for this often while work runs
             delay = _STORED_ANSWER_POLL if delay is None else min(delay, _STORED_ANSWER_POLL)
         await self._sleep(delay)
+        if self.stopped is not None:
+            raise self.stopped
         ended, self.ended = self.ended, {}
         # every step whose work ended meanwhile, in launch order: their transitions commit together, in
         # the next pass
