@@ -12,8 +12,8 @@ import pytest
 from runtime_helpers import EXAMPLES, answer, memory_store, write_formula
 from typer.testing import CliRunner
 
-from plangate.errors import InteractionError, StaleInteraction
-from plangate.events import StatusEvent
+from plangate.errors import InteractionError, StaleInteraction, StoreError
+from plangate.events import StatusEvent, StepStateEvent
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import ModelRequest, ScriptedModel
@@ -685,3 +685,32 @@ def test_the_plan_week_example_queries_asks_and_lets_the_agent_place_the_review(
     assert {r.purpose for r in model.requests} <= {"execute", "deliver"}
     prompt = next(r for r in model.requests if r.purpose == "execute").messages[-1].content
     assert '["East", 96974.22, 65]' in prompt
+
+
+def test_a_store_that_fails_as_the_agent_is_created_stops_the_run_and_never_fails_the_step(
+    tmp_path: Path,
+) -> None:
+    desk = Desk()
+    model = scripted(LOOKUP, DONE, summary="The week is free.")
+    store = memory_store()
+    create = store.create_run
+    failed: list[str] = []
+
+    def create_run(*args: Any, **options: Any) -> Any:
+        if options.get("parent_run_id") is not None and not failed:
+            failed.append(str(options.get("run_id")))
+            raise StoreError("create the run failed: the connection to the database was lost")
+        return create(*args, **options)
+
+    store.create_run = create_run  # type: ignore[method-assign]
+    source = write_formula(tmp_path, "brief", AGENT_THEN_NOTE)
+    with pytest.raises(StoreError, match="connection to the database was lost"):
+        start(FormulaRunner(store, desk.registry, model=model), source)
+
+    assert failed
+    (root,) = store.list_runs(kind="formula").items
+    assert root.status == "running"
+    assert not [e for e in store.events(root.id) if isinstance(e, StepStateEvent) and e.status == "failed"]
+    result = asyncio.run(FormulaRunner(store, desk.registry, model=model).resume(root.id))
+    assert result.status == "completed", result.reason
+    assert desk.calls == [("lookup", {"query": "week"}), ("note", {"text": "The week is free."})]

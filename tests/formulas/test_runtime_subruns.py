@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from runtime_helpers import memory_store, write_formula
 
+from plangate.errors import StoreError
+from plangate.events import StepStateEvent
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools import ToolRegistry, tool
@@ -276,3 +278,76 @@ def test_a_run_cancelled_from_elsewhere_stops_at_its_next_commit_with_its_sub_ru
     runs = store.list_runs(limit=100).items
     assert len(runs) == 1 + WIDE and all(run.status == "cancelled" for run in runs)
     assert work.calls["all"] == 0  # nothing after the cancel ran
+
+
+def _failing_child_creation(store: Store, nth: int) -> list[str]:
+    """Make the store fail (as a database restarting would) when the ``nth`` sub-run is created, once;
+    returns the list the failure is noted in."""
+    create = store.create_run
+    made: list[str] = []
+    failed: list[str] = []
+
+    def create_run(*args: Any, **options: Any) -> Any:
+        if options.get("parent_run_id") is not None:
+            made.append(str(options.get("run_id")))
+            if len(made) == nth and not failed:
+                failed.append(made[-1])
+                raise StoreError("create the run failed: the connection to the database was lost")
+        return create(*args, **options)
+
+    store.create_run = create_run  # type: ignore[method-assign]
+    return failed
+
+
+def _failed_steps(store: Store, run_id: str) -> list[str]:
+    return [e.step_id for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "failed"]
+
+
+def test_a_store_that_fails_as_a_sub_run_is_created_stops_the_run_and_never_fails_the_step(
+    tmp_path: Path,
+) -> None:
+    formulas(tmp_path)
+    one = '[[steps]]\nid = "one"\nformula = { name = "region", vars = { region = "solo" } }\n'
+    write_formula(tmp_path, "outer", one)
+    work = Work()
+    store = memory_store()
+    failed = _failing_child_creation(store, 1)
+
+    with pytest.raises(StoreError, match="connection to the database was lost"):
+        asyncio.run(FormulaRunner(store, work.registry(), search_paths=[tmp_path]).start("outer"))
+
+    assert failed
+    (root,) = [r for r in store.list_runs(kind="formula", limit=100).items if r.parent_run_id is None]
+    assert root.status == "running"
+    assert _failed_steps(store, root.id) == []
+    result = asyncio.run(FormulaRunner(store, work.registry(), search_paths=[tmp_path]).resume(root.id))
+    assert result.status == "completed", result.reason
+    assert work.calls == Counter({"solo": 1})
+
+
+def test_a_store_that_fails_inside_a_parallel_fan_out_stops_every_element_and_the_run_resumes(
+    tmp_path: Path,
+) -> None:
+    formulas(tmp_path)
+    work = Work()
+    work.held = {"*"}  # the elements made before the failure are still at work when it comes
+    store = memory_store()
+    failed = _failing_child_creation(store, 3)
+
+    async def cut() -> list[asyncio.Task[Any]]:
+        with pytest.raises(StoreError, match="connection to the database was lost"):
+            await FormulaRunner(store, work.registry(), search_paths=[tmp_path]).start("wide")
+        await asyncio.sleep(0.05)
+        return [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+
+    assert asyncio.run(cut()) == []  # no element left running on its own
+    assert failed
+    assert set(work.calls) == {"regions"}  # no element had finished: the others were stopped at work
+    work.held.clear()
+    (root,) = [r for r in store.list_runs(kind="formula", limit=100).items if r.parent_run_id is None]
+    assert root.status == "running"
+    assert _failed_steps(store, root.id) == []
+    result = asyncio.run(FormulaRunner(store, work.registry(), search_paths=[tmp_path]).resume(root.id))
+    assert result.status == "completed", result.reason
+    assert len(children(store, root.id)) == WIDE
+    assert work.calls == Counter({"regions": 1, "all": 1, **{f"r{i}": 1 for i in range(WIDE)}})

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 from pydantic import JsonValue
 
 from plangate.config import ModelPrice
-from plangate.errors import InteractionError, NotFoundError, PlangateError, UserError
+from plangate.errors import InteractionError, NotFoundError, PlangateError, StoreError, UserError
 from plangate.formulas._executors import StepOutcome
 from plangate.formulas.plan import AgentExecutor, CookedStep
 from plangate.formulas.templates import render_runtime, to_text
@@ -390,6 +390,8 @@ class AgentSteps:
             setup = self.setup(executor, owner, left, prices)
             if isinstance(child, str):
                 return step_outcome(await self.agents.resume(child, setup))
+        except StoreError:
+            raise  # the store, not the agent: the run stops where it stands (``STOPS_THE_RUN``)
         except UserError as exc:
             if isinstance(child, str):
                 return StepOutcome(
@@ -406,6 +408,8 @@ class AgentSteps:
         new_id = child_run_id(run_id, step.id, child)
         try:
             view = await self.agents.start(prompt, setup, run_id=new_id, parent_run_id=run_id)
+        except StoreError:
+            raise
         except PlangateError as exc:
             return StepOutcome("failed", reason=f"agent: {exc}")
         return step_outcome(view)

@@ -20,7 +20,7 @@ from pydantic import JsonValue
 
 from plangate.config import ModelPrice
 from plangate.decisions import DecisionParseError, load_json
-from plangate.errors import ConfigError, FormulaError, PlangateError
+from plangate.errors import ConfigError, FormulaError, PlangateError, RunLeased, StoreError
 from plangate.formulas.plan import CookedStep, FormulaExecutor, LlmExecutor, ToolExecutor
 from plangate.formulas.schema import OnComplete
 from plangate.formulas.templates import render_runtime, to_text
@@ -75,6 +75,11 @@ class StepOutcome:
 
 _ENDED_BADLY = frozenset({"failed", "cancelled", "exhausted"})
 """How a sub-run that did not complete ended."""
+
+STOPS_THE_RUN = (StoreError, RunLeased)
+"""What a step's work meets that is not the step's failure: the store cannot keep the run's record (a
+database restarting), or this process lost the run's lease. The run stops where its last commit left it, as
+a crash would, and whoever resumes it goes on from there."""
 
 SubRun = Callable[[str, dict[str, JsonValue], str], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
 """Start or adopt a sub-formula under the id its parent committed: ``(formula, vars, run_id) -> (run_id,
@@ -154,6 +159,8 @@ async def run_subformula(
         return StepOutcome("failed", reason=f"vars: expected an object, found {type(sub_vars).__name__}")
     try:
         found, status, sub_outputs = await sub_run(executor.name, sub_vars, run_id)
+    except STOPS_THE_RUN:
+        raise
     except PlangateError as exc:  # it cannot start (a budget its models' prices cannot hold, ...)
         return StepOutcome("failed", reason=f"sub-formula {executor.name}: {exc}")
     return _from_runs(step, [(found, status, sub_outputs)], wait_any=False)
@@ -216,12 +223,20 @@ async def fan_out(
         sub_vars = {key: _substitute_item(value, item, index) for key, value in spec.vars.items()}
         try:
             return await sub_run(spec.formula, sub_vars, run_ids[index])
+        except STOPS_THE_RUN:
+            raise
         except PlangateError as exc:
             # one element that cannot run fails the fan-out, and never leaves its siblings running unawaited
             return run_ids[index], "failed", {"error": str(exc)}
 
     if spec.parallel:
-        results = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
+        # what stops the run stops every element, none left running unawaited (the group cancels them)
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(one(i, item)) for i, item in enumerate(items)]
+        except BaseExceptionGroup as stopped:
+            raise stopped.exceptions[0] from None
+        results = [task.result() for task in tasks]
     else:
         results = []
         for i, item in enumerate(items):
@@ -391,6 +406,7 @@ def fits_schema(value: JsonValue, schema: Mapping[str, JsonValue]) -> str | None
 
 
 __all__ = [
+    "STOPS_THE_RUN",
     "StepOutcome",
     "SubRun",
     "WriteReport",

@@ -44,7 +44,7 @@ from plangate.formulas._agent_steps import step_of_child
 from plangate.formulas._answers import answer_step, commit_answer, stored_answers
 from plangate.formulas._budget import RunBudget
 from plangate.formulas._commits import Commits, RunEnded, began
-from plangate.formulas._executors import StepOutcome, fanout_ids, subformula_run_id
+from plangate.formulas._executors import STOPS_THE_RUN, StepOutcome, fanout_ids, subformula_run_id
 from plangate.formulas._outcome import failed_steps_message, formula_outcome, with_steps_usage
 from plangate.formulas._runcontext import CommitOp, RunEvent, RunHost
 from plangate.formulas._rungraph import PlanGraph
@@ -184,7 +184,7 @@ class Scheduler:
         unawaited."""
         try:
             outcome = await self._work(step, what)
-        except (StoreError, RunLeased) as exc:  # the run's record cannot be kept here: the loop stops on it
+        except STOPS_THE_RUN as exc:  # the run's record cannot be kept here: the loop stops on it
             self.stopped = exc
             self.wake()
             return
@@ -197,9 +197,9 @@ class Scheduler:
     async def _work(self, step: CookedStep, what: str) -> StepOutcome:
         """The step's work; a failure of the runtime's own is the step's failure (``internal error``).
 
-        A store that fails, or a lease this process lost, is not the step's failure: it stops the run where
-        its last commit left it, as a crash would, for whoever resumes it (a write whose intent committed
-        is then settled, never run blind).
+        What stops the run (``STOPS_THE_RUN``: the store failing, the lease lost) is not the step's failure:
+        the run stops where its last commit left it, as a crash would, for whoever resumes it (a write whose
+        intent committed is then settled, never run blind).
         """
         try:
             return await step_work(
@@ -213,7 +213,7 @@ class Scheduler:
                 self.trace,
                 self.budget,
             )
-        except (StoreError, RunLeased):
+        except STOPS_THE_RUN:
             raise
         except Exception as exc:
             return StepOutcome("failed", reason=f"internal error: {exc}")
