@@ -8,9 +8,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from plangate.errors import StoreError
 from plangate.formulas.runtime import FormulaRunner
 from plangate.interactions import Resolution
-from plangate.store import SQLiteStore, open_store
+from plangate.store import SQLiteStore, Store, open_store
 from plangate.tools import Tool, ToolRegistry, tool
 
 
@@ -108,6 +109,25 @@ def memory_store() -> SQLiteStore:
     store = open_store(":memory:")
     assert isinstance(store, SQLiteStore)
     return store
+
+
+def failing_child_creation(store: Store, nth: int = 1) -> list[str]:
+    """Make ``store`` fail, once, as a database restarting would, when the ``nth`` run with a parent (a
+    sub-run, an agent step's agent) is created; returns the list the failed run's id is noted in."""
+    create = store.create_run
+    made: list[str] = []
+    failed: list[str] = []
+
+    def create_run(*args: Any, **options: Any) -> Any:
+        if options.get("parent_run_id") is not None:
+            made.append(str(options.get("run_id")))
+            if len(made) == nth and not failed:
+                failed.append(made[-1])
+                raise StoreError("create the run failed: the connection to the database was lost")
+        return create(*args, **options)
+
+    store.create_run = create_run  # type: ignore[method-assign]
+    return failed
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "formulas"

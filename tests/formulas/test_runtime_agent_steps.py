@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import EXAMPLES, answer, memory_store, write_formula
+from runtime_helpers import EXAMPLES, answer, failing_child_creation, memory_store, write_formula
 from typer.testing import CliRunner
 
 from plangate.errors import InteractionError, StaleInteraction, StoreError
@@ -693,16 +693,7 @@ def test_a_store_that_fails_as_the_agent_is_created_stops_the_run_and_never_fail
     desk = Desk()
     model = scripted(LOOKUP, DONE, summary="The week is free.")
     store = memory_store()
-    create = store.create_run
-    failed: list[str] = []
-
-    def create_run(*args: Any, **options: Any) -> Any:
-        if options.get("parent_run_id") is not None and not failed:
-            failed.append(str(options.get("run_id")))
-            raise StoreError("create the run failed: the connection to the database was lost")
-        return create(*args, **options)
-
-    store.create_run = create_run  # type: ignore[method-assign]
+    failed = failing_child_creation(store)
     source = write_formula(tmp_path, "brief", AGENT_THEN_NOTE)
     with pytest.raises(StoreError, match="connection to the database was lost"):
         start(FormulaRunner(store, desk.registry, model=model), source)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import memory_store, write_formula
+from runtime_helpers import failing_child_creation, memory_store, write_formula
 
 from plangate.errors import StoreError
 from plangate.events import StepStateEvent
@@ -280,25 +280,6 @@ def test_a_run_cancelled_from_elsewhere_stops_at_its_next_commit_with_its_sub_ru
     assert work.calls["all"] == 0  # nothing after the cancel ran
 
 
-def _failing_child_creation(store: Store, nth: int) -> list[str]:
-    """Make the store fail (as a database restarting would) when the ``nth`` sub-run is created, once;
-    returns the list the failure is noted in."""
-    create = store.create_run
-    made: list[str] = []
-    failed: list[str] = []
-
-    def create_run(*args: Any, **options: Any) -> Any:
-        if options.get("parent_run_id") is not None:
-            made.append(str(options.get("run_id")))
-            if len(made) == nth and not failed:
-                failed.append(made[-1])
-                raise StoreError("create the run failed: the connection to the database was lost")
-        return create(*args, **options)
-
-    store.create_run = create_run  # type: ignore[method-assign]
-    return failed
-
-
 def _failed_steps(store: Store, run_id: str) -> list[str]:
     return [e.step_id for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "failed"]
 
@@ -311,7 +292,7 @@ def test_a_store_that_fails_as_a_sub_run_is_created_stops_the_run_and_never_fail
     write_formula(tmp_path, "outer", one)
     work = Work()
     store = memory_store()
-    failed = _failing_child_creation(store, 1)
+    failed = failing_child_creation(store, 1)
 
     with pytest.raises(StoreError, match="connection to the database was lost"):
         asyncio.run(FormulaRunner(store, work.registry(), search_paths=[tmp_path]).start("outer"))
@@ -332,7 +313,7 @@ def test_a_store_that_fails_inside_a_parallel_fan_out_stops_every_element_and_th
     work = Work()
     work.held = {"*"}  # the elements made before the failure are still at work when it comes
     store = memory_store()
-    failed = _failing_child_creation(store, 3)
+    failed = failing_child_creation(store, 3)
 
     async def cut() -> list[asyncio.Task[Any]]:
         with pytest.raises(StoreError, match="connection to the database was lost"):
