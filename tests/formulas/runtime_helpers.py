@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from plangate.errors import StoreError
+from plangate.events import StepStateEvent
 from plangate.formulas.runtime import FormulaRunner
 from plangate.interactions import Resolution
 from plangate.store import SQLiteStore, Store, open_store
@@ -128,6 +129,11 @@ def failing_child_creation(store: Store, nth: int = 1) -> list[str]:
 
     store.create_run = create_run  # type: ignore[method-assign]
     return failed
+
+
+def failed_steps(store: Store, run_id: str) -> list[str]:
+    """The steps of the run that were ever recorded ``failed``, from its events."""
+    return [e.step_id for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "failed"]
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "formulas"

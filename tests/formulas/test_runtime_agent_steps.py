@@ -9,11 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import EXAMPLES, answer, failing_child_creation, memory_store, write_formula
+from runtime_helpers import (
+    EXAMPLES,
+    answer,
+    failed_steps,
+    failing_child_creation,
+    memory_store,
+    write_formula,
+)
 from typer.testing import CliRunner
 
 from plangate.errors import InteractionError, StaleInteraction, StoreError
-from plangate.events import StatusEvent, StepStateEvent
+from plangate.events import StatusEvent
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.interactions import Answer, Approve, Reject
 from plangate.models import ModelRequest, ScriptedModel
@@ -701,7 +708,7 @@ def test_a_store_that_fails_as_the_agent_is_created_stops_the_run_and_never_fail
     assert failed
     (root,) = store.list_runs(kind="formula").items
     assert root.status == "running"
-    assert not [e for e in store.events(root.id) if isinstance(e, StepStateEvent) and e.status == "failed"]
+    assert not failed_steps(store, root.id)
     result = asyncio.run(FormulaRunner(store, desk.registry, model=model).resume(root.id))
     assert result.status == "completed", result.reason
     assert desk.calls == [("lookup", {"query": "week"}), ("note", {"text": "The week is free."})]

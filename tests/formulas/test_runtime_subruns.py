@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import failing_child_creation, memory_store, write_formula
+from runtime_helpers import failed_steps, failing_child_creation, memory_store, write_formula
 
 from plangate.errors import StoreError
-from plangate.events import StepStateEvent
 from plangate.formulas.runtime import FormulaResult, FormulaRunner
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools import ToolRegistry, tool
@@ -280,10 +279,6 @@ def test_a_run_cancelled_from_elsewhere_stops_at_its_next_commit_with_its_sub_ru
     assert work.calls["all"] == 0  # nothing after the cancel ran
 
 
-def _failed_steps(store: Store, run_id: str) -> list[str]:
-    return [e.step_id for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "failed"]
-
-
 def test_a_store_that_fails_as_a_sub_run_is_created_stops_the_run_and_never_fails_the_step(
     tmp_path: Path,
 ) -> None:
@@ -300,7 +295,7 @@ def test_a_store_that_fails_as_a_sub_run_is_created_stops_the_run_and_never_fail
     assert failed
     (root,) = [r for r in store.list_runs(kind="formula", limit=100).items if r.parent_run_id is None]
     assert root.status == "running"
-    assert _failed_steps(store, root.id) == []
+    assert failed_steps(store, root.id) == []
     result = asyncio.run(FormulaRunner(store, work.registry(), search_paths=[tmp_path]).resume(root.id))
     assert result.status == "completed", result.reason
     assert work.calls == Counter({"solo": 1})
@@ -327,7 +322,7 @@ def test_a_store_that_fails_inside_a_parallel_fan_out_stops_every_element_and_th
     work.held.clear()
     (root,) = [r for r in store.list_runs(kind="formula", limit=100).items if r.parent_run_id is None]
     assert root.status == "running"
-    assert _failed_steps(store, root.id) == []
+    assert failed_steps(store, root.id) == []
     result = asyncio.run(FormulaRunner(store, work.registry(), search_paths=[tmp_path]).resume(root.id))
     assert result.status == "completed", result.reason
     assert len(children(store, root.id)) == WIDE

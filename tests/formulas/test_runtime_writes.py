@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import answer, memory_store, write_formula
+from runtime_helpers import answer, failed_steps, memory_store, write_formula
 
 from plangate.errors import FormulaError, InteractionError, StoreError
 from plangate.events import InteractionOpenedEvent, StatusEvent, StepStateEvent, ToolCallEvent
@@ -552,8 +552,7 @@ def test_a_store_that_fails_before_a_write_stops_the_run_and_never_fails_the_ste
         start(FormulaRunner(store, registry), publish_formula(tmp_path, 'consent = "auto"'))
     (run_id,) = failures
     assert store.get_run(run_id).status == "running"
-    failed = [e for e in store.events(run_id) if isinstance(e, StepStateEvent) and e.status == "failed"]
-    assert failed == []
+    assert failed_steps(store, run_id) == []
     assert ledger.writes == []  # stopped before the call
     (pending,) = store.pending_write_intents(run_id)
 
