@@ -3,7 +3,7 @@ that are all stopped at the end, whatever the test did to them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import fault_tools
@@ -51,3 +51,15 @@ def workers(store_url: str, broker: str, tmp_path: Path) -> Iterator[Workers]:
         yield made
     finally:
         made.stop_all()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A worker test that failed shows what each of its workers logged last, to tell why."""
+    report = yield
+    made = getattr(item, "funcargs", {}).get("workers")
+    if report.when == "call" and report.failed and isinstance(made, Workers):
+        report.sections.append(("worker logs", made.tails()))
+    return report

@@ -57,6 +57,14 @@ class Workers:
         number = self.procs.index(proc) + 1
         return (self.folder / f"worker-{number}.log").read_text(errors="replace")
 
+    def tails(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of every worker's log, each under its process id."""
+        return "\n".join(
+            f"--- worker {proc.pid} (exit {proc.returncode}), the last {lines} lines of its log:\n"
+            + "\n".join(self.log(proc).splitlines()[-lines:])
+            for proc in self.procs
+        )
+
     def wait_ready(self, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
         until(lambda: " ready." in self.log(proc), timeout, f"worker {proc.pid} to start")
 
