@@ -235,7 +235,9 @@ def test_a_worker_paused_past_its_lease_commits_nothing_when_it_wakes(
     paused = workers.start(ttl=2)
     workers.wait_ready(paused)
     run_id = submit_formula(store, queue, "slow", seconds=3, label="paused")
-    until(lambda: _holder_pid(store, run_id) is not None, 60, "the worker to lease the run")
+    # Paused while its step works (not between the lease and reading the run, which a loaded machine can
+    # stretch: woken, it would find the run completed and end with nothing to commit, refused by nothing).
+    until(lambda: _ran(store, run_id, "work") == 1, 60, "the worker to start the slow step")
     workers.kill(paused, signal.SIGSTOP)
     other = workers.start(ttl=2)
     workers.wait_ready(other)
