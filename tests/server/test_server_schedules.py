@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from server_helpers import example_tools
+from server_helpers import EXAMPLES, example_tools
 
 from plangate.engines import build as build_engines
 from plangate.errors import ConfigError
@@ -196,7 +196,7 @@ def test_the_api_keeps_each_owners_schedules(make_app: Callable[..., FastAPI], s
     ana = {"Authorization": "Bearer pg_ana"}
     bo = {"Authorization": "Bearer pg_bo"}
     body = {"name": "daily", "formula": "nightly", "cron": "0 6 * * *", "timezone": "Europe/Paris"}
-    with TestClient(make_app(store=store, schedules=False)) as client:
+    with TestClient(make_app(store=store, schedules=False, search_paths=[HERE])) as client:
         made = client.post("/v1/schedules", json=body, headers=ana)
         assert made.status_code == 201, made.text
         assert made.json()["schedule"]["cron"] == "0 6 * * *"
@@ -212,6 +212,33 @@ def test_the_api_keeps_each_owners_schedules(make_app: Callable[..., FastAPI], s
         assert client.get("/v1/schedules/daily", headers=ana).json()["slots"] == []
         assert client.delete("/v1/schedules/daily", headers=ana).status_code == 204
         assert client.get("/v1/schedules", headers=ana).json()["items"] == []
+
+
+def test_the_api_adds_no_schedule_of_a_path_or_of_a_formula_that_does_not_pass_check(
+    make_app: Callable[..., FastAPI], store: Store, tmp_path: Path
+) -> None:
+    # Before, any of these was a 201: a path was run from wherever it pointed at each slot (a client made the
+    # server read files of its choosing), the others failed at every slot.
+    outside = tmp_path / "outside.formula.toml"
+    outside.write_text((HERE / "nightly.formula.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    with TestClient(
+        make_app(store=store, auth=False, schedules=False, search_paths=[HERE, EXAMPLES])
+    ) as client:
+        for formula, problem in [
+            (str(outside), "invalid-request"),
+            ("../../outside.formula.toml", "invalid-request"),
+            ("outside.formula.toml", "invalid-request"),
+            ("nowhere", "formula-check-failed"),
+            ("release", "formula-check-failed"),  # its var ``version`` is required
+        ]:
+            body = {"name": "s", "formula": formula, "every": "1m"}
+            refused = client.post("/v1/schedules", json=body)
+            assert refused.status_code == 422, (formula, refused.text)
+            assert refused.json()["type"].endswith(problem), (formula, refused.json())
+        assert client.get("/v1/schedules").json()["items"] == []
+        body = {"name": "s", "formula": "release", "vars": {"version": "1.0.0"}, "every": "1m"}
+        assert client.post("/v1/schedules", json=body).status_code == 201
+    assert [s.formula for s in Schedules(store).listed()] == ["release"]
 
 
 def test_plangate_toml_defines_schedules(store: Store) -> None:

@@ -19,11 +19,11 @@ from starlette.concurrency import run_in_threadpool
 
 from plangate.conditions import ConditionSyntaxError, compile_done_when
 from plangate.errors import ConfigError
-from plangate.formulas import Plan, check_formula, has_errors
+from plangate.formulas import Plan
 from plangate.formulas.engine import FormulaEngine
-from plangate.formulas.runtime import FormulaRunner
 from plangate.runs.diff import diff_runs
 from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server._formulas import checked_plan
 from plangate.server._problems import Problem
 from plangate.server._public import public_text
 from plangate.server._quotas import budget_left, queue_position
@@ -53,7 +53,7 @@ async def create_run(
     limits = await run_in_threadpool(budget_left, services, owner)
     formulas = services.engines.formulas
     if isinstance(body, FormulaRunRequest):
-        plan = await run_in_threadpool(_checked_plan, formulas.runner, body)
+        plan = await run_in_threadpool(checked_plan, formulas.runner, body.formula, body.vars)
         run_id = await run_in_threadpool(_start_formula, formulas, plan, owner, body)
     else:
         run_id = await _start_agent(services, body, owner)
@@ -201,22 +201,6 @@ def _sub_run(run: RunRecord) -> dict[str, JsonValue]:
         "status": run.status,
         "updated_at": run.updated_at,
     }
-
-
-def _checked_plan(runner: FormulaRunner, body: FormulaRunRequest) -> Plan:
-    plan, issues = check_formula(
-        body.formula, body.vars, tools=runner.tools, search_paths=runner.search_paths
-    )
-    if plan is None or has_errors(issues):
-        errors = [issue for issue in issues if issue.level == "error"]
-        listed = "; ".join(f"{i.path}: {i.message}" if i.path else i.message for i in errors[:5])
-        raise Problem(
-            422,
-            "formula-check-failed",
-            f"formula {body.formula!r} does not pass check: {listed}",
-            issues=[issue.model_dump(mode="json") for issue in issues],
-        )
-    return plan
 
 
 def _start_formula(formulas: FormulaEngine, plan: Plan, owner: str, body: FormulaRunRequest) -> str:

@@ -18,6 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from plangate.errors import NotFoundError
 from plangate.runs.schedules import Schedule, Schedules, Slot, next_slot, parse_every
 from plangate.server._deps import OwnerDep, ServicesDep
+from plangate.server._formulas import checked_plan
+from plangate.server.schemas import FormulaName
 from plangate.store import Store
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"])
@@ -29,7 +31,7 @@ class ScheduleRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Unique among the caller's schedules.")
-    formula: str = Field(description="The formula to run, by name, as the server finds it.")
+    formula: FormulaName = Field(description="The formula to run, by name, on the server's search path.")
     vars: dict[str, JsonValue] = Field(default_factory=dict)
     cron: str | None = Field(default=None, description="A five-field cron expression: '0 9 * * MON'.")
     every: str | None = Field(default=None, description="An interval instead: '30s', '5m', '1h30m'.")
@@ -64,9 +66,11 @@ def list_schedules(services: ServicesDep, owner: OwnerDep) -> dict[str, JsonValu
 async def add_schedule(
     body: Annotated[ScheduleRequest, Body()], services: ServicesDep, owner: OwnerDep
 ) -> dict[str, JsonValue]:
-    """A bad cron expression, interval, time zone or a name taken is a 422 saying which."""
+    """A bad cron expression, interval, time zone or a name taken is a 422 saying which; so is a formula
+    that cannot be found or does not pass check with ``vars`` (``formula-check-failed``, with its issues)."""
 
     def add() -> Schedule:
+        checked_plan(services.engines.formulas.runner, body.formula, body.vars)
         every = parse_every(body.every, "every") if body.every is not None else None
         return Schedules(services.store).add(
             owner,
