@@ -187,6 +187,36 @@ def test_an_agent_run_that_cannot_start_is_a_422_and_nothing_is_stored(
     assert store.list_runs().items == []
 
 
+def test_a_request_never_names_a_model_file_on_the_server(
+    make_app: Callable[..., FastAPI], store: Store, tmp_path: Path
+) -> None:
+    # Before, a run started on the file a request named, and for a file that was no model the 422 said what
+    # the server read there, or that nothing was there: a client could read and probe the server's disk.
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps([_done("Read.")]), encoding="utf-8")
+    files = [
+        f"scripted:{responses}",
+        "scripted:responses.json",
+        " Scripted : /etc/passwd",
+        f"local:{tmp_path / 'weights.gguf'}",
+        "local:weights.gguf",
+        "local:../weights",
+    ]
+    with TestClient(_app(make_app, Rooms(), [])) as client:
+        for spec in files:
+            for path, body in [
+                ("/v1/runs", {"kind": "agent", "prompt": "hello", "model": spec}),
+                ("/v1/ask", {"question": "Which region sold most?", "model": spec}),
+                ("/v1/runs/run_nowhere/fork", {"at_round": 1, "model": spec}),
+            ]:
+                response = client.post(path, json=body)
+                assert response.status_code == 422, (path, spec, response.text)
+                detail = response.json()["detail"]
+                assert "cannot name a model file on the server" in detail, detail
+                assert str(tmp_path) not in detail and "passwd" not in detail, detail
+    assert store.list_runs().items == []
+
+
 def test_an_agent_runs_done_when_is_proven_by_its_receipt_over_http(
     make_app: Callable[..., FastAPI], store: Store
 ) -> None:

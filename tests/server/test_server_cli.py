@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import plangate
 from plangate.cli.app import app
+from plangate.models import PROVIDERS, ScriptedModel
 from plangate.server.tokens import PEPPER_ENV, TOKEN_PREFIX, Tokens, hash_token
 from plangate.store import SQLiteStore
 
@@ -169,11 +170,14 @@ def test_serve_with_tools_that_cannot_load_fails_in_one_line(cli: CliRunner, ser
 
 
 def test_serve_starts_when_its_model_cannot_run_here_and_says_which_it_is(
-    cli: CliRunner, served: _Served, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cli: CliRunner, served: _Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    script = tmp_path / "responses.json"
-    script.write_text(json.dumps([json.dumps({"action": "done", "speak": "Hello."})]), encoding="utf-8")
+    # a provider of the test's own, that a request may name (a request never names a model file)
+    done = json.dumps({"action": "done", "speak": "Hello."})
+    monkeypatch.setitem(
+        PROVIDERS, "replay", lambda model_id: ScriptedModel([done], name=f"replay:{model_id}")
+    )
     seen: dict[str, Any] = {}
 
     def probe(client: TestClient) -> None:
@@ -184,7 +188,7 @@ def test_serve_starts_when_its_model_cannot_run_here_and_says_which_it_is(
         asked = client.post("/v1/ask", json={"question": "Which region sold most?"})
         seen["ask"] = (asked.status_code, asked.json()["detail"])
         seen["runs"] = client.get("/v1/runs").json()["items"]
-        own = {"kind": "agent", "prompt": "hello", "model": f"scripted:{script}"}
+        own = {"kind": "agent", "prompt": "hello", "model": "replay:hello"}
         seen["own model"] = client.post("/v1/runs", json=own).status_code
 
     served.probe = probe

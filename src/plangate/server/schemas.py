@@ -33,6 +33,30 @@ FormulaName = Annotated[str, AfterValidator(_formula_name)]
 """The name of a formula on the server's search path."""
 
 
+_MODEL_ALIAS = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _model_spec(value: str) -> str:
+    # A client names a model by provider and id, never by a file on the server's disk: a request must not make
+    # the server open files of its choosing (what it read, and whether the file is there, would show in the
+    # error). ``scripted:FILE`` is always a file, ``local:ID`` is one unless ``ID`` is an alias
+    # (``local:smollm2``). A model from a file is the server's to set (``plangate serve --model``).
+    provider, _, model_id = value.partition(":")
+    provider, model_id = provider.strip().lower(), model_id.strip()
+    names_a_file = provider == "scripted" or (provider == "local" and not _MODEL_ALIAS.fullmatch(model_id))
+    if model_id and names_a_file:
+        raise ValueError(
+            f"a request cannot name a model file on the server ({provider}:…); name a hosted model "
+            "('openai:gpt-4o-mini', 'anthropic:…') or 'local' for the packaged one, or leave it out for the "
+            "server's own"
+        )
+    return value
+
+
+ModelSpec = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_model_spec)]
+"""A model a request names, ``provider:id``: no file on the server (``scripted:FILE``, ``local:FILE``)."""
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -42,7 +66,7 @@ class AgentRunRequest(_Request):
 
     kind: Literal["agent"]
     prompt: Annotated[str, Field(min_length=1, max_length=100_000)]
-    model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    model: ModelSpec | None = None
     tools: Annotated[list[str], Field(max_length=500)] | None = None
     mode: Literal["auto", "plan", "react"] | None = None
     max_rounds: Annotated[int, Field(ge=1, le=10_000)] | None = None
@@ -92,7 +116,7 @@ class ForkRunRequest(_Request):
     at_round: Annotated[int, Field(ge=1)] | None = None
     at_event: Annotated[int, Field(ge=1)] | None = None
     instruction: Annotated[str, Field(min_length=1, max_length=100_000)] | None = None
-    model: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    model: ModelSpec | None = None
     arguments: dict[str, JsonValue] | None = None
     always_execute: bool | None = None
     from_step: Annotated[str, Field(min_length=1, max_length=500)] | None = None
@@ -166,7 +190,7 @@ class AskRequest(_Request):
             description="Continue this conversation (its earlier turns are the question's history).",
         ),
     ] = None
-    model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    model: ModelSpec | None = None
     """The copilot model's spec; default: the server's model."""
     double_texting: Literal["reject", "queue", "cancel"] | None = None
     """When a turn of the conversation still runs: ``reject`` (409), ``queue`` (this one runs after it),
