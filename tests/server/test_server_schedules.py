@@ -6,6 +6,9 @@ is recorded as failed. Real formulas and tools; the clock is the store's, moved 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,12 +159,34 @@ def test_cron_slots_follow_the_time_zone(store: Store) -> None:
         ({"every": 1.0, "timezone": "Mars/Olympus"}, "unknown time zone"),
         ({"every": 1.0, "missed": "later"}, "expected 'skip' or 'catch_up'"),
         ({"every": 1.0, "overlap": "both"}, "expected 'skip', 'queue' or 'allow'"),
+        ({"cron": "0 9 31 2 *"}, re.escape("'0 9 31 2 *' never fires: no date matches it")),
+        ({"every": 99_999_999_999 * 86_400.0}, "expected 1 second to 3650 days"),
     ],
 )
 def test_bad_schedules_say_what_is_wrong(store: Store, options: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Schedules(store).add("ana", "x", "nightly", **options)  # type: ignore[arg-type]
     assert Schedules(store).listed() == []
+
+
+def test_a_schedule_that_never_fires_again_breaks_neither_the_others_nor_the_lists(
+    store: Store, clock: Clock, make_app: Callable[..., FastAPI], tmp_path: Path
+) -> None:
+    # Stored before ``add`` refused such a cron (or by hand): before, every pass of the scheduler failed on it
+    # (the other schedules' slots never fired) and listing the schedules was a traceback, or a 500.
+    schedules = Schedules(store)
+    schedules.add("local", "every-second", "nightly", every=1.0, overlap="allow")
+    schedules.add("local", "feb-31", "nightly", cron="0 9 28 2 *")
+    with contextlib.closing(sqlite3.connect(tmp_path / "s.db")) as db, db:
+        db.execute("UPDATE schedules SET cron = '0 9 31 2 *' WHERE name = 'feb-31'")
+    clock.now += 1.0
+    assert len(_scheduler(store).run_pass()) == 1
+    assert [s.name for s in schedules.listed()] == ["every-second", "feb-31"]
+    with TestClient(make_app(store=store, auth=False, schedules=False, search_paths=[HERE])) as client:
+        listed = client.get("/v1/schedules")
+        assert listed.status_code == 200, listed.text
+        assert [item["next_slot"] is None for item in listed.json()["items"]] == [False, True]
+        assert client.get("/v1/schedules/feb-31").status_code == 200
 
 
 def test_the_servers_passes_advance_the_runs_they_start(store: Store, clock: Clock) -> None:

@@ -187,4 +187,7 @@ def _show(schedules: list[Schedule], json: bool, *, one: bool = False) -> None:
 
 
 def _utc(at: float) -> str:
-    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # past year 9999: an interval stored before it was capped
+        return "never"

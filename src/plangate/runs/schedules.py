@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from pydantic import JsonValue
 
 from plangate.errors import ConfigError, NotFoundError, StoreError
@@ -41,6 +41,8 @@ _OVERLAP: tuple[Overlap, ...] = ("skip", "queue", "allow")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _EVERY = re.compile(r"^(?:([0-9]+)([dhms]))+$")
 _UNITS = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+MAX_EVERY = 3_650 * 86_400.0
+"""The longest interval a schedule may have, ten years (its slots stay dates a calendar can show)."""
 MAX_SLOTS = 10_000
 """The most slots ``due_slots`` walks through (a cron of every minute missed for a week)."""
 
@@ -146,6 +148,8 @@ def parse_every(value: str, where: str = "--every") -> float:
     seconds = sum(int(number) * _UNITS[unit] for number, unit in parts)
     if not _EVERY.match(text) or seconds < 1:
         raise ConfigError(f"{where}: expected an interval like '30s', '5m' or '1h30m'; found {value!r}")
+    if seconds > MAX_EVERY:
+        raise ConfigError(f"{where}: expected an interval of at most 3650d (ten years); found {value!r}")
     return float(seconds)
 
 
@@ -164,7 +168,10 @@ def due_slots(schedule: Schedule, after: float, until: float) -> list[float]:
     walker = croniter(schedule.cron, dt.datetime.fromtimestamp(after, zone))
     found: list[float] = []
     while True:
-        slot = float(walker.get_next(float))
+        try:
+            slot = float(walker.get_next(float))
+        except CroniterBadDateError:  # no date matches it any more (stored before ``add`` refused such)
+            return found[-MAX_SLOTS:]
         if slot > until:
             return found[-MAX_SLOTS:]
         found.append(slot)
@@ -182,8 +189,16 @@ def next_slot(schedule: Schedule, now: float) -> float | None:
         return (after // schedule.every + 1) * schedule.every
     if schedule.cron is None:
         return None
-    walker = croniter(schedule.cron, dt.datetime.fromtimestamp(after, ZoneInfo(schedule.timezone)))
-    return float(walker.get_next(float))
+    return _next_cron(schedule.cron, after, schedule.timezone)
+
+
+def _next_cron(cron: str, after: float, timezone: str) -> float | None:
+    """The first time after ``after`` that ``cron`` names in ``timezone``; None when no date matches it."""
+    walker = croniter(cron, dt.datetime.fromtimestamp(after, ZoneInfo(timezone)))
+    try:
+        return float(walker.get_next(float))
+    except CroniterBadDateError:  # '0 9 31 2 *': February has no 31st
+        return None
 
 
 class Schedules:
@@ -414,16 +429,18 @@ def _check(
     checks.text(formula, "schedule: formula", empty=False)
     if (cron is None) == (every is None):
         raise ConfigError("schedule: give one of --cron (a cron expression) and --every (an interval)")
-    if cron is not None and not croniter.is_valid(cron):
-        raise ConfigError(f"schedule: cron: {cron!r} is not a cron expression (five fields: '0 9 * * MON')")
-    if every is not None and (isinstance(every, bool) or not every >= 1):
-        raise ConfigError(f"schedule: every: expected at least 1 second; found {every!r}")
+    if every is not None and (isinstance(every, bool) or not 1 <= every <= MAX_EVERY):
+        raise ConfigError(f"schedule: every: expected 1 second to 3650 days; found {every!r}")
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(
             f"schedule: timezone: unknown time zone {timezone!r} (e.g. 'Europe/Paris')"
         ) from None
+    if cron is not None and not croniter.is_valid(cron):
+        raise ConfigError(f"schedule: cron: {cron!r} is not a cron expression (five fields: '0 9 * * MON')")
+    if cron is not None and _next_cron(cron, dt.datetime.now(dt.UTC).timestamp(), timezone) is None:
+        raise ConfigError(f"schedule: cron: {cron!r} never fires: no date matches it")
     if missed not in _MISSED:
         raise ConfigError(f"schedule: missed: expected 'skip' or 'catch_up'; found {missed!r}")
     if overlap not in _OVERLAP:
@@ -432,6 +449,7 @@ def _check(
 
 __all__ = [
     "COMPONENT",
+    "MAX_EVERY",
     "MAX_SLOTS",
     "Missed",
     "Overlap",
