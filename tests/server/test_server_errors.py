@@ -151,6 +151,58 @@ def test_no_json_body_makes_the_server_fail(client: TestClient, body: Any, targe
         assert response.json()["status"] == response.status_code
 
 
+@pytest.mark.parametrize(
+    ("target", "body", "where"),
+    [
+        (
+            "/v1/runs",
+            r'{"kind":"formula","formula":"release","vars":{"version":"1.0.0","x":"\ud800"}}',
+            "vars.x",
+        ),
+        (
+            "/v1/runs",
+            r'{"kind":"formula","formula":"release","vars":{"version":"1.2.3","\uDBFF":"x"}}',
+            "vars",
+        ),
+        (
+            "/v1/runs",
+            r'{"kind":"formula","formula":"release","vars":{"version":["a","b\udc00c"]}}',
+            "vars.version.1",
+        ),
+        (
+            "/v1/schedules",
+            r'{"name":"s","formula":"release","every":"1m","vars":{"version":"\ud800"}}',
+            "vars.version",
+        ),
+        ("/v1/runs/run_x/fork", r'{"at_round":1,"arguments":{"task":"\ud800"}}', "arguments.task"),
+    ],
+)
+def test_a_string_that_is_no_text_is_a_422_naming_where(
+    client: TestClient, store: Store, target: str, body: str, where: str
+) -> None:
+    # Before, a lone surrogate (valid JSON, no Unicode character) in a free-form field was a 500 when the
+    # run's first commit encoded it.
+    response = client.post(target, content=body, headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["errors"][0]["field"] == f"body.{where}"
+    assert "lone surrogate" in problem["detail"]
+    assert store.list_runs().items == []
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_are_text(client: TestClient, store: Store) -> None:
+    vars = r'{"version":"1.0.0","emoji":"\ud83d\ude00","x":"\\ud800"}'
+    body = '{"kind":"formula","formula":"release","vars":' + vars + "}"
+    response = client.post("/v1/runs", content=body, headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 201, response.text
+    run = store.get_run(response.json()["run"]["id"])
+    stored = run.input["vars"]
+    assert isinstance(stored, dict)
+    assert (stored["emoji"], stored["x"]) == ("\U0001f600", "\\ud800")
+
+
 def _formulas(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "broken.formula.toml").write_text('formula = "broken"\n[[steps]]\nid = "a"\nnope = 1\n')
