@@ -388,7 +388,7 @@ def test_numbers_json_cannot_hold_are_errors_where_the_file_writes_them(tmp_path
     path.write_text(
         'formula = "f"\n[vars.ratio]\ntype = "float"\ndefault = inf\n'
         '[[steps]]\nid = "a"\ntool = { name = "x", args = { x = nan, deep = [1, -inf] } }\n'
-        '[steps.metadata]\nlimit = 2.5\n'
+        "[steps.metadata]\nlimit = 2.5\n"
     )
     plan, found = check_formula(path, tools={"x"})
     assert plan is not None
@@ -398,3 +398,51 @@ def test_numbers_json_cannot_hold_are_errors_where_the_file_writes_them(tmp_path
         ("error", "steps[0].tool.args.x", f"nan {message}"),
         ("error", "steps[0].tool.args.deep[1]", f"-inf {message}"),
     ]
+
+
+def test_a_formula_that_runs_itself_is_an_error_unless_a_condition_may_end_it(tmp_path: Path) -> None:
+    # Before, each passed check, and running it nested sub-runs without end.
+    files = {
+        "self": 'formula = "self"\n[[steps]]\nid = "a"\nformula = { name = "self" }\n',
+        "ping": 'formula = "ping"\n[[steps]]\nid = "a"\n[[steps]]\nid = "b"\nformula = { name = "pong" }\n',
+        "pong": (
+            'formula = "pong"\n[[steps]]\nid = "c"\nchildren = [{ id = "d", formula = { name = "ping" } }]\n'
+        ),
+        "fan": (
+            'formula = "fan"\n[[steps]]\nid = "a"\ntool = { name = "x" }\n'
+            'on_complete = { for_each = "output.items", formula = "fan" }\n'
+        ),
+        "maybe": (
+            'formula = "maybe"\n[vars.more]\ndefault = "no"\n[[steps]]\nid = "a"\n'
+            "condition = \"vars.more == 'yes'\"\n"
+            'formula = { name = "maybe", vars = { more = "no" } }\n'
+        ),
+        "calls": 'formula = "calls"\n[[steps]]\nid = "a"\nformula = { name = "self" }\n',
+    }
+    for name, text in files.items():
+        (tmp_path / f"{name}.formula.toml").write_text(text, encoding="utf-8")
+
+    def runs_itself(name: str) -> list[tuple[str, str, str]]:
+        _, found = check_formula(name, search_paths=[tmp_path])
+        return [(i.level, i.path, i.message) for i in found if i.code == "formula-runs-itself"]
+
+    assert runs_itself("self") == [
+        ("error", "steps[0]", "runs itself without end: self -> self; each run would nest inside the last")
+    ]
+    assert runs_itself("ping") == [
+        (
+            "error",
+            "steps[1]",
+            "runs itself without end: ping -> pong -> ping; each run would nest inside the last",
+        )
+    ]
+    assert [level for level, _, _ in runs_itself("fan")] == ["error"]
+    assert runs_itself("maybe") == [
+        (
+            "warning",
+            "steps[0]",
+            "runs itself (maybe -> maybe) under a condition or gate: each run nests inside the last until it "
+            "no longer holds, at most 20 deep",
+        )
+    ]
+    assert runs_itself("calls") == []  # it runs one that runs itself: reported there, not here

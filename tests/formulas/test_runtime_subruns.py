@@ -12,7 +12,8 @@ import pytest
 from runtime_helpers import failed_steps, failing_child_creation, memory_store, write_formula
 
 from plangate.errors import StoreError
-from plangate.formulas.runtime import FormulaResult, FormulaRunner
+from plangate.events import StepStateEvent
+from plangate.formulas.runtime import MAX_NESTING, FormulaResult, FormulaRunner
 from plangate.store import TERMINAL_STATUSES, Store
 from plangate.tools import ToolRegistry, tool
 
@@ -327,3 +328,51 @@ def test_a_store_that_fails_inside_a_parallel_fan_out_stops_every_element_and_th
     assert result.status == "completed", result.reason
     assert len(children(store, root.id)) == WIDE
     assert work.calls == Counter({"regions": 1, "all": 1, **{f"r{i}": 1 for i in range(WIDE)}})
+
+
+@tool
+def one() -> dict[str, Any]:
+    """A list of one element."""
+    return {"items": ["x"]}
+
+
+# Each recursion below stands under a condition that always holds: ``check`` lets such a formula run (a
+# warning), since a condition on its vars could end it; without one it is an error (test_formula_check.py).
+_ALWAYS = """
+[vars.go]
+default = "yes"
+[[steps]]
+id = "a"
+condition = "vars.go == 'yes'"
+"""
+
+
+@pytest.mark.parametrize("through", ["sub-formula", "fan-out", "each other"])
+def test_a_formula_that_runs_itself_stops_at_the_deepest_nesting_and_every_run_ends(
+    tmp_path: Path, through: str
+) -> None:
+    # Before, it nested without end: thousands of runs in seconds, each left running, the store growing.
+    if through == "sub-formula":
+        write_formula(tmp_path, "again", _ALWAYS + 'formula = { name = "again" }\n')
+    elif through == "fan-out":
+        fan = 'tool = { name = "one" }\non_complete = { for_each = "output.items", formula = "again" }\n'
+        write_formula(tmp_path, "again", _ALWAYS + fan)
+    else:
+        write_formula(tmp_path, "again", _ALWAYS + 'formula = { name = "other" }\n')
+        write_formula(tmp_path, "other", '[[steps]]\nid = "b"\nformula = { name = "again" }\n')
+    store = memory_store()
+    runner = FormulaRunner(store, ToolRegistry([one]), search_paths=[tmp_path])
+
+    result = asyncio.run(runner.start("again"))
+
+    assert result.status == "failed"
+    runs = store.list_runs(limit=1000).items
+    assert len(runs) == MAX_NESTING
+    assert {run.status for run in runs} == {"failed"}
+    reasons = [
+        event.reason
+        for run in runs
+        for event in store.events(run.id)
+        if isinstance(event, StepStateEvent) and event.status == "failed"
+    ]
+    assert any(f"nested {MAX_NESTING + 1} runs deep, over the most of {MAX_NESTING}" in r for r in reasons)

@@ -81,6 +81,10 @@ STOPS_THE_RUN = (StoreError, RunLeased)
 database restarting), or this process lost the run's lease. The run stops where its last commit left it, as
 a crash would, and whoever resumes it goes on from there."""
 
+MAX_NESTING = 20
+"""The most runs one inside another: a sub-formula or fan-out element that would be deeper fails its step
+(a formula that runs itself would otherwise nest without end)."""
+
 SubRun = Callable[[str, dict[str, JsonValue], str], Awaitable[tuple[str, str, dict[str, JsonValue]]]]
 """Start or adopt a sub-formula under the id its parent committed: ``(formula, vars, run_id) -> (run_id,
 status, outputs)``."""
@@ -268,7 +272,7 @@ def _from_runs(
     done = statuses.count("completed")
     if wait_any and done:
         return StepOutcome("complete", output, f"{done} of {total} sub-runs completed", run_ids)
-    failed = [f"{rid} {st}" for rid, st in zip(run_ids, statuses, strict=True) if st in _ENDED_BADLY]
+    failed = [_ended_badly(result) for result in results if result[1] in _ENDED_BADLY]
     exhausted = "exhausted" in statuses  # a sub-run ran out of what was left of the run's budget
     if failed and not wait_any:
         reason = "sub-run failed: " + ", ".join(failed)
@@ -281,7 +285,15 @@ def _from_runs(
     return StepOutcome("waiting", output, f"waiting on sub-runs ({done} of {total} completed)", run_ids)
 
 
+def _ended_badly(result: tuple[str, str, dict[str, JsonValue]]) -> str:
+    """A sub-run that ended badly, as a step's reason names it: with why, when it could not even start."""
+    run_id, status, outputs = result
+    error = outputs.get("error")
+    return f"{run_id} {status}" + (f" ({error})" if isinstance(error, str) else "")
+
+
 # -- llm steps ----------------------------------------------------------------------------------------------
+
 
 class CallBudget(Protocol):
     """The budget an ``llm`` step's call is made under (a formula run's ``RunBudget``)."""

@@ -45,13 +45,13 @@ from plangate.conditions import ConditionSyntaxError, compile_condition, compile
 from plangate.conditions.ast import reads_receipts
 from plangate.errors import FormulaError
 from plangate.formulas._cycles import find_cycles
-from plangate.formulas._executors import schema_problem
+from plangate.formulas._executors import MAX_NESTING, schema_problem
 from plangate.formulas._schema_base import suggest
 from plangate.formulas._schema_errors import FormulaSchemaError
 from plangate.formulas.cook import cook
 from plangate.formulas.loader import FormulaLoader, Loader, SearchPath, load_formula
 from plangate.formulas.plan import AgentExecutor, CookedStep, FormulaExecutor, LlmExecutor, Plan, ToolExecutor
-from plangate.formulas.schema import Formula
+from plangate.formulas.schema import Formula, Step
 from plangate.formulas.templates import runtime_refs
 from plangate.formulas.variables import apply_vars
 from plangate.tools import ToolRegistry
@@ -138,7 +138,12 @@ def check_formula(
         plan = cook(formula, vars, loader=loader, validate_vars=False)
     except FormulaError as exc:
         return None, _error_issues(exc, "cook-error", formula.source)
-    return plan, [*check(plan, tools=tools), *_formula_issues(plan, loader), *_number_issues(plan)]
+    return plan, [
+        *check(plan, tools=tools),
+        *_formula_issues(plan, loader),
+        *_recursion_issues(formula, loader),
+        *_number_issues(plan),
+    ]
 
 
 def has_errors(issues: Iterable[Issue]) -> bool:
@@ -321,6 +326,73 @@ def _formula_issues(plan: Plan, loader: Loader) -> list[Issue]:
             if problem is not None:
                 issues.append(Issue(level="error", code="unknown-formula", path=where, message=problem))
     return issues
+
+
+def _recursion_issues(formula: Formula, loader: Loader) -> list[Issue]:
+    """A formula that runs itself again through the formulas its steps run: an error when nothing can end
+    it, a warning when a condition or a gate stands on the way (the runtime stops it ``MAX_NESTING`` deep)."""
+    issues: list[Issue] = []
+    for index, step in enumerate(formula.steps):
+        for name, conditional in _sub_formulas([step]):
+            cycle = _runs_itself(formula.formula, name, loader)
+            if cycle is not None:
+                issues.append(
+                    _cycle_issue(formula.formula, [(name, conditional), *cycle[1:]], f"steps[{index}]")
+                )
+                break
+    return issues
+
+
+def _runs_itself(root: str, name: str, loader: Loader) -> list[tuple[str, bool]] | None:
+    """The sub-formulas from ``name`` back to ``root`` when ``name`` runs ``root`` again, each with whether a
+    condition or a gate stands before it (a recursion that may end); None when it never does."""
+    seen: set[str] = set()
+    stack: list[tuple[str, list[tuple[str, bool]]]] = [(name, [(name, False)])]
+    while stack:
+        current, path = stack.pop()
+        if current == root:
+            return path
+        if current in seen or "{{" in current:
+            continue
+        seen.add(current)
+        try:
+            formula = loader(current)
+        except FormulaError:
+            continue  # reported where it is named
+        for sub, conditional in _sub_formulas(formula.steps):
+            stack.append((sub, [*path, (sub, conditional)]))
+    return None
+
+
+def _sub_formulas(steps: Iterable[Step]) -> Iterator[tuple[str, bool]]:
+    """The formulas ``steps`` run (sub-formula steps, fan-outs), each with whether a condition or a gate
+    stands before it; children and loop bodies included."""
+    for step in steps:
+        conditional = step.condition is not None or step.gate is not None
+        if step.formula is not None:
+            yield step.formula.name, conditional
+        if step.on_complete is not None:
+            yield step.on_complete.formula, conditional
+        inner = [*step.children, *(step.loop.body if step.loop is not None else [])]
+        yield from ((sub, conditional or inner_cond) for sub, inner_cond in _sub_formulas(inner))
+
+
+def _cycle_issue(root: str, cycle: list[tuple[str, bool]], where: str) -> Issue:
+    chain = " -> ".join([root, *(name for name, _ in cycle)])
+    if any(conditional for _, conditional in cycle):
+        return Issue(
+            level="warning",
+            code="formula-runs-itself",
+            path=where,
+            message=f"runs itself ({chain}) under a condition or gate: each run nests inside the last "
+            f"until it no longer holds, at most {MAX_NESTING} deep",
+        )
+    return Issue(
+        level="error",
+        code="formula-runs-itself",
+        path=where,
+        message=f"runs itself without end: {chain}; each run would nest inside the last",
+    )
 
 
 def _number_issues(plan: Plan) -> list[Issue]:

@@ -45,7 +45,7 @@ from plangate.formulas import retry
 from plangate.formulas._agent_steps import AgentSteps, RuntimeStepAgent, StepAgent, step_of_child
 from plangate.formulas._answers import STORED_ANSWERS, answer_step, commit_answer
 from plangate.formulas._budget import BUDGET_KEY, RunBudget, new_budget
-from plangate.formulas._executors import StepOutcome
+from plangate.formulas._executors import MAX_NESTING, StepOutcome
 from plangate.formulas._frozen import frozen
 from plangate.formulas._outcome import formula_outcome, with_steps_usage
 from plangate.formulas._runstate import SNAPSHOT_VERSION, RunState
@@ -510,6 +510,12 @@ class FormulaRunner:
         try:
             self.store.get_run(run_id)
         except NotFoundError:
+            depth = self._depth(parent_run_id) + 1
+            if depth > MAX_NESTING:
+                raise FormulaError(
+                    f"it would be nested {depth} runs deep, over the most of {MAX_NESTING}: "
+                    "does a formula run itself, through its sub-formulas or fan-outs?"
+                ) from None
             left = None if budget is None else budget.left()
             if isinstance(left, StepOutcome):
                 return run_id, "exhausted", {}
@@ -531,6 +537,13 @@ class FormulaRunner:
             result = await self._advance(run_id, new)
         outputs: dict[str, JsonValue] = {k: dict(v) for k, v in result.outputs.items()}
         return result.run_id, result.status, outputs
+
+    def _depth(self, run_id: str) -> int:
+        """How many runs hold ``run_id``, itself included (a run without a parent: 1)."""
+        depth, parent = 1, self.store.get_run(run_id).parent_run_id
+        while parent is not None and depth <= MAX_NESTING:
+            depth, parent = depth + 1, self.store.get_run(parent).parent_run_id
+        return depth
 
     def end_sub_runs(self, run_ids: Iterable[str], reason: str) -> None:
         """Cancel the formula sub-runs among ``run_ids`` that exist and have not ended (with theirs)."""
@@ -871,6 +884,7 @@ def resume_run(
 
 
 __all__ = [
+    "MAX_NESTING",
     "Answered",
     "FormulaResult",
     "FormulaRunner",
