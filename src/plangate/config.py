@@ -62,6 +62,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
+from plangate._json import number_too_long
 from plangate.errors import ConfigError
 
 CONFIG_ENV = "PLANGATE_CONFIG"
@@ -538,6 +539,8 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(source, [], f"{source}: not valid TOML: {exc}") from None
+    except ValueError as exc:
+        raise ConfigFileError(source, [], f"{source}: {number_too_long(exc)}") from None
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:

@@ -13,7 +13,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
-from plangate._json import json_type
+from plangate._json import json_type, number_too_long
 from plangate.cli._console import err, fail, out, parse_vars, print_json
 from plangate.conditions import (
     Condition,
@@ -148,6 +148,8 @@ def load_steps(path: Path) -> tuple[dict[str, StepState], dict[str, str], str | 
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise StepsFileError(f"is not valid JSON: {exc.msg} at {where}") from None
+    except ValueError as exc:
+        raise StepsFileError(f"cannot be read: {number_too_long(exc)}") from None
     except RecursionError:
         raise StepsFileError("is nested too deeply to read") from None
     if not isinstance(data, dict):

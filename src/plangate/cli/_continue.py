@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from plangate._json import number_too_long
 from plangate.cli._console import err, fail, out, prog
 from plangate.cli._drive import advance, advance_due, answer, asks_here, drive, progress
 from plangate.cli._options import (
@@ -194,6 +195,8 @@ def _edited(edit: str | None) -> Resolution:
         value = jsonlib.loads(edit)
     except jsonlib.JSONDecodeError as exc:
         value, problem = None, f"not JSON: {exc.msg} at column {exc.colno}"
+    except ValueError as exc:
+        value, problem = None, number_too_long(exc)
     else:
         problem = f"expected a JSON object of the tool's arguments, got {type(value).__name__}"
     if not isinstance(value, dict):
@@ -277,6 +280,9 @@ def complete_command(
         value = jsonlib.loads(output)
     except jsonlib.JSONDecodeError as exc:
         fail(f"--output: not JSON: {exc.msg} at column {exc.colno}")
+        return
+    except ValueError as exc:
+        fail(f"--output: {number_too_long(exc)}")
         return
     if not isinstance(value, dict):
         fail(f"--output: expected a JSON object, got {type(value).__name__}")

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import JsonValue
 from rich.markup import escape
 
+from plangate._json import number_too_long
 from plangate.cli._console import EXIT_NO_ANSWER, out
 from plangate.errors import Signal
 
@@ -100,6 +101,9 @@ def json_object(question: str, default: Mapping[str, JsonValue]) -> dict[str, Js
             value = jsonlib.loads(said)
         except jsonlib.JSONDecodeError as exc:
             out.print(f"[red]not JSON:[/] {escape(exc.msg)} at column {exc.colno}")
+            continue
+        except ValueError as exc:
+            out.print(f"[red]cannot read it:[/] {number_too_long(exc)}")
             continue
         if isinstance(value, dict):
             return value

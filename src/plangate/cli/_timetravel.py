@@ -20,6 +20,7 @@ from pydantic import JsonValue
 from rich.markup import escape
 from rich.table import Table
 
+from plangate._json import number_too_long
 from plangate.cli._console import fail, out
 from plangate.cli._drive import asks_here, drive, progress
 from plangate.cli._options import (
@@ -172,6 +173,8 @@ def _arguments(text: str) -> dict[str, JsonValue]:
         value = jsonlib.loads(text)
     except jsonlib.JSONDecodeError as exc:
         raise ConfigError(f"--args: not JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        raise ConfigError(f"--args: {number_too_long(exc)}") from None
     if not isinstance(value, dict):
         raise ConfigError(f"--args: expected a JSON object, got {type(value).__name__}")
     return dict(value)

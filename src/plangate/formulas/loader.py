@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from plangate._json import number_too_long
 from plangate.errors import FormulaError, FormulaNotFound
 from plangate.formulas._schema_base import FORMULA_NAME, suggest
 from plangate.formulas._schema_errors import FormulaSchemaError, describe, schema_problems
@@ -63,6 +64,8 @@ def parse_formula(text: str, *, source: str, fmt: str = "toml") -> Formula:
             line, column = where.groups()
             at = f"line {line}, column {column}" if line else "the end of the file"
             raise FormulaError(f"invalid TOML at {at}: {reason}", source=source) from None
+        except ValueError as exc:
+            raise FormulaError(f"invalid TOML: {number_too_long(exc)}", source=source) from None
     elif fmt == "json":
         try:
             data = json.loads(text)
@@ -70,6 +73,8 @@ def parse_formula(text: str, *, source: str, fmt: str = "toml") -> Formula:
             raise FormulaError(
                 f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=source
             ) from None
+        except ValueError as exc:
+            raise FormulaError(f"invalid JSON: {number_too_long(exc)}", source=source) from None
     else:
         raise FormulaError(f"expected the format 'toml' or 'json', got {fmt!r}", source=source)
     return validate_formula(data, source=source)

@@ -44,6 +44,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from plangate._json import number_too_long
 from plangate.errors import ConfigError
 from plangate.tools.data.results import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
 from plangate.tools.registry import closest_name
@@ -262,6 +263,9 @@ def read_semantic_file(path: str | Path) -> dict[str, object]:
         raise SemanticError(str(path), [issue]) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         issue = SemanticIssue("error", "toml", "", f"not valid TOML: {exc}")
+        raise SemanticError(str(path), [issue]) from None
+    except ValueError as exc:
+        issue = SemanticIssue("error", "toml", "", f"not valid TOML: {number_too_long(exc)}")
         raise SemanticError(str(path), [issue]) from None
 
 
