@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -110,6 +111,28 @@ def test_a_store_in_a_missing_folder_is_not_created_by_a_command_that_reads(home
         assert_one_message(args, done, says=f"no store at {path} (nothing was created there)")
         assert done.returncode == EXIT_USAGE, args
     assert not (home / "missing").exists()
+
+
+def test_an_empty_file_is_no_store_to_a_command_that_reads_and_stays_empty(home: Path) -> None:
+    # Before, a reading command made a store of it (260 KB of tables in a file named by mistake).
+    path = home / "empty.db"
+    path.touch()
+    for args, done in run_all(home, [[*c, "--store", str(path)] for c in READING]):
+        assert_one_message(args, done, says=f"no store at {path} (an empty file) (nothing was created there)")
+        assert done.returncode == EXIT_USAGE, args
+    assert path.stat().st_size == 0
+
+
+def test_a_database_of_other_tables_is_refused_by_every_command_and_left_as_it_was(home: Path) -> None:
+    path = home / "data.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+    conn.close()
+    before = path.read_bytes()
+    commands = [[*c, "--store", str(path)] for c in READING + creating(home)[:3]]
+    for args, done in run_all(home, commands):
+        assert_one_message(args, done, says="is not a plangate store: it holds other tables (orders)")
+    assert path.read_bytes() == before
 
 
 def test_a_command_that_creates_runs_makes_the_missing_folder_and_goes_on(home: Path) -> None:

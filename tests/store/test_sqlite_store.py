@@ -106,6 +106,31 @@ def test_opening_a_file_that_is_not_a_database_is_a_readable_error(tmp_path: Pat
     assert path.read_text().startswith("shopping list")
 
 
+def test_a_database_of_someone_elses_tables_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    # Before, the store's tables were added to it (and the file turned to WAL): a data file named as the
+    # store by mistake was changed, by reading commands too.
+    path = tmp_path / "data.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+        conn.execute("INSERT INTO orders (total) VALUES (9.5)")
+    conn.close()
+    before = path.read_bytes()
+
+    with pytest.raises(StoreError, match=r"is not a plangate store: it holds other tables \(orders\)"):
+        SQLiteStore(path)
+
+    assert path.read_bytes() == before
+    assert not path.with_name("data.sqlite-wal").exists()
+
+
+def test_a_new_or_empty_file_becomes_a_store(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for path in (empty, tmp_path / "new.db"):
+        SQLiteStore(path).close()
+        SQLiteStore(path).close()  # and opens again as one
+
+
 def test_a_folder_that_cannot_be_made_is_a_readable_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -68,17 +68,19 @@ def require_store(url: str | None) -> None:
     """Refuse a SQLite store that does not exist yet (a command that reads runs creates none).
 
     Raises:
-        NotFoundError: no file at the store's path; the message names it and where a store is named.
+        NotFoundError: no file at the store's path, or an empty one; the message names it and where a store
+            is named.
     """
     if postgres_url(url) is not None:
         return
     target = sqlite_target(url)
-    if target == MEMORY or Path(target).is_file():
+    if target == MEMORY or (Path(target).is_file() and Path(target).stat().st_size > 0):
         return
+    empty = " (an empty file)" if Path(target).is_file() else ""
     raise NotFoundError(
-        f"no store at {Path(target).resolve()} (nothing was created there): name the store your runs are in "
-        f"with --store, ${STORE_ENV} or store = ... in plangate.toml (default: .plangate/plangate.db under "
-        "the folder the command runs in)"
+        f"no store at {Path(target).resolve()}{empty} (nothing was created there): name the store your runs "
+        f"are in with --store, ${STORE_ENV} or store = ... in plangate.toml (default: .plangate/plangate.db "
+        "under the folder the command runs in)"
     )
 
 

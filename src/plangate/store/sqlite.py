@@ -214,6 +214,7 @@ class SQLiteStore(Backend):
                 )
                 conn.row_factory = sqlite3.Row
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                _refuse_foreign(conn, self._where)  # before anything writes to the file (WAL: its header)
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
@@ -379,3 +380,23 @@ class SQLiteStore(Backend):
 def _lent(db: Db) -> Generator[Db, None, None]:
     """The connection itself, lent to a ``with`` block (``_writing``)."""
     yield db
+
+
+def _refuse_foreign(conn: sqlite3.Connection, where: str) -> None:
+    """Refuse a database that holds tables of its own and no plangate schema (someone's data, named as the
+    store by mistake): a store is made only in a new or empty file, never among other tables.
+
+    Raises:
+        StoreError: the file holds other tables; nothing was written to it.
+    """
+    found = [
+        name
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        if not name.startswith("sqlite_")
+    ]
+    if found and "schema_version" not in found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise StoreError(
+            f"the database at {where} is not a plangate store: it holds other tables ({shown}), and a store "
+            "is made only in a new or empty file; name another file as the store"
+        )
