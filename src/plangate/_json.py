@@ -3,8 +3,7 @@
 For: ``Encoder``, the standard library's encoder with its C half made once rather than on every call (what
 ``json.JSONEncoder.encode`` does), for the values written on the path of every step and round; and
 ``json_type``, the one helper every message that says what kind of JSON value it found uses (a
-decision's field, a JSON schema, a steps file); ``number_too_long``, what every reader of JSON or TOML says
-of an integer too long to read. Not for: the condition language, whose kinds are its own
+decision's field, a JSON schema, a steps file). Not for: the condition language, whose kinds are its own
 vocabulary and sit on the path of every comparison (``conditions/_runtime.kind_of``), TOML's names in
 formula files (``table``), or a found value shown as written (``tools.json_schema.describe_value``).
 """
@@ -12,8 +11,6 @@ formula files (``table``), or a found value shown as written (``tools.json_schem
 from __future__ import annotations
 
 import json
-import re
-import sys
 from json import encoder as _encoder
 
 _NAMES: dict[type, str] = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
@@ -95,16 +92,4 @@ class Encoder:
         return "".join(self._c(value, 0))
 
 
-_DIGITS = re.compile(r"value has (\d+) digits")
-
-
-def number_too_long(exc: ValueError) -> str:
-    """What to say of a ``ValueError`` that a JSON or TOML reader raises for anything but its syntax: an
-    integer with more digits than Python converts (``sys.get_int_max_str_digits``), refused so that a large
-    file cannot stall the process."""
-    found = _DIGITS.search(str(exc))
-    size = f"of {found.group(1)} digits" if found else "too long"
-    return f"an integer {size}: at most {sys.get_int_max_str_digits()} digits are read"
-
-
-__all__ = ["Encoder", "json_type", "number_too_long"]
+__all__ = ["Encoder", "json_type"]

@@ -62,8 +62,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
-from plangate._json import number_too_long
-from plangate.errors import ConfigError
+from plangate.errors import ConfigError, number_too_long
 
 CONFIG_ENV = "PLANGATE_CONFIG"
 """The environment variable naming the config file when no path is given."""

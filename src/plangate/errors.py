@@ -77,6 +77,9 @@ turns it into a ``ValidationError``). ``UsageError`` is also a ``RuntimeError`` 
 
 from __future__ import annotations
 
+import re
+import sys
+
 
 class PlangateError(Exception):
     """Base of every error plangate raises on purpose."""
@@ -169,6 +172,18 @@ class Signal(Exception):
     the code that raised it. Not an error: nothing reports one as a failure."""
 
 
+_DIGITS = re.compile(r"value has (\d+) digits")
+
+
+def number_too_long(exc: ValueError) -> str:
+    """What every reader of JSON or TOML says of a ``ValueError`` it met for anything but the syntax: an
+    integer with more digits than Python converts (``sys.get_int_max_str_digits``), refused so that a large
+    file cannot stall the process."""
+    found = _DIGITS.search(str(exc))
+    size = f"of {found.group(1)} digits" if found else "too long"
+    return f"an integer {size}: at most {sys.get_int_max_str_digits()} digits are read"
+
+
 __all__ = [
     "ConfigError",
     "FormulaError",
@@ -186,4 +201,5 @@ __all__ = [
     "ToolError",
     "UsageError",
     "UserError",
+    "number_too_long",
 ]

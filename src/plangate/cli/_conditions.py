@@ -13,7 +13,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
-from plangate._json import json_type, number_too_long
+from plangate._json import json_type
 from plangate.cli._console import err, fail, out, parse_vars, print_json
 from plangate.conditions import (
     Condition,
@@ -24,7 +24,7 @@ from plangate.conditions import (
 )
 from plangate.conditions.ast import STATUSES, dump
 from plangate.conditions.errors import caret_lines
-from plangate.errors import UserError
+from plangate.errors import UserError, number_too_long
 
 # One paragraph per line: the help renderer wraps paragraphs itself and keeps hard line breaks.
 _HELP = "\n\n".join(

@@ -18,7 +18,6 @@ from typing import Annotated
 
 import typer
 
-from plangate._json import number_too_long
 from plangate.cli._console import err, fail, out, prog
 from plangate.cli._drive import advance, advance_due, answer, asks_here, drive, progress
 from plangate.cli._options import (
@@ -33,7 +32,7 @@ from plangate.cli._options import (
 )
 from plangate.cli._report import Standing, answered_for_workers, command_hint, open_interaction, report
 from plangate.cli._session import Session, session
-from plangate.errors import ConfigError, InteractionError, UserError
+from plangate.errors import ConfigError, InteractionError, UserError, number_too_long
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.runs import Runs
 from plangate.store import Interaction, RunRecord

@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import JsonValue
 from rich.markup import escape
 
-from plangate._json import number_too_long
 from plangate.cli._console import EXIT_NO_ANSWER, out
-from plangate.errors import Signal
+from plangate.errors import Signal, number_too_long
 
 MAX_INVALID = 3
 """How many answers that are none of the choices a question takes before it stops asking."""

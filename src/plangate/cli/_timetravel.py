@@ -20,7 +20,6 @@ from pydantic import JsonValue
 from rich.markup import escape
 from rich.table import Table
 
-from plangate._json import number_too_long
 from plangate.cli._console import fail, out
 from plangate.cli._drive import asks_here, drive, progress
 from plangate.cli._options import (
@@ -34,7 +33,7 @@ from plangate.cli._options import (
 )
 from plangate.cli._report import Standing, command_hint, report
 from plangate.cli._session import session
-from plangate.errors import ConfigError, UserError
+from plangate.errors import ConfigError, UserError, number_too_long
 from plangate.runs.diff import Diff, diff_runs
 
 AtOpt = Annotated[int | None, typer.Option("--at", help="Fork before this round (from 1).")]

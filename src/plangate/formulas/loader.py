@@ -16,8 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from plangate._json import number_too_long
-from plangate.errors import FormulaError, FormulaNotFound
+from plangate.errors import FormulaError, FormulaNotFound, number_too_long
 from plangate.formulas._schema_base import FORMULA_NAME, suggest
 from plangate.formulas._schema_errors import FormulaSchemaError, describe, schema_problems
 from plangate.formulas.schema import Formula

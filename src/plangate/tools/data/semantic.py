@@ -44,8 +44,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from plangate._json import number_too_long
-from plangate.errors import ConfigError
+from plangate.errors import ConfigError, number_too_long
 from plangate.tools.data.results import ColumnInfo, ForeignKey, SchemaInfo, TableInfo
 from plangate.tools.registry import closest_name
 
