@@ -81,3 +81,22 @@ def test_the_example_database_location_can_be_overridden(
     monkeypatch.setenv(SHOP_DB_ENV, str(tmp_path / "elsewhere.db"))
     with pytest.raises(ConfigError, match=r"the example database is not at .*elsewhere\.db"):
         shop_db_path()
+
+
+def test_a_plangate_store_is_no_data_source(tmp_path: Path, shop_db: Path) -> None:
+    # Before, a SQLite store named as data was read like any file: its tokens' hashes, answers and outputs.
+    from plangate.server.tokens import Tokens, hash_token
+    from plangate.store import SQLiteStore
+    from plangate.tools.data.results import QueryLimits, SourceForbidden
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    Tokens(store).create("ana", hash_token("pg_secret"))
+    store.close()
+    source = SqliteSource("runs", tmp_path / "runs.db")
+    limits = QueryLimits()
+    with pytest.raises(SourceForbidden, match="the file holds a plangate store") as refused:
+        source.query("SELECT owner, token_hash FROM tokens", limits)
+    assert refused.value.kind == "store"
+    with pytest.raises(SourceForbidden, match="the file holds a plangate store"):
+        source.schema(limits)
+    assert SqliteSource("shop", shop_db).query("SELECT count(*) FROM orders", limits).rows[0][0] > 0

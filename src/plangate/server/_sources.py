@@ -59,7 +59,6 @@ MAX_SOURCES = 100
 """Sources one owner may register."""
 CHECK_LIMITS = QueryLimits(timeout_s=15.0)
 """The limits of the schema read that checks a source when it is registered."""
-_STORE_TABLES = frozenset({"runs", "events", "tokens"})
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
 _DECLARE_HINT = (
     "an operator offers a PostgreSQL source by declaring it ([[sources]] in plangate.toml, or plangate serve "
@@ -463,14 +462,13 @@ class SourceRegistry:
             source = self._open(name, kind, target)
             schema = source.schema(CHECK_LIMITS)
         except SourceForbidden as exc:
-            raise SourceError(403, "source-forbidden", _why(exc, target, shown)) from None
+            store = exc.kind == "store" and kind == "sqlite"  # the file holds a plangate store's tables
+            why = f"{shown} is a plangate store, not data" if store else _why(exc, target, shown)
+            raise SourceError(403, "source-forbidden", why) from None
         except (DataSourceError, ConfigError) as exc:
             raise SourceError(
                 422, "source-unusable", f"cannot open {shown}: {_why(exc, target, shown)}"
             ) from None
-        names = {table.name.lower() for table in schema.tables}
-        if kind == "sqlite" and _STORE_TABLES <= names:
-            raise SourceError(403, "source-forbidden", f"{shown} is a plangate store, not data")
         tables = [table for table in schema.tables if table.kind == "table" or table.columns]
         if not tables:
             raise SourceError(

@@ -35,6 +35,7 @@ from plangate.tools.data.results import (
     QueryResult,
     QueryTimeout,
     SchemaInfo,
+    SourceForbidden,
     TableInfo,
 )
 from plangate.tools.sql_allow import SQLITE_ENGINE_NAMES, system_relation
@@ -227,11 +228,31 @@ class SqliteSource:
                 connection.close()
             message = f"data source {self.name!r}: cannot open {str(self.path)!r}: {exc}"
             raise DataSourceError(message) from None
+        if _holds_a_store(connection):
+            connection.close()
+            raise SourceForbidden(
+                "store", f"data source {self.name!r}: the file holds a plangate store (its runs), not data"
+            )
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         # One huge value (hex() of hex() of a long string) would exhaust memory long before the byte limit on
         # the rendered text applies, so values are capped inside the engine.
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
         return connection
+
+
+_STORE_TABLES = ("runs", "events", "interactions", "write_intents")
+
+
+def _holds_a_store(connection: sqlite3.Connection) -> bool:
+    """Whether the database holds a plangate store's tables (runs, their events, questions and writes): its
+    tokens, answers and outputs are nobody's data to query."""
+    marks = ", ".join("?" for _ in _STORE_TABLES)
+    query = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})"
+    try:
+        found = connection.execute(query, _STORE_TABLES).fetchone()[0]
+    except sqlite3.Error:
+        return False  # not a database: the query that follows says so
+    return int(found) == len(_STORE_TABLES)
 
 
 class _Watched:
