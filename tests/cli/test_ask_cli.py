@@ -226,11 +226,28 @@ def test_save_writes_a_formula_that_check_and_run_accept(
 
 
 def test_save_never_replaces_a_file(app: typer.Typer, home: Path) -> None:
+    # Before, the turn ran (every model call of it), then the save failed and the command exited 0.
     (home / "formulas").mkdir()
     (home / "formulas" / "mine.formula.toml").write_text("# keep me\n", encoding="utf-8")
-    code, _, err = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD), "--save", "mine")
-    assert code == 0 and "exists already" in err
+    code, out, err = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD), "--save", "mine")
+    assert code == 2 and "exists already" in err and "--save: --save:" not in err
+    assert out == ""  # refused before the turn: nothing was asked
     assert (home / "formulas" / "mine.formula.toml").read_text(encoding="utf-8") == "# keep me\n"
+
+
+def test_a_name_that_cannot_be_saved_is_refused_before_the_turn(app: typer.Typer, home: Path) -> None:
+    model = script(home, "m", OPS, GOOD)
+    code, out, err = invoke(app, "ask", QUESTION, "--model", model, "--save", "../evil")
+    assert code == 2 and "a formula name may hold letters" in err and "--save: --save:" not in err
+    assert out == ""
+    assert not (home / "evil.formula.toml").exists()
+
+
+def test_a_save_that_fails_after_the_turn_exits_1(app: typer.Typer, home: Path) -> None:
+    (home / "formulas").write_text("a file where the folder would be\n", encoding="utf-8")
+    code, out, err = invoke(app, "ask", QUESTION, "--model", script(home, "m", OPS, GOOD), "--save", "kept")
+    assert "East" in out  # the turn ran and answered
+    assert code == 1 and "error: --save: cannot write formulas/kept.formula.toml" in err
 
 
 def test_an_unusable_turn_exits_1_and_says_why(app: typer.Typer, home: Path) -> None:

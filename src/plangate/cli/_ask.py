@@ -3,8 +3,9 @@
 For: running a turn and showing it as it happens, with rich: the formula growing op by op, the check's
 issues, the run's progress step by step, the review's signals, then the answer and the rows it rests on;
 ``--json`` prints the turn as one JSON object instead; ``--save NAME`` writes its formula to
-``formulas/NAME.formula.toml``. Exit status: 0 for a ``done`` or ``partial`` turn, 1 for ``unusable`` or
-``failed``, 130 when interrupted. Not for: any turn logic (``plangate.copilot``).
+``formulas/NAME.formula.toml`` (a name that cannot be saved is refused before the turn runs). Exit status: 0
+for a ``done`` or ``partial`` turn, 1 for ``unusable`` or ``failed`` or a save that failed, 2 for a mistake,
+130 when interrupted. Not for: any turn logic (``plangate.copilot``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from plangate.cli._session import session
 from plangate.cli._working import Working, say_if_busy
 from plangate.config import Config
 from plangate.copilot import AskStream, Copilot, Turn
-from plangate.copilot.saving import save_formula
+from plangate.copilot.saving import save_formula, save_path
 from plangate.errors import UserError
 from plangate.events import Event, OpEvent, ReviewEvent, StatusEvent, StepStateEvent
 from plangate.tools.data import DataSources, shown_cell
@@ -241,6 +242,8 @@ def ask_command(
     """Ask a question about data: the copilot builds a formula, checks, runs and reviews it, then answers."""
     s = session(ctx, config=config, store=store)
     try:
+        if save is not None:
+            save_path(save)  # a name that cannot be saved is refused before the model is called
         chosen = s.model(model, of="copilot model")
         say_if_busy(chosen, json=json)
         sources, data = _sources(s.config, data, name, allow_privileged)
@@ -269,12 +272,13 @@ def ask_command(
     except UserError as exc:
         fail(str(exc))
         return
-    saved = None
+    saved = unsaved = None
     if save is not None:
         try:
             saved = save_formula(turn, save)
         except UserError as exc:
-            err.print(f"[bold red]--save:[/] {escape(str(exc))}")
+            unsaved = str(exc)
+            err.print(f"[bold red]error:[/] {escape(unsaved)}")
     if json:
         data_out = turn.to_json()
         if saved is not None:
@@ -284,8 +288,8 @@ def ask_command(
         _show(turn, turn.usage)
         if saved is not None:
             out.print(f"formula saved to [bold]{escape(str(saved))}[/]")
-    if turn.status not in ("done", "partial"):
-        raise typer.Exit(1)
+    if turn.status not in ("done", "partial") or unsaved is not None:
+        raise typer.Exit(1)  # a script sees that the turn, or the save it asked for, did not succeed
 
 
 __all__ = ["ask_command", "event_line", "op_line", "register"]
