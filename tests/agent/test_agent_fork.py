@@ -180,6 +180,9 @@ def test_bad_fork_points_are_clear_errors_that_store_nothing(store: Store) -> No
         create_fork(store, origin, ForkRequest(at_round=7), owner="local", model_name=None)
     with pytest.raises(ConfigError, match="one of them"):
         create_fork(store, origin, ForkRequest(at_round=1, at_event=3), owner="local", model_name=None)
+    last = store.get_run(origin).last_seq  # before, an event past the last one forked at the last round
+    with pytest.raises(InteractionError, match=f"has no event {last + 1}; its events are 1 to {last}"):
+        create_fork(store, origin, ForkRequest(at_event=last + 1), owner="local", model_name=None)
     with pytest.raises(InteractionError, match="called no tool"):
         create_fork(
             store, origin, ForkRequest(at_round=3, arguments={"x": 1}), owner="local", model_name=None

@@ -70,7 +70,7 @@ def test_add_list_pause_resume_delete(cli: CliRunner) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["add", "f"], "give one of --cron"),
+        (["add", "f"], "give one of cron (a cron expression; --cron)"),
         (["add", "f", "--every", "soon"], "--every: expected an interval like '30s'"),
         (["add", "f", "--cron", "0 9 * *"], "is not a cron expression"),
         (["add", "f", "--every", "1m", "--timezone", "Nowhere/City"], "unknown time zone"),

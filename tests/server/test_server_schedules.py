@@ -154,7 +154,7 @@ def test_cron_slots_follow_the_time_zone(store: Store) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({}, "give one of --cron"),
+        ({}, "give one of cron"),
         ({"cron": "every day"}, "is not a cron expression"),
         ({"every": 1.0, "timezone": "Mars/Olympus"}, "unknown time zone"),
         ({"every": 1.0, "missed": "later"}, "expected 'skip' or 'catch_up'"),

@@ -100,7 +100,7 @@ def create_fork(
     _, config = read_input(origin.id, origin.input)
     events = store.events(origin.id)
     rounds = _rounds(events)
-    number = _point(origin.id, rounds, request)
+    number = _point(origin.id, rounds, request, last_seq=events[-1].seq if events else 0)
     cut = rounds[number]
     start = _commit_start(events, cut)
     decision = None if request.arguments is None else _edited(origin.id, cut, request.arguments)
@@ -143,9 +143,12 @@ def _rounds(events: list[Event]) -> dict[int, RoundEvent]:
     return {event.round: event for event in events if isinstance(event, RoundEvent)}
 
 
-def _point(run_id: str, rounds: Mapping[int, RoundEvent], request: ForkRequest) -> int:
+def _point(run_id: str, rounds: Mapping[int, RoundEvent], request: ForkRequest, *, last_seq: int) -> int:
     if (request.at_round is None) == (request.at_event is None):
-        raise ConfigError("fork: give the point as a round (--at) or as an event (--at-event), one of them")
+        raise ConfigError(
+            "fork: give the point as a round (at_round; --at) or as an event (at_event; --at-event), "
+            "one of them"
+        )
     if not rounds:
         raise InteractionError(f"run {run_id!r} has no rounds yet: there is no point to fork it from")
     known = sorted(rounds)
@@ -156,6 +159,8 @@ def _point(run_id: str, rounds: Mapping[int, RoundEvent], request: ForkRequest) 
             )
         return request.at_round
     seq = request.at_event or 0
+    if seq > last_seq:
+        raise InteractionError(f"run {run_id!r} has no event {seq}; its events are 1 to {last_seq}")
     holding = [number for number in known if rounds[number].seq <= seq]
     return holding[-1] if holding else known[0]
 

@@ -428,7 +428,9 @@ def _check(
         raise ConfigError(f"schedule: name: expected 1-64 letters, digits, '_', '.' or '-'; found {name!r}")
     checks.text(formula, "schedule: formula", empty=False)
     if (cron is None) == (every is None):
-        raise ConfigError("schedule: give one of --cron (a cron expression) and --every (an interval)")
+        raise ConfigError(
+            "schedule: give one of cron (a cron expression; --cron) and every (an interval; --every)"
+        )
     if every is not None and (isinstance(every, bool) or not 1 <= every <= MAX_EVERY):
         raise ConfigError(f"schedule: every: expected 1 second to 3650 days; found {every!r}")
     try:
