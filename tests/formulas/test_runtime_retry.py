@@ -232,6 +232,24 @@ def test_a_retry_stored_but_not_committed_yet_is_committed_once_when_advanced(tm
     assert codes.count("retried") == 1
 
 
+def test_a_retry_not_started_yet_is_shown_and_cancelled(tmp_path: Path) -> None:
+    # A retry waiting in its owner's queue has no state until it starts (copied from its origin then).
+    # Before, showing it and cancelling it both failed: "run ... has no formula state".
+    write_formula(tmp_path, "ship", BODY)
+    store, desk = memory_store(), Desk()
+    runner = _runner(store, desk, tmp_path)
+    failed = asyncio.run(runner.start("ship", {"version": "1.0"}))
+    retried = retry_run(runner, failed.run_id, "build")
+    assert store.get_snapshot(retried) is None
+
+    assert FormulaEngine(runner).describe(store.get_run(retried)) == {"steps": []}
+    runner.cancel(retried, "not needed any more")
+
+    run = store.get_run(retried)
+    assert run.status == "cancelled" and run.outcome is not None
+    assert [e.code for e in store.events(retried) if isinstance(e, StatusEvent)] == ["cancelled"]
+
+
 UNKNOWN = """
 [[steps]]
 id = "fetch"

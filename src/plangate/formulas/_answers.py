@@ -59,13 +59,26 @@ STORED_ANSWERS = "formula-answers"
 """The documents' namespace of answers stored for the process that advances a run (keyed by interaction)."""
 
 
-def answer_step(step: StepRun, resolution: Resolution, tools: ToolRegistry, step_index: int = 0) -> Answered:
-    """The step's transition for ``resolution``, or a refusal.
+def answer_step(
+    step: StepRun,
+    resolution: Resolution,
+    tools: ToolRegistry,
+    step_index: int = 0,
+    *,
+    asked: str | None = None,
+) -> Answered:
+    """The step's transition for ``resolution``, or a refusal. ``asked``: the kind of the interaction it
+    answers (``ask_user`` for a step that asks for text).
 
     Raises:
         InteractionError: the resolution does not fit what the step waits for; nothing changed.
     """
     kind = step.wait.get("kind")
+    if asked == "ask_user" and kind == "human" and isinstance(resolution, Approve):
+        # the steps after it read its answer (``steps.<id>.output.answer``), which an approval has not
+        raise InteractionError(
+            f"step {step.id!r} asks for an answer: answer it with text (kind 'answer'), or reject it"
+        )
     if kind == "consent":
         return Answered(_consent(step, resolution, tools), step_index)
     if kind == "outcome_unknown":

@@ -785,7 +785,9 @@ class Scheduler:
         )
         answered = None
         if step is not None:
-            answered = answer_step(step, resolution, self.host.tools, self.graph.position[step.id])
+            answered = answer_step(
+                step, resolution, self.host.tools, self.graph.position[step.id], asked=interaction.kind
+            )
         with self.host.leases.transaction(self.run_id) as tx:
             began(tx)
             commit_answer(tx, interaction, resolution, by, answered)

@@ -151,7 +151,11 @@ class FormulaEngine:
         return any(documents.get(STORED_ANSWERS, item.id) is not None for item in opened)
 
     def describe(self, run: RunRecord) -> dict[str, JsonValue]:
-        """Each step's state, reason, attempt and output, in the plan's order, with what it waits on."""
+        """Each step's state, reason, attempt and output, in the plan's order, with what it waits on (none
+        for a run with no state yet: a retry waiting in its owner's queue, copied from its origin when it
+        starts)."""
+        if self.store.get_snapshot(run.id) is None:
+            return {"steps": []}
         state = self.runner.load(run.id)
         steps: list[JsonValue] = []
         for step_id, step in state.steps.items():

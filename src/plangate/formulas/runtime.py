@@ -633,7 +633,9 @@ class FormulaRunner:
         state = self.load(interaction.run_id)
         step = next((s for s in state.steps.values() if s.wait.get("interaction_id") == interaction.id), None)
         if step is not None:
-            answer_step(step, resolution, self.tools, list(state.plan.index).index(step.id))  # it fits
+            answer_step(
+                step, resolution, self.tools, list(state.plan.index).index(step.id), asked=interaction.kind
+            )  # it fits
         elif isinstance(resolution, Edit):
             raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
         value = {"resolution": resolution_dict(resolution), "by": by}
@@ -674,7 +676,13 @@ class FormulaRunner:
             )
             answered = None
             if step is not None:
-                answered = answer_step(step, resolution, self.tools, list(state.plan.index).index(step.id))
+                answered = answer_step(
+                    step,
+                    resolution,
+                    self.tools,
+                    list(state.plan.index).index(step.id),
+                    asked=interaction.kind,
+                )
             elif isinstance(resolution, Edit):
                 raise InteractionError("edit applies to a tool call's consent; nothing here takes it")
             with self._transaction(run_id) as tx:
@@ -736,12 +744,14 @@ class FormulaRunner:
         run = self.store.get_run(run_id)
         if run.status in TERMINAL_STATUSES:
             raise InteractionError(f"run {run_id!r} already ended ({run.status})")
-        state = self.load(run_id)
+        # a run with no state yet (a retry waiting in its owner's queue, copied from its origin when it
+        # starts) has no step to cancel
+        state = self.load(run_id) if self.store.get_snapshot(run_id) is not None else None
         self._cancel_children(run_id, reason)
         # read before the transaction (a store read inside one waits on it, on SQLite)
         ended = with_steps_usage(formula_outcome("cancelled", reason), self.store, run_id, state)
         with self.store.transaction(run_id) as tx:
-            for step in state.steps.values():
+            for step in state.steps.values() if state is not None else ():
                 if not step.terminal:
                     tx.append(
                         StepStateEvent(
