@@ -28,3 +28,13 @@ def test_prog_is_what_ran_plangate_when_that_is_not_on_the_path(
 
     monkeypatch.setenv("PLANGATE_PROG", "./dev plangate")
     assert _console.prog() == "./dev plangate"  # ./dev says how it was run
+
+
+def test_a_users_text_is_printed_as_written_never_as_an_emoji(capsys: pytest.CaptureFixture[str]) -> None:
+    # Before, rich read ":smile" in "--tools foo:smile" as an emoji code: the message changed what was typed.
+    _console.err.print("error: --tools foo:smile: cannot import 'foo'; --tools nosuchmodule:x:")
+    _console.out.print("a:thumbs_up: b")
+
+    said = capsys.readouterr()
+    assert "foo:smile: cannot import" in said.err and "nosuchmodule:x:" in said.err
+    assert "a:thumbs_up: b" in said.out

@@ -9,6 +9,7 @@ import pytest
 
 from plangate.errors import FormulaError, FormulaNotFound
 from plangate.formulas import FormulaLoader, load_formula
+from plangate.formulas.loader import find_formula
 
 
 def write(folder: Path, name: str, description: str, fmt: str = "toml") -> Path:
@@ -83,6 +84,13 @@ def test_not_found_lists_the_folders_and_the_closest_name(home: Path) -> None:
     assert str(caught.value) == (
         f"formula 'relase' not found in formulas, .plangate/formulas, {in_home} (did you mean 'release'?)"
     )
+
+
+def test_not_found_names_each_folder_once(home: Path) -> None:
+    # Before, a folder on the path twice (the formula's own and a --path) was listed twice.
+    with pytest.raises(FormulaNotFound) as caught:
+        find_formula("nosuch", [Path("."), Path("."), Path("formulas")])
+    assert str(caught.value) == "formula 'nosuch' not found in ., formulas"
 
 
 def test_a_name_cannot_walk_out_of_the_search_path(home: Path) -> None:

@@ -41,8 +41,9 @@ class _Console(Console):
         self._width, self._height = width, height
 
 
-out = _Console(highlight=False, soft_wrap=True)
-err = _Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: a user's text such as "mod:smile" is printed as written, never as an emoji
+out = _Console(highlight=False, soft_wrap=True, emoji=False)
+err = _Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 EXIT_USAGE = 2

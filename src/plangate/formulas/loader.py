@@ -122,7 +122,7 @@ def find_formula(name: str, dirs: Sequence[Path]) -> Path:
             if candidate.is_file():
                 return candidate
     known = sorted(_names_in(dirs))
-    where = ", ".join(str(d) for d in dirs)
+    where = ", ".join(dict.fromkeys(str(d) for d in dirs))  # each folder once, in the order looked in
     raise FormulaNotFound(f"formula {name!r} not found in {where}{suggest(name, known)}")
 
 
