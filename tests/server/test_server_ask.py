@@ -29,6 +29,7 @@ from server_helpers import bearer, make_token
 from plangate.config import BudgetConfig, ModelPrice
 from plangate.copilot._conversations import Conversations
 from plangate.events import OpEvent, OutcomeEvent, ReviewEvent
+from plangate.models import PROVIDERS, ScriptedModel
 from plangate.server._asks import chart_of
 from plangate.store import Store
 
@@ -183,6 +184,23 @@ def test_retry_asks_the_same_question_again_in_the_same_conversation(client: Tes
     turn = _wait_turn(client, again["turn_id"])
     assert (turn["question"], turn["status"]) == (QUESTION, "done")
     assert client.post("/v1/turns/turn_nope/retry").status_code == 404
+
+
+def test_retry_asks_with_the_model_the_turn_was_asked_with(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, a retry ran on the server's own model, whatever the turn had named.
+    other = CopilotScript()
+    monkeypatch.setitem(
+        PROVIDERS, "other", lambda model_id: ScriptedModel(other._respond, name=f"other:{model_id}")
+    )
+    first = client.post("/v1/ask", json={"question": QUESTION, "model": "other:m"}).json()
+    assert _wait_turn(client, first["turn_id"])["model"] == "other:m"
+
+    again = client.post(f"/v1/turns/{first['turn_id']}/retry").json()
+
+    turn = _wait_turn(client, again["turn_id"])
+    assert (turn["model"], turn["status"]) == ("other:m", "done")
 
 
 # -- data sources ------------------------------------------------------------------------------------------

@@ -266,3 +266,22 @@ def test_a_formula_steps_reason_shows_no_path_of_a_model_server(
     assert "…/qwen.gguf" in step["reason"]  # which file, still
     for text in (json.dumps(shown), stream):
         assert "/srv/models" not in text
+
+
+def test_a_model_file_of_the_servers_is_named_without_its_path(make_app: Callable[..., FastAPI]) -> None:
+    # Before, the run's input, its outcome's usage and its stream named the file of the server's model whole.
+    done = json.dumps({"action": "done", "speak": "Hello."})
+    model = ScriptedModel([done, "Hello."], name="scripted:/srv/secret-place/responses.json")
+    with TestClient(make_app(auth=False, model=model)) as client:
+        run_id = client.post("/v1/runs", json={"kind": "agent", "prompt": "hello", "mode": "react"}).json()[
+            "run"
+        ]["id"]
+        client.portal.call(client.app.state.services.runs.wait_idle, run_id)
+        shown = client.get(f"/v1/runs/{run_id}").json()
+        stream = client.get(f"/v1/runs/{run_id}/events").text
+
+    assert shown["run"]["status"] == "completed", shown["run"]["outcome"]
+    assert shown["run"]["input"]["agent"]["model"] == "scripted:…/responses.json"
+    assert "scripted:…/responses.json" in shown["run"]["outcome"]["usage"]["models"]
+    for text in (json.dumps(shown), stream):
+        assert "/srv/secret-place" not in text

@@ -41,7 +41,7 @@ from plangate.runs import Runs
 from plangate.runs.quotas import DoubleTexting
 from plangate.runs.usage import Budget
 from plangate.server._problems import public_issues
-from plangate.server._public import public_text
+from plangate.server._public import public_text, public_usage
 from plangate.server._sources import BUILTIN, SourceRegistry
 from plangate.store import LeaseBook, RunRecord, RunStatus, Store
 
@@ -196,7 +196,8 @@ class AskJobs:
         return copilot, copilot.prepare(question, name, conversation=conversation)
 
     async def retry(self, owner: str, turn_id: str, *, double_texting: DoubleTexting = "reject") -> Started:
-        """Ask a finished turn's question again, about the same source, in the same conversation.
+        """Ask a finished turn's question again, about the same source, in the same conversation, with the
+        same model.
 
         Raises:
             NotFoundError: no such turn for this owner, or its source is gone.
@@ -204,11 +205,13 @@ class AskJobs:
                 conversation is).
         """
         record = await asyncio.to_thread(self._finished, owner, turn_id)
+        own = self.model.name if isinstance(self.model, Model) else self.model
         return await self.start(
             owner,
             record.question,
             record.source or BUILTIN,
             record.conversation_id,
+            record.model if record.model and record.model != own else None,  # the model it was asked with
             double_texting=double_texting,
         )
 
@@ -274,6 +277,7 @@ class AskJobs:
     def _stored_view(self, record: TurnRecord) -> dict[str, JsonValue]:
         data: dict[str, JsonValue] = record.model_dump(mode="json", exclude={"owner"})
         data["reason"] = public_text(record.reason)
+        data["model"] = public_text(record.model)
         data["attempts"] = [_attempt_view(attempt) for attempt in record.model_dump(mode="json")["attempts"]]
         data["chart"] = chart_of(record.result)
         data["running"] = False
@@ -288,7 +292,7 @@ class AskJobs:
         except NotFoundError:
             return None
         usage = None if outcome is None else outcome.get("usage")
-        return usage if isinstance(usage, dict) else None
+        return public_usage(usage) if isinstance(usage, dict) else None
 
     def _running_view(self, run: RunRecord) -> dict[str, JsonValue]:
         given = run.input
@@ -313,7 +317,7 @@ class AskJobs:
             "result": {"columns": [], "rows": []},
             "formula": None,
             "source": str(given.get("data", "")),
-            "model": str(given.get("model", "")),
+            "model": public_text(str(given.get("model", ""))),
             "created_at": run.created_at,
             "finished_at": None,
             "attempts": attempts,

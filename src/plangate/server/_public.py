@@ -16,9 +16,13 @@ from pydantic import JsonValue
 
 from plangate.events import Event, GateEvent, OutcomeEvent, StatusEvent, StepStateEvent
 
-# An absolute POSIX path: a '/' that does not follow a word, a path, a scheme or a port (so URLs, 'a/b' and
-# 'approve / reject' are left alone), then one or more parts.
-_ABSOLUTE_PATH = re.compile(r"(?<![\w/.~:-])(?:/[\w.@+~-]+)+/?")
+# An absolute POSIX path: a '/' that does not follow a word, a path, a scheme, a port or a path shortened
+# already ('…/x': the filter is applied twice unchanged), so URLs, 'a/b' and 'approve / reject' are left
+# alone; then one or more parts, unless it is a route of this API ('/v1/sources', which messages name).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w/.~:…-])(?!/v1/)(?:/[\w.@+~-]+)+/?")
+# A model named by its file on the server (``scripted:/…/responses.json``, ``local:/…/model.gguf``): the path
+# follows the provider's colon, where the pattern above leaves text alone (a URL's).
+_MODEL_FILE = re.compile(r"(?<![\w-])((?:scripted|local):)((?:/[\w.@+~-]+)+)")
 
 # The fields of server-written events whose text may quote a path.
 _TEXT_FIELDS: dict[type[Event], tuple[str, ...]] = {
@@ -30,13 +34,28 @@ _TEXT_FIELDS: dict[type[Event], tuple[str, ...]] = {
 
 
 def public_text(text: str) -> str:
-    """``text`` with every absolute path shortened to ``…/<last part>``."""
-    return _ABSOLUTE_PATH.sub(_shorten, text) if "/" in text else text
+    """``text`` with every absolute path shortened to ``…/<last part>``, a model file's too."""
+    if "/" not in text:
+        return text
+    text = _MODEL_FILE.sub(lambda found: found.group(1) + _last_part(found.group(2)), text)
+    return _ABSOLUTE_PATH.sub(_shorten, text)
+
+
+def _last_part(path: str) -> str:
+    parts = [part for part in path.split("/") if part]
+    return f"…/{parts[-1]}" if parts else path
+
+
+def public_usage(usage: JsonValue) -> JsonValue:
+    """A run's usage as clients see it: its models named without a file's path (``scripted:…/x.json``)."""
+    models = usage.get("models") if isinstance(usage, dict) else None
+    if not isinstance(usage, dict) or not isinstance(models, dict):
+        return usage
+    return {**usage, "models": {public_text(name): value for name, value in models.items()}}
 
 
 def _shorten(match: re.Match[str]) -> str:
-    parts = [part for part in match.group(0).split("/") if part]
-    return f"…/{parts[-1]}" if parts else match.group(0)
+    return _last_part(match.group(0))
 
 
 def public_outcome(outcome: Mapping[str, JsonValue] | None) -> dict[str, JsonValue] | None:
@@ -47,6 +66,8 @@ def public_outcome(outcome: Mapping[str, JsonValue] | None) -> dict[str, JsonVal
     message = shown.get("user_message")
     if isinstance(message, str):
         shown["user_message"] = public_text(message)
+    if "usage" in shown:
+        shown["usage"] = public_usage(shown["usage"])
     return shown
 
 
@@ -62,6 +83,10 @@ def public_event(event: Event) -> Event:
             update[name] = public_text(value)
     if isinstance(event, OutcomeEvent) and event.internal_reason:
         update["internal_reason"] = ""
+    if isinstance(event, OutcomeEvent) and event.usage is not None:
+        usage = public_usage(event.usage)
+        if usage != event.usage:
+            update["usage"] = usage
     return event.model_copy(update=update) if update else event
 
 
@@ -81,4 +106,11 @@ def public_event_dict(event: Event) -> dict[str, JsonValue]:
     return data
 
 
-__all__ = ["public_event", "public_event_dict", "public_event_json", "public_outcome", "public_text"]
+__all__ = [
+    "public_event",
+    "public_event_dict",
+    "public_event_json",
+    "public_outcome",
+    "public_text",
+    "public_usage",
+]

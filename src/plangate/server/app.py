@@ -63,10 +63,11 @@ CONSOLE = Path(__file__).parent / "static"
 _DESCRIPTION = """\
 Runs of LLM agents and formulas that plan, act only with consent, and prove each step.
 
-Every `/v1` route and `/readyz` need `Authorization: Bearer <token>` (make one with `plangate token
-create`); `/healthz`, these docs and the console's page do not. A run belongs to the owner of the token that
-started it; any other owner gets 404 for it, its events and its interactions. Errors are JSON problem
-documents (`type`, `title`, `status`, `detail`); a run's events stream as Server-Sent Events.
+Every `/v1` route and `/metrics` need `Authorization: Bearer <token>` (make one with `plangate token
+create`); the probes `/healthz` and `/readyz`, these docs and the console's page do not. A run belongs to
+the owner of the token that started it; any other owner gets 404 for it, its events and its interactions.
+Errors are JSON problem documents (`type`, `title`, `status`, `detail`); a run's events stream as
+Server-Sent Events.
 """
 
 

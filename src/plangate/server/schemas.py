@@ -14,7 +14,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field,
 
 from plangate.interactions import Answer, Approve, Edit, Reject, Resolution
 from plangate.runs.tools import INPUT_KEY as TOOL_IDENTITY
-from plangate.server._public import public_outcome
+from plangate.server._public import public_outcome, public_text
 from plangate.store import Interaction, RunRecord
 from plangate.vocab import ResolutionKind
 
@@ -225,7 +225,10 @@ def run_view(run: RunRecord) -> dict[str, JsonValue]:
         # Where the tools came from (module paths on the server's disk, their identities), kept for
         # resuming, the digest of a formula run's plan and a retry's new plan (kept for retries): nothing a
         # client needs.
-        data["input"] = {key: value for key, value in input_.items() if key not in _SERVER_INPUT}
+        data["input"] = shown = {key: value for key, value in input_.items() if key not in _SERVER_INPUT}
+        agent = shown.get("agent")
+        if isinstance(agent, dict) and isinstance(agent.get("model"), str):
+            shown["agent"] = {**agent, "model": public_text(agent["model"])}  # a model file's path
     return data
 
 
