@@ -339,7 +339,7 @@ def test_a_human_gate_asks_for_approval_before_the_step(tmp_path: Path) -> None:
     assert calls.names() == ["work"]
 
 
-def test_an_input_step_records_the_answer_for_later_steps(tmp_path: Path) -> None:
+def test_an_input_step_records_the_answer_for_later_steps_and_refuses_an_approval(tmp_path: Path) -> None:
     write_formula(
         tmp_path,
         "asks",
@@ -357,6 +357,10 @@ def test_an_input_step_records_the_answer_for_later_steps(tmp_path: Path) -> Non
     runner = runner_for(tmp_path, calls)
     result = start(runner, "asks")
     assert result.interaction is not None and result.interaction.kind == "ask_user"
+    # before, an approval was taken: the step completed with no answer, and the step reading it failed
+    with pytest.raises(InteractionError, match="asks for an answer: answer it with text"):
+        answer(runner, result.interaction.id, Approve())
+    assert runner.store.get_interaction(result.interaction.id).status == "open"
     answer(runner, result.interaction.id, Answer(text="Aurora"))
     result = resume(runner, result.run_id)
     assert result.status == "completed"

@@ -211,12 +211,18 @@ def test_downstream_follows_needs_children_and_containers(tmp_path: Path) -> Non
     assert downstream(plan, "fetch") == {"fetch", "lint", "build", "publish"}
 
 
-def test_a_retry_stored_but_not_committed_yet_is_committed_once_when_advanced(tmp_path: Path) -> None:
+def _stored_retry(tmp_path: Path) -> tuple[Store, Desk, FormulaRunner, str]:
+    """A run of ``ship`` that failed at ``build``, and its retry from there, stored but not started (no state
+    yet: it is copied from its origin when the retry starts)."""
     write_formula(tmp_path, "ship", BODY)
     store, desk = memory_store(), Desk()
     runner = _runner(store, desk, tmp_path)
     failed = asyncio.run(runner.start("ship", {"version": "1.0"}))
-    retried = retry_run(runner, failed.run_id, "build")
+    return store, desk, runner, retry_run(runner, failed.run_id, "build")
+
+
+def test_a_retry_stored_but_not_committed_yet_is_committed_once_when_advanced(tmp_path: Path) -> None:
+    store, desk, runner, retried = _stored_retry(tmp_path)
     # as a process killed right after storing the retry leaves it: no state, no events
     assert store.get_snapshot(retried) is None and store.events(retried) == []
     desk.calls.clear()
@@ -235,12 +241,7 @@ def test_a_retry_stored_but_not_committed_yet_is_committed_once_when_advanced(tm
 def test_a_retry_not_started_yet_is_shown_and_cancelled(tmp_path: Path) -> None:
     # A retry waiting in its owner's queue has no state until it starts (copied from its origin then).
     # Before, showing it and cancelling it both failed: "run ... has no formula state".
-    write_formula(tmp_path, "ship", BODY)
-    store, desk = memory_store(), Desk()
-    runner = _runner(store, desk, tmp_path)
-    failed = asyncio.run(runner.start("ship", {"version": "1.0"}))
-    retried = retry_run(runner, failed.run_id, "build")
-    assert store.get_snapshot(retried) is None
+    store, _, runner, retried = _stored_retry(tmp_path)
 
     assert FormulaEngine(runner).describe(store.get_run(retried)) == {"steps": []}
     runner.cancel(retried, "not needed any more")

@@ -15,7 +15,7 @@ from plangate.errors import InteractionError, StaleInteraction
 from plangate.formulas import runtime
 from plangate.formulas._answers import STORED_ANSWERS
 from plangate.formulas.runtime import FormulaRunner
-from plangate.interactions import Answer, Approve, Edit
+from plangate.interactions import Approve, Edit
 from plangate.store import Documents, LeaseBook
 from plangate.tools import ToolRegistry, tool
 
@@ -101,38 +101,3 @@ def test_a_stored_answer_that_cannot_be_read_is_skipped_and_the_run_waits_on(
 
     assert resumed.status == "waiting", resumed.reason  # the unreadable answer is not applied, nor fatal
     assert store.get_interaction(asked.id).status == "open"
-
-
-def test_a_step_that_asks_for_an_answer_refuses_an_approval_and_keeps_waiting(tmp_path: Path) -> None:
-    # Before, the approval was taken: the step completed with no answer, and the step reading it failed.
-    @tool
-    def echo(text: str) -> dict[str, str]:
-        """Say it back."""
-        return {"said": text}
-
-    write_formula(
-        tmp_path,
-        "notes",
-        """
-        [[steps]]
-        id = "ask"
-        human = { prompt = "Approve this draft?", kind = "input" }
-        [[steps]]
-        id = "use"
-        needs = ["ask"]
-        tool = { name = "echo", args = { text = "{{steps.ask.output.answer}}" } }
-        """,
-    )
-    store = memory_store()
-    runner = FormulaRunner(store, ToolRegistry([echo]), search_paths=[tmp_path])
-    waiting = asyncio.run(runner.start("notes"))
-    assert waiting.interaction is not None and waiting.interaction.kind == "ask_user"
-
-    with pytest.raises(InteractionError, match="asks for an answer: answer it with text"):
-        asyncio.run(runner.answer(waiting.interaction.id, Approve()))
-    assert store.get_interaction(waiting.interaction.id).status == "open"
-
-    asyncio.run(runner.answer(waiting.interaction.id, Answer(text="ship it")))
-    done = asyncio.run(runner.resume(waiting.run_id))
-    assert done.status == "completed", done.reason
-    assert done.outputs["use"] == {"said": "ship it"}
