@@ -154,9 +154,10 @@ class FormulaEngine:
         """Each step's state, reason, attempt and output, in the plan's order, with what it waits on (none
         for a run with no state yet: a retry waiting in its owner's queue, copied from its origin when it
         starts)."""
-        if self.store.get_snapshot(run.id) is None:
+        try:
+            state = self.runner.load(run.id)
+        except NotFoundError:  # no snapshot yet
             return {"steps": []}
-        state = self.runner.load(run.id)
         steps: list[JsonValue] = []
         for step_id, step in state.steps.items():
             planned = state.plan.index.get(step_id)

@@ -240,12 +240,13 @@ class SqliteSource:
         return connection
 
 
-_STORE_TABLES = ("runs", "events", "interactions", "write_intents")
+_STORE_TABLES = ("schema_version", "runs", "events")
+"""What every plangate store has held since its first version, migrated or not."""
 
 
 def _holds_a_store(connection: sqlite3.Connection) -> bool:
-    """Whether the database holds a plangate store's tables (runs, their events, questions and writes): its
-    tokens, answers and outputs are nobody's data to query."""
+    """Whether the database holds a plangate store's tables (of any version): its tokens, answers and
+    outputs are nobody's data to query."""
     marks = ", ".join("?" for _ in _STORE_TABLES)
     query = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})"
     try:
