@@ -74,11 +74,15 @@ def require_store(url: str | None) -> None:
     if postgres_url(url) is not None:
         return
     target = sqlite_target(url)
-    if target == MEMORY or (Path(target).is_file() and Path(target).stat().st_size > 0):
+    if target == MEMORY:
         return
-    empty = " (an empty file)" if Path(target).is_file() else ""
+    path = Path(target)
+    is_file = path.is_file()
+    if is_file and path.stat().st_size > 0:
+        return
+    empty = " (an empty file)" if is_file else ""
     raise NotFoundError(
-        f"no store at {Path(target).resolve()}{empty} (nothing was created there): name the store your runs "
+        f"no store at {path.resolve()}{empty} (nothing was created there): name the store your runs "
         f"are in with --store, ${STORE_ENV} or store = ... in plangate.toml (default: .plangate/plangate.db "
         "under the folder the command runs in)"
     )

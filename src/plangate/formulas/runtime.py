@@ -744,9 +744,10 @@ class FormulaRunner:
         run = self.store.get_run(run_id)
         if run.status in TERMINAL_STATUSES:
             raise InteractionError(f"run {run_id!r} already ended ({run.status})")
-        # a run with no state yet (a retry waiting in its owner's queue, copied from its origin when it
-        # starts) has no step to cancel
-        state = self.load(run_id) if self.store.get_snapshot(run_id) is not None else None
+        try:
+            state: RunState | None = self.load(run_id)
+        except NotFoundError:  # no state yet (a retry waiting in its owner's queue): no step to cancel
+            state = None
         self._cancel_children(run_id, reason)
         # read before the transaction (a store read inside one waits on it, on SQLite)
         ended = with_steps_usage(formula_outcome("cancelled", reason), self.store, run_id, state)
